@@ -1,0 +1,39 @@
+-- claimd schema. Loading it again is harmless: every statement is idempotent.
+--
+-- One table holds the work. Users insert rows with plain SQL:
+--     INSERT INTO work_items (payload) VALUES ('...');
+-- and read their progress from the same table.
+--
+-- The claim index: every row that may be claimed has a non-NULL visible_at, the time from
+-- which a worker may take it: its run_at while it waits, the end of its lease while it is
+-- claimed (so a claim whose worker vanished becomes claimable again without an OR). Finished
+-- rows have visible_at NULL and so sit outside the one range the claim query scans:
+--     WHERE queue = ? AND visible_at <= NOW(6) ORDER BY visible_at, id
+-- no matter how many done rows the table keeps.
+
+CREATE TABLE IF NOT EXISTS work_items (
+    id            BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+    queue         VARCHAR(64) NOT NULL DEFAULT 'default',
+    payload       MEDIUMBLOB NULL,
+    state         ENUM('ready', 'claimed', 'done', 'dead') NOT NULL DEFAULT 'ready',
+    attempts      INT UNSIGNED NOT NULL DEFAULT 0,
+    max_attempts  INT UNSIGNED NOT NULL DEFAULT 5,
+    run_at        DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+    visible_at    DATETIME(6) NULL DEFAULT NULL,
+    claim_token   BIGINT UNSIGNED NOT NULL DEFAULT 0,
+    claimed_by    VARCHAR(255) NULL DEFAULT NULL,
+    claimed_at    DATETIME(6) NULL DEFAULT NULL,
+    finished_at   DATETIME(6) NULL DEFAULT NULL,
+    last_error    TEXT NULL DEFAULT NULL,
+    created_at    DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+    PRIMARY KEY (id),
+    KEY claim_idx (queue, visible_at, id),
+    KEY finished_idx (finished_at)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
+
+-- A row inserted as 'ready' becomes visible at its run_at (a column DEFAULT cannot read
+-- another column's default, hence the trigger). Rows inserted in any other state are
+-- not claimable.
+DROP TRIGGER IF EXISTS work_items_bi;
+CREATE TRIGGER work_items_bi BEFORE INSERT ON work_items FOR EACH ROW
+    SET NEW.visible_at = IF(NEW.state = 'ready', NEW.run_at, NULL);
