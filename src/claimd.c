@@ -1,0 +1,46 @@
+/* claimd — entry point: the supervisor, or (with the hidden --worker-slot option the supervisor
+ * passes) one of its workers. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "proc.h"
+#include "store.h"
+#include "supervisor.h"
+#include "worker.h"
+
+#ifndef CLAIMD_VERSION
+#define CLAIMD_VERSION "0.1.0"
+#endif
+
+int main(int argc, char **argv)
+{
+	static struct config cfg;
+	char err[512] = "";
+	int r;
+
+	proc_init();
+	r = config_parse(argc, argv, &cfg, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "claimd: %s\n", err);
+		return 2;
+	}
+	if (r == CONFIG_HELP) {
+		fputs(config_usage(), stdout);
+		return 0;
+	}
+	if (r == CONFIG_VERSION) {
+		printf("claimd %s\n", CLAIMD_VERSION);
+		return 0;
+	}
+	if (store_library_init() < 0) {
+		fprintf(stderr, "claimd: cannot initialise the MySQL client library\n");
+		return 1;
+	}
+	if (cfg.worker_slot >= 0)
+		r = worker_main(&cfg);
+	else
+		r = supervisor_main(&cfg, argc, argv);
+	store_library_end();
+	return r;
+}

@@ -1,0 +1,18 @@
+/* log — one line per event on stderr:
+ *     2026-11-21T05:01:18.123Z claimd[sup] pid=1234 info: worker exited slot=2 pid=99 signal=9
+ * The role ("sup", "w3") is set once per process with log_init. */
+#ifndef CLAIMD_LOG_H
+#define CLAIMD_LOG_H
+
+enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
+
+void log_init(const char *role, int level);
+int log_level(void);
+void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,141 @@
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void proc_init(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+}
+
+void proc_ignore_stop_signals(void)
+{
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+}
+
+int proc_die_with_parent(pid_t parent_pid)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		return -errno;
+	/* The parent may have died before prctl: then we were re-parented already. */
+	if (parent_pid > 0 && getppid() != parent_pid)
+		_exit(1);
+	return 0;
+}
+
+/* In the child, between fork and exec: only async-signal-safe calls. */
+static void child_exec(char *const argv[], char *const envp[], int in_fd, int err_fd,
+		       pid_t parent)
+{
+	sigset_t none;
+	int fd;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
+	setpgid(0, 0);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	if (dup2(in_fd, 0) < 0 || dup2(err_fd, 2) < 0)
+		_exit(127);
+	for (fd = 3; fd < 1024; fd++)
+		close(fd);
+	execve(argv[0], argv, envp);
+	{
+		const char *e = strerror(errno);
+		(void)!write(2, "claimd: cannot exec ", 20);
+		(void)!write(2, argv[0], strlen(argv[0]));
+		(void)!write(2, ": ", 2);
+		(void)!write(2, e, strlen(e));
+		(void)!write(2, "\n", 1);
+	}
+	_exit(127);
+}
+
+int proc_spawn(char *const argv[], char *const envp[], struct proc_child *ret)
+{
+	int in[2] = { -1, -1 }, err[2] = { -1, -1 };
+	pid_t parent = getpid(), pid;
+	int r;
+
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
+		goto fail;
+	pid = fork();
+	if (pid < 0)
+		goto fail;
+	if (pid == 0)
+		child_exec(argv, envp, in[0], err[1], parent);
+	/* Also set the group from the parent side: no race with an early kill of the group. */
+	setpgid(pid, pid);
+	close(in[0]);
+	close(err[1]);
+	fcntl(in[1], F_SETFL, fcntl(in[1], F_GETFL) | O_NONBLOCK);
+	fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
+	ret->pid = pid;
+	ret->stdin_fd = in[1];
+	ret->stderr_fd = err[0];
+	return 0;
+fail:
+	r = -errno;
+	for (int i = 0; i < 2; i++) {
+		if (in[i] >= 0)
+			close(in[i]);
+		if (err[i] >= 0)
+			close(err[i]);
+	}
+	return r;
+}
+
+int proc_kill_group(pid_t pid, int sig)
+{
+	if (pid <= 0)
+		return -EINVAL;
+	if (kill(-pid, sig) == 0)
+		return 0;
+	return kill(pid, sig) == 0 ? 0 : -errno;
+}
+
+int proc_kill(pid_t pid, int sig)
+{
+	if (pid <= 0)
+		return -EINVAL;
+	return kill(pid, sig) == 0 ? 0 : -errno;
+}
+
+int proc_reap(pid_t pid, int *ret_status)
+{
+	int status;
+	pid_t r;
+
+	do
+		r = waitpid(pid, &status, WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	if (r == 0)
+		return 0;
+	*ret_status = status;
+	return 1;
+}
+
+void proc_describe_status(int status, char *out, size_t outlen)
+{
+	if (WIFEXITED(status))
+		snprintf(out, outlen, "exit status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(out, outlen, "killed by signal %d (%s)", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)));
+	else
+		snprintf(out, outlen, "status 0x%x", (unsigned)status);
+}

@@ -1,0 +1,114 @@
+/* store — everything claimd says to MariaDB/MySQL. The only module that includes mysql.h.
+ *
+ * A struct store is one connection, used by one thread at a time. Sessions run at READ
+ * COMMITTED; every time comparison uses the database clock (NOW(6)). Claims take rows with
+ * SELECT ... FOR UPDATE SKIP LOCKED over the claim index and update them by primary key in
+ * the same short transaction; every later update of a claimed row (complete, fail, release,
+ * extend) names the row's claim token and state 'claimed', so a worker whose claim was lost
+ * (lease expired, released by the supervisor) can never overwrite the row's new owner.
+ * Deadlock (1213) and lock wait timeout (1205) are retried inside the call.
+ *
+ * Errors: functions return >= 0 on success or a negative errno-style code, and fill the
+ * caller's err buffer with the server's message and error number:
+ *   -ENOTCONN  the connection is gone (2002, 2003, 2006, 2013, ...); call store_connect again
+ *              (with back-off); nothing was committed by the failed call unless it says so.
+ *   -EIO       any other SQL error (missing table, bad privileges, ...).
+ *   -EINVAL    bad arguments.
+ * The module does not log.
+ */
+#ifndef CLAIMD_STORE_H
+#define CLAIMD_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dsn.h"
+
+#define STORE_QUEUE_MAX 64
+#define STORE_ERR_MAX 512
+
+struct store;
+
+/* A claimed row, as the worker needs it. */
+struct store_item {
+	uint64_t id;
+	uint64_t token;          /* the fencing token written by this claim */
+	uint32_t attempt;        /* 1 for the first run */
+	uint32_t max_attempts;
+	char queue[STORE_QUEUE_MAX + 1];
+	unsigned char *payload;  /* malloc'd, NUL-terminated for convenience; may be NULL */
+	size_t payload_len;
+};
+
+/* A reference to a claimed row for complete/release/extend. */
+struct store_ref {
+	uint64_t id;
+	uint64_t token;
+};
+
+struct store_count {
+	char queue[STORE_QUEUE_MAX + 1];
+	char state[16];
+	uint64_t count;
+};
+
+/* Call once in main before any thread or store exists. Returns 0 or -EIO. */
+int store_library_init(void);
+void store_library_end(void);
+
+/* Make a store for dsn. claimer is written to claimed_by ("host/slot:pid"); both are copied.
+ * Does not connect. Returns 0 or -ENOMEM. */
+int store_new(const struct dsn *dsn, const char *claimer, struct store **ret);
+/* Closes the connection if any. Accepts NULL. */
+void store_free(struct store *s);
+
+/* (Re)connect: closes any old connection, connects with a 3 s connect timeout and 10 s
+ * read/write timeouts, sets READ COMMITTED. The password is CLAIMD_DB_PASSWORD if set,
+ * else the first line of dsn->password_file if set, else none. */
+int store_connect(struct store *s, char *err, size_t errlen);
+bool store_connected(const struct store *s);
+
+/* In one transaction: mark done[0..ndone) complete (fenced; state 'done', finished_at =
+ * NOW(6), visible_at NULL), then claim up to max rows of queue whose visible_at <= NOW(6),
+ * oldest visible first, skipping rows other sessions hold locked, and set them claimed with
+ * a new token each, claimed_by, claimed_at = NOW(6), visible_at = NOW(6) + lease_ms,
+ * attempts + 1. max may be 0 (complete only). Fills items[0..*ret_n) (caller frees payloads
+ * with store_items_clear) and *ret_completed with how many of done[] were applied (the rest
+ * were fenced out). On error nothing is committed and nothing is written to the outputs. */
+int store_claim(struct store *s, const char *queue, unsigned max, unsigned lease_ms,
+		const struct store_ref *done, size_t ndone,
+		struct store_item *items, size_t *ret_n, size_t *ret_completed,
+		char *err, size_t errlen);
+
+void store_items_clear(struct store_item *items, size_t n);
+
+/* A failed run of a claimed row (fenced). If the row's attempts >= max_attempts it becomes
+ * 'dead' (visible_at NULL, finished_at NOW(6)); otherwise 'ready', visible at
+ * NOW(6) + retry_ms. error (may be NULL) is stored in last_error, cut to 4000 bytes.
+ * Returns 1 if applied and the row is now ready, 2 if applied and the row is now dead,
+ * 0 if fenced out, or a negative error. */
+int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const char *error,
+	       char *err, size_t errlen);
+
+/* Put claimed rows back to 'ready', visible now (fenced). With count_attempt false the
+ * attempt they were claimed for is given back (shutdown, prefetched and never started).
+ * A row whose attempts reached max_attempts with count_attempt true goes 'dead' with
+ * last_error = reason. Returns how many rows were changed, or a negative error. */
+int store_release(struct store *s, const struct store_ref *refs, size_t n, bool count_attempt,
+		  const char *reason, char *err, size_t errlen);
+
+/* Push the lease of claimed rows to NOW(6) + lease_ms (fenced). Returns how many rows were
+ * still ours, or a negative error. */
+int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsigned lease_ms,
+		 char *err, size_t errlen);
+
+/* Cheap, non-locking: is any row of queue claimable now? One statement. Returns 1, 0, or a
+ * negative error. */
+int store_poll(struct store *s, const char *queue, char *err, size_t errlen);
+
+/* Row counts per queue and state (all of work_items). *ret is malloc'd; caller frees. */
+int store_counts(struct store *s, struct store_count **ret, size_t *ret_n,
+		 char *err, size_t errlen);
+
+#endif

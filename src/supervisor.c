@@ -1,0 +1,841 @@
+#include "supervisor.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "buf.h"
+#include "chan.h"
+#include "control.h"
+#include "log.h"
+#include "proc.h"
+#include "proto.h"
+#include "status.h"
+#include "store.h"
+
+#define SLOT_UNRESPONSIVE 100  /* beyond enum proto_wstate: our own verdict */
+#define SLOT_DOWN 101          /* no process: waiting to be started */
+#define QUICK_DEATH_MS 10000   /* a worker that dies sooner than this counts towards back-off */
+#define RESPAWN_MAX_MS 30000
+#define COUNTS_FRESH_MS 1000
+#define DB_RETRY_MS 1000
+
+struct sup;
+
+struct slot {
+	struct sup *sup;
+	int idx;
+	uv_process_t *proc;      /* heap: freed in its close callback */
+	pid_t pid;
+	struct chan *chan;
+	int state;               /* enum proto_wstate, SLOT_UNRESPONSIVE or SLOT_DOWN */
+	uint64_t item, item_since;
+	uint64_t done, failed;
+	unsigned restarts, quick_deaths;
+	double rtt_ms;
+	bool rtt_valid;
+	uint64_t last_ack, started;
+	bool term_sent, kill_sent;
+	uint64_t term_at;
+	uv_timer_t respawn_timer;
+	struct store_ref *claims;
+	size_t nclaims, capclaims;
+};
+
+/* Work for the supervisor's own database connection, run one at a time off the loop. */
+enum dbjob_kind { DBJOB_RELEASE, DBJOB_COUNTS };
+
+struct dbjob {
+	struct dbjob *next;
+	enum dbjob_kind kind;
+	struct store_ref *refs;
+	size_t n;
+	int slot;
+	int rc;
+	char err[STORE_ERR_MAX];
+	struct store_count *counts;
+	size_t ncounts;
+};
+
+struct sup {
+	uv_loop_t *loop;
+	const struct config *cfg;
+	int argc;
+	char **argv;
+	char exe[PATH_MAX];
+	char host[64];
+	struct slot *slots;
+	uv_timer_t hb_timer, poll_timer, stop_timer, db_retry_timer;
+	uv_signal_t sigterm, sigint;
+	struct control *control;
+	bool stopping, stopped;
+	uint64_t started;
+	unsigned poll_rr;
+	/* database */
+	struct store *store;
+	bool db_up;
+	struct dbjob *jobs_head, *jobs_tail;
+	bool job_running;
+	uv_work_t work;
+	/* status */
+	struct store_count *counts;
+	size_t ncounts;
+	uint64_t counts_at;
+	struct control_conn **waiting;  /* status requests waiting for counts */
+	char (*waiting_line)[16];
+	size_t nwaiting, capwaiting;
+};
+
+static uint64_t now_ms(const struct sup *s)
+{
+	return uv_now(s->loop);
+}
+
+static bool slot_alive(const struct slot *sl)
+{
+	return sl->state != SLOT_DOWN;
+}
+
+static const char *slot_state_name(int state)
+{
+	if (state == SLOT_UNRESPONSIVE)
+		return "unresponsive";
+	if (state == SLOT_DOWN)
+		return "down";
+	return proto_wstate_name((unsigned)state);
+}
+
+static void maybe_finish_stop(struct sup *s);
+static void spawn_worker(struct slot *sl);
+static void wake_one(struct sup *s, const struct slot *except);
+static void db_kick(struct sup *s);
+
+/* ---- claims table ---- */
+
+static void claims_add(struct slot *sl, uint64_t id, uint64_t token)
+{
+	if (sl->nclaims == sl->capclaims) {
+		size_t cap = sl->capclaims ? sl->capclaims * 2 : 64;
+		struct store_ref *p = realloc(sl->claims, cap * sizeof(*p));
+		if (!p) {
+			log_error("out of memory tracking claims of worker slot=%d; item id=%llu "
+				  "will come back after its lease", sl->idx, (unsigned long long)id);
+			return;
+		}
+		sl->claims = p;
+		sl->capclaims = cap;
+	}
+	sl->claims[sl->nclaims++] = (struct store_ref){ id, token };
+}
+
+static void claims_remove(struct slot *sl, uint64_t id, uint64_t token)
+{
+	for (size_t i = 0; i < sl->nclaims; i++) {
+		if (sl->claims[i].id == id && sl->claims[i].token == token) {
+			sl->claims[i] = sl->claims[--sl->nclaims];
+			return;
+		}
+	}
+}
+
+/* ---- the supervisor's database jobs ---- */
+
+static void db_enqueue(struct sup *s, struct dbjob *j)
+{
+	j->next = NULL;
+	if (s->jobs_tail)
+		s->jobs_tail->next = j;
+	else
+		s->jobs_head = j;
+	s->jobs_tail = j;
+	db_kick(s);
+}
+
+static void release_claims(struct slot *sl)
+{
+	struct dbjob *j;
+
+	if (sl->nclaims == 0)
+		return;
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		log_error("out of memory: %zu claims of worker slot=%d come back after their lease",
+			  sl->nclaims, sl->idx);
+		sl->nclaims = 0;
+		return;
+	}
+	j->kind = DBJOB_RELEASE;
+	j->refs = sl->claims;
+	j->n = sl->nclaims;
+	j->slot = sl->idx;
+	sl->claims = NULL;
+	sl->nclaims = sl->capclaims = 0;
+	db_enqueue(sl->sup, j);
+}
+
+static void on_db_work(uv_work_t *req)
+{
+	struct sup *s = req->data;
+	struct dbjob *j = s->jobs_head;
+
+	j->rc = 0;
+	if (!store_connected(s->store))
+		j->rc = store_connect(s->store, j->err, sizeof(j->err));
+	if (j->rc < 0)
+		return;
+	if (j->kind == DBJOB_RELEASE)
+		j->rc = store_release(s->store, j->refs, j->n, true, "worker died while running it",
+				      j->err, sizeof(j->err));
+	else
+		j->rc = store_counts(s->store, &j->counts, &j->ncounts, j->err, sizeof(j->err));
+}
+
+static void reply_waiting(struct sup *s);
+static void on_db_retry(uv_timer_t *t);
+
+static void on_db_done(uv_work_t *req, int status)
+{
+	struct sup *s = req->data;
+	struct dbjob *j = s->jobs_head;
+
+	s->job_running = false;
+	s->jobs_head = j->next;
+	if (!s->jobs_head)
+		s->jobs_tail = NULL;
+	if (j->rc < 0 && j->kind == DBJOB_RELEASE) {
+		if (s->db_up)
+			log_warn("cannot release %zu claims of worker slot=%d: %s; retrying",
+				 j->n, j->slot, j->err);
+		s->db_up = false;
+		/* Back to the front, after a pause: nothing is dropped. */
+		j->next = s->jobs_head;
+		s->jobs_head = j;
+		if (!s->jobs_tail)
+			s->jobs_tail = j;
+		uv_timer_start(&s->db_retry_timer, on_db_retry, DB_RETRY_MS, 0);
+		return;
+	}
+	s->db_up = j->rc >= 0;
+	if (j->kind == DBJOB_RELEASE) {
+		log_info("released %d of %zu claims of worker slot=%d (the rest had finished or "
+			 "moved on)", j->rc, j->n, j->slot);
+		free(j->refs);
+		if (j->rc > 0)
+			wake_one(s, NULL);
+	} else {
+		free(s->counts);
+		s->counts = j->rc >= 0 ? j->counts : NULL;
+		s->ncounts = j->rc >= 0 ? j->ncounts : 0;
+		s->counts_at = now_ms(s);
+		if (j->rc < 0)
+			log_warn("cannot read queue counts: %s", j->err);
+		reply_waiting(s);
+	}
+	free(j);
+	maybe_finish_stop(s);
+	db_kick(s);
+}
+
+static void db_kick(struct sup *s)
+{
+	if (s->job_running || !s->jobs_head || uv_is_active((uv_handle_t *)&s->db_retry_timer))
+		return;
+	s->job_running = true;
+	s->work.data = s;
+	if (uv_queue_work(s->loop, &s->work, on_db_work, on_db_done) < 0)
+		s->job_running = false;
+}
+
+static void on_db_retry(uv_timer_t *t)
+{
+	db_kick(t->data);
+}
+
+/* ---- messages from workers ---- */
+
+static void on_items(struct slot *sl, const struct proto_msg *m)
+{
+	struct sup *s = sl->sup;
+
+	for (unsigned i = 0; i < m->u.items.n; i++) {
+		const struct proto_item *it = &m->u.items.items[i];
+		if (m->type == PROTO_CLAIMED) {
+			claims_add(sl, it->id, it->token);
+			continue;
+		}
+		claims_remove(sl, it->id, it->token);
+		if (it->outcome == PROTO_OUT_DONE)
+			sl->done++;
+		else if (it->outcome == PROTO_OUT_RETRY || it->outcome == PROTO_OUT_DEAD)
+			sl->failed++;
+	}
+	/* A worker that found work: there may be more, let one more idle worker look. */
+	if (m->type == PROTO_CLAIMED && m->u.items.n > 0 && !s->stopping)
+		wake_one(s, sl);
+}
+
+static void slot_on_msg(void *data, const struct proto_msg *m)
+{
+	struct slot *sl = data;
+
+	switch (m->type) {
+	case PROTO_HELLO:
+		log_debug("worker slot=%d pid=%u says hello", sl->idx, m->u.hello.pid);
+		break;
+	case PROTO_STATE:
+		if (sl->state == SLOT_UNRESPONSIVE)
+			break; /* our verdict stands until it is gone */
+		if (m->u.state.item_id != sl->item)
+			sl->item_since = now_ms(sl->sup);
+		sl->item = m->u.state.item_id;
+		if (m->u.state.state == PROTO_W_DB_DOWN && sl->state != PROTO_W_DB_DOWN)
+			log_warn("worker slot=%d pid=%d reports the database down", sl->idx,
+				 (int)sl->pid);
+		sl->state = m->u.state.state;
+		break;
+	case PROTO_CLAIMED:
+	case PROTO_FINISHED:
+		on_items(sl, m);
+		break;
+	default:
+		log_warn("worker slot=%d pid=%d sent an unexpected %s message, ignored", sl->idx,
+			 (int)sl->pid, proto_type_name(m->type));
+	}
+}
+
+static void slot_on_ack(void *data, uint8_t type, double rtt_ms)
+{
+	struct slot *sl = data;
+
+	if (type != PROTO_PING)
+		return;
+	sl->rtt_ms = rtt_ms;
+	sl->rtt_valid = true;
+	sl->last_ack = now_ms(sl->sup);
+}
+
+static void slot_on_close(void *data, int reason)
+{
+	struct slot *sl = data;
+
+	sl->chan = NULL;
+	if (reason < 0) {
+		log_error("worker slot=%d pid=%d broke the protocol (%s); killing it", sl->idx,
+			  (int)sl->pid, strerror(-reason));
+		proc_kill(sl->pid, SIGKILL);
+	}
+	/* EOF: the process is exiting; its exit callback does the rest. */
+}
+
+static const struct chan_ops slot_chan_ops = {
+	.on_msg = slot_on_msg,
+	.on_ack = slot_on_ack,
+	.on_close = slot_on_close,
+};
+
+static void send_to(struct slot *sl, struct proto_msg *m)
+{
+	int r;
+
+	if (!sl->chan)
+		return;
+	r = chan_send(sl->chan, m);
+	if (r < 0 && r != -ENOBUFS)
+		log_warn("cannot send %s to worker slot=%d pid=%d: %s", proto_type_name(m->type),
+			 sl->idx, (int)sl->pid, strerror(-r));
+}
+
+static void wake_one(struct sup *s, const struct slot *except)
+{
+	struct proto_msg m;
+
+	for (unsigned k = 0; k < s->cfg->workers; k++) {
+		struct slot *sl = &s->slots[(s->poll_rr + k) % s->cfg->workers];
+		if (sl == except || sl->state != PROTO_W_IDLE || !sl->chan)
+			continue;
+		s->poll_rr = (unsigned)(sl->idx + 1);
+		memset(&m, 0, sizeof(m));
+		m.type = PROTO_WAKE;
+		send_to(sl, &m);
+		return;
+	}
+}
+
+/* ---- process lifecycle ---- */
+
+static void on_respawn(uv_timer_t *t)
+{
+	struct slot *sl = t->data;
+
+	if (!sl->sup->stopping)
+		spawn_worker(sl);
+}
+
+static void on_proc_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+static void on_worker_exit(uv_process_t *p, int64_t exit_status, int term_signal)
+{
+	struct slot *sl = p->data;
+	struct sup *s = sl->sup;
+	uint64_t lived = now_ms(s) - sl->started;
+	unsigned delay = 0;
+
+	if (term_signal)
+		log_warn("worker slot=%d pid=%d killed by signal %d (%s) after %llu ms", sl->idx,
+			 (int)sl->pid, term_signal, strsignal(term_signal), (unsigned long long)lived);
+	else if (exit_status != 0 || !s->stopping)
+		log_warn("worker slot=%d pid=%d exited with status %lld after %llu ms", sl->idx,
+			 (int)sl->pid, (long long)exit_status, (unsigned long long)lived);
+	else
+		log_info("worker slot=%d pid=%d stopped", sl->idx, (int)sl->pid);
+	uv_close((uv_handle_t *)p, on_proc_closed);
+	sl->proc = NULL;
+	if (sl->chan) {
+		chan_close(sl->chan);
+		sl->chan = NULL;
+	}
+	sl->state = SLOT_DOWN;
+	sl->item = 0;
+	sl->pid = 0;
+	release_claims(sl);
+	if (s->stopping) {
+		maybe_finish_stop(s);
+		return;
+	}
+	sl->quick_deaths = lived < QUICK_DEATH_MS ? sl->quick_deaths + 1 : 0;
+	if (sl->quick_deaths > 1) {
+		delay = 250u << (sl->quick_deaths - 2 > 7 ? 7 : sl->quick_deaths - 2);
+		if (delay > RESPAWN_MAX_MS)
+			delay = RESPAWN_MAX_MS;
+		log_warn("worker slot=%d keeps dying (%u times in a row, each within %d s); "
+			 "restarting it in %u ms", sl->idx, sl->quick_deaths, QUICK_DEATH_MS / 1000,
+			 delay);
+	}
+	sl->restarts++;
+	uv_timer_start(&sl->respawn_timer, on_respawn, delay, 0);
+}
+
+static void spawn_worker(struct slot *sl)
+{
+	struct sup *s = sl->sup;
+	char slot_s[16], ppid_s[16];
+	char **args = calloc((size_t)s->argc + 8, sizeof(char *));
+	uv_stdio_container_t stdio[4];
+	uv_process_options_t opt;
+	uv_os_sock_t fds[2] = { -1, -1 };
+	int n = 0, r;
+
+	sl->proc = calloc(1, sizeof(*sl->proc));
+	if (!args || !sl->proc) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	snprintf(slot_s, sizeof(slot_s), "%d", sl->idx);
+	snprintf(ppid_s, sizeof(ppid_s), "%d", (int)getpid());
+	args[n++] = s->exe;
+	for (int i = 1; i < s->argc; i++)
+		args[n++] = s->argv[i];
+	args[n++] = "--worker-slot";
+	args[n++] = slot_s;
+	args[n++] = "--worker-fd";
+	args[n++] = "3";
+	args[n++] = "--parent-pid";
+	args[n++] = ppid_s;
+	args[n] = NULL;
+	r = uv_socketpair(SOCK_STREAM, 0, fds, 0, 0);
+	if (r < 0)
+		goto fail;
+	memset(stdio, 0, sizeof(stdio));
+	stdio[0].flags = UV_IGNORE;
+	stdio[1].flags = UV_INHERIT_FD;
+	stdio[1].data.fd = 1;
+	stdio[2].flags = UV_INHERIT_FD;
+	stdio[2].data.fd = 2;
+	stdio[3].flags = UV_INHERIT_FD;
+	stdio[3].data.fd = fds[1];
+	memset(&opt, 0, sizeof(opt));
+	opt.file = s->exe;
+	opt.args = args;
+	opt.stdio = stdio;
+	opt.stdio_count = 4;
+	opt.exit_cb = on_worker_exit;
+	sl->proc->data = sl;
+	r = uv_spawn(s->loop, sl->proc, &opt);
+	close(fds[1]);
+	fds[1] = -1;
+	if (r < 0) {
+		uv_close((uv_handle_t *)sl->proc, on_proc_closed);
+		sl->proc = NULL;
+		goto fail;
+	}
+	sl->pid = sl->proc->pid;
+	sl->started = now_ms(s);
+	sl->state = PROTO_W_STARTING;
+	sl->term_sent = sl->kill_sent = false;
+	sl->rtt_valid = false;
+	sl->last_ack = 0;
+	sl->item = 0;
+	r = chan_open(s->loop, fds[0], &slot_chan_ops, sl, &sl->chan);
+	fds[0] = -1;
+	if (r < 0) {
+		log_error("worker slot=%d pid=%d: cannot open its channel: %s; killing it", sl->idx,
+			  (int)sl->pid, uv_strerror(r));
+		proc_kill(sl->pid, SIGKILL);
+	} else {
+		log_info("worker slot=%d pid=%d started", sl->idx, (int)sl->pid);
+	}
+	free(args);
+	return;
+fail:
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (sl->proc && r == -ENOMEM) {
+		free(sl->proc);
+	}
+	sl->proc = NULL;
+	free(args);
+	log_error("cannot start worker slot=%d: %s; trying again in %d ms", sl->idx,
+		  uv_strerror(r), RESPAWN_MAX_MS / 10);
+	sl->state = SLOT_DOWN;
+	if (!s->stopping)
+		uv_timer_start(&sl->respawn_timer, on_respawn, RESPAWN_MAX_MS / 10, 0);
+}
+
+/* ---- heartbeat and hang detection ---- */
+
+static void check_slot(struct slot *sl)
+{
+	struct sup *s = sl->sup;
+	uint64_t now = now_ms(s), overdue = chan_oldest_pending_ms(sl->chan);
+	struct proto_msg m;
+
+	if (!slot_alive(sl))
+		return;
+	if (sl->term_sent) {
+		if (!sl->kill_sent && now - sl->term_at >= s->cfg->kill_grace_ms) {
+			log_warn("worker slot=%d pid=%d still there %u ms after SIGTERM; SIGKILL",
+				 sl->idx, (int)sl->pid, s->cfg->kill_grace_ms);
+			proc_kill(sl->pid, SIGKILL);
+			sl->kill_sent = true;
+		}
+		return;
+	}
+	if (overdue > s->cfg->hang_ms || chan_pending(sl->chan) >= CHAN_MAX_PENDING ||
+	    (!sl->chan && now - sl->started > s->cfg->hang_ms)) {
+		log_warn("worker slot=%d pid=%d unresponsive: no answer for %llu ms (limit %u ms); "
+			 "SIGTERM, then SIGKILL in %u ms", sl->idx, (int)sl->pid,
+			 (unsigned long long)overdue, s->cfg->hang_ms, s->cfg->kill_grace_ms);
+		sl->state = SLOT_UNRESPONSIVE;
+		sl->term_sent = true;
+		sl->term_at = now;
+		proc_kill(sl->pid, SIGTERM);
+		return;
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_PING;
+	m.u.ping.sent_ms = now;
+	send_to(sl, &m);
+}
+
+static void on_heartbeat(uv_timer_t *t)
+{
+	struct sup *s = t->data;
+
+	for (unsigned i = 0; i < s->cfg->workers; i++)
+		check_slot(&s->slots[i]);
+}
+
+/* One idle poll per interval for the whole pool: one idle worker is woken to look. */
+static void on_poll(uv_timer_t *t)
+{
+	struct sup *s = t->data;
+
+	if (!s->stopping)
+		wake_one(s, NULL);
+}
+
+/* ---- status ---- */
+
+static void answer_status(struct sup *s, struct control_conn *conn, bool json)
+{
+	struct buf b;
+
+	struct status_worker *ws = calloc(s->cfg->workers, sizeof(*ws));
+	struct status st = {
+		.pid = (int)getpid(), .host = s->host, .queue = s->cfg->queue,
+		.uptime_ms = now_ms(s) - s->started, .stopping = s->stopping, .db_up = s->db_up,
+		.workers = ws, .nworkers = ws ? s->cfg->workers : 0,
+		.counts = s->counts, .ncounts = s->ncounts,
+	};
+	uint64_t now = now_ms(s);
+
+	for (unsigned i = 0; ws && i < s->cfg->workers; i++) {
+		const struct slot *sl = &s->slots[i];
+		ws[i] = (struct status_worker){
+			.slot = sl->idx, .pid = (int)sl->pid, .state = slot_state_name(sl->state),
+			.item = sl->item, .item_ms = now - sl->item_since, .claims = sl->nclaims,
+			.done = sl->done, .failed = sl->failed, .restarts = sl->restarts,
+			.rtt_valid = sl->rtt_valid, .rtt_ms = sl->rtt_ms,
+			.heartbeat_age_ms = now - sl->last_ack,
+		};
+	}
+	buf_init(&b);
+	if (json)
+		status_render_json(&st, &b);
+	else
+		status_render_table(&st, &b);
+	free(ws);
+	if (buf_failed(&b))
+		control_reply(conn, "error: out of memory\n", 21);
+	else
+		control_reply(conn, b.data, b.len);
+	buf_free(&b);
+}
+
+static void reply_waiting(struct sup *s)
+{
+	for (size_t i = 0; i < s->nwaiting; i++)
+		answer_status(s, s->waiting[i], s->waiting_line[i][0] == 'j');
+	s->nwaiting = 0;
+}
+
+static bool wait_for_counts(struct sup *s, struct control_conn *conn, bool json)
+{
+	struct dbjob *j;
+
+	if (s->nwaiting == s->capwaiting) {
+		size_t cap = s->capwaiting ? s->capwaiting * 2 : 8;
+		void *a = realloc(s->waiting, cap * sizeof(*s->waiting));
+		if (!a)
+			return false;
+		s->waiting = a;
+		a = realloc(s->waiting_line, cap * sizeof(*s->waiting_line));
+		if (!a)
+			return false;
+		s->waiting_line = a;
+		s->capwaiting = cap;
+	}
+	if (s->nwaiting == 0) {
+		j = calloc(1, sizeof(*j));
+		if (!j)
+			return false;
+		j->kind = DBJOB_COUNTS;
+		db_enqueue(s, j);
+	}
+	s->waiting[s->nwaiting] = conn;
+	snprintf(s->waiting_line[s->nwaiting], sizeof(s->waiting_line[0]), "%s",
+		 json ? "json" : "table");
+	s->nwaiting++;
+	return true;
+}
+
+static void on_control(void *data, struct control_conn *conn, const char *line)
+{
+	struct sup *s = data;
+	static const char usage[] = "error: unknown request; try 'status' or 'status --json'\n";
+	bool json;
+
+	if (!strcmp(line, "status") || !strcmp(line, "status --json")) {
+		json = strcmp(line, "status") != 0;
+		if (now_ms(s) - s->counts_at < COUNTS_FRESH_MS && s->counts_at)
+			answer_status(s, conn, json);
+		else if (!wait_for_counts(s, conn, json))
+			answer_status(s, conn, json);
+		return;
+	}
+	control_reply(conn, usage, sizeof(usage) - 1);
+}
+
+/* ---- stopping ---- */
+
+static void close_handle(uv_handle_t *h)
+{
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+static void maybe_finish_stop(struct sup *s)
+{
+	if (!s->stopping || s->stopped)
+		return;
+	for (unsigned i = 0; i < s->cfg->workers; i++)
+		if (slot_alive(&s->slots[i]))
+			return;
+	if (s->jobs_head && s->db_up)
+		return; /* releases still being written */
+	if (s->jobs_head)
+		log_warn("database unreachable: claims of dead workers come back after their lease");
+	s->stopped = true;
+	log_info("all workers stopped; exiting");
+	reply_waiting(s);
+	control_close(s->control);
+	s->control = NULL;
+	uv_stop(s->loop);
+}
+
+static void on_stop_timeout(uv_timer_t *t)
+{
+	struct sup *s = t->data;
+
+	for (unsigned i = 0; i < s->cfg->workers; i++) {
+		struct slot *sl = &s->slots[i];
+		if (slot_alive(sl) && sl->pid) {
+			log_warn("worker slot=%d pid=%d did not stop in time; SIGKILL", sl->idx,
+				 (int)sl->pid);
+			proc_kill(sl->pid, SIGKILL);
+		}
+	}
+	/* Unreachable database with releases pending: do not wait for ever. */
+	if (s->jobs_head && !s->job_running) {
+		s->db_up = false;
+		maybe_finish_stop(s);
+	}
+}
+
+static void begin_stop(struct sup *s, int signum)
+{
+	struct proto_msg m;
+
+	if (s->stopping) {
+		log_warn("second signal %d: killing the workers now", signum);
+		on_stop_timeout(&s->stop_timer);
+		return;
+	}
+	s->stopping = true;
+	log_info("signal %d: stopping; in-flight items get %u ms", signum, s->cfg->grace_ms);
+	uv_timer_stop(&s->poll_timer);
+	for (unsigned i = 0; i < s->cfg->workers; i++) {
+		struct slot *sl = &s->slots[i];
+		uv_timer_stop(&sl->respawn_timer);
+		if (!slot_alive(sl))
+			continue;
+		memset(&m, 0, sizeof(m));
+		m.type = PROTO_STOP;
+		m.u.stop.grace_ms = s->cfg->grace_ms;
+		send_to(sl, &m);
+	}
+	/* The workers cut their handlers at grace; give them kill-grace more to write. */
+	uv_timer_start(&s->stop_timer, on_stop_timeout,
+		       (uint64_t)s->cfg->grace_ms + s->cfg->kill_grace_ms + 1000, 0);
+	maybe_finish_stop(s);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+	begin_stop(h->data, signum);
+}
+
+/* ---- set-up ---- */
+
+static int sup_init(struct sup *s, const struct config *cfg, int argc, char **argv)
+{
+	char err[512] = "";
+	size_t len = sizeof(s->exe);
+	int r;
+
+	s->cfg = cfg;
+	s->argc = argc;
+	s->argv = argv;
+	s->started = now_ms(s);
+	gethostname(s->host, sizeof(s->host) - 1);
+	r = uv_exepath(s->exe, &len);
+	if (r < 0) {
+		log_error("cannot find my own executable: %s", uv_strerror(r));
+		return r;
+	}
+	r = store_new(&cfg->dsn, "supervisor", &s->store);
+	if (r < 0)
+		return r;
+	s->slots = calloc(cfg->workers, sizeof(*s->slots));
+	if (!s->slots)
+		return -ENOMEM;
+	r = control_open(s->loop, cfg->control, on_control, s, &s->control, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s", err);
+		return r;
+	}
+	uv_timer_t *timers[] = { &s->hb_timer, &s->poll_timer, &s->stop_timer, &s->db_retry_timer };
+	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
+		uv_timer_init(s->loop, timers[i]);
+		timers[i]->data = s;
+	}
+	uv_signal_init(s->loop, &s->sigterm);
+	uv_signal_init(s->loop, &s->sigint);
+	s->sigterm.data = s->sigint.data = s;
+	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+	uv_signal_start(&s->sigint, on_signal, SIGINT);
+	for (unsigned i = 0; i < cfg->workers; i++) {
+		struct slot *sl = &s->slots[i];
+		sl->sup = s;
+		sl->idx = (int)i;
+		sl->state = SLOT_DOWN;
+		uv_timer_init(s->loop, &sl->respawn_timer);
+		sl->respawn_timer.data = sl;
+	}
+	return 0;
+}
+
+static void sup_teardown(struct sup *s)
+{
+	uv_handle_t *hs[] = { (uv_handle_t *)&s->hb_timer, (uv_handle_t *)&s->poll_timer,
+			      (uv_handle_t *)&s->stop_timer, (uv_handle_t *)&s->db_retry_timer,
+			      (uv_handle_t *)&s->sigterm, (uv_handle_t *)&s->sigint };
+
+	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
+		if (hs[i]->loop)
+			close_handle(hs[i]);
+	for (unsigned i = 0; s->slots && i < s->cfg->workers; i++) {
+		if (s->slots[i].respawn_timer.loop)
+			close_handle((uv_handle_t *)&s->slots[i].respawn_timer);
+		free(s->slots[i].claims);
+	}
+	control_close(s->control);
+	/* Let close callbacks (and a running database job) finish. */
+	uv_run(s->loop, UV_RUN_DEFAULT);
+	free(s->slots);
+	free(s->counts);
+	free(s->waiting);
+	free(s->waiting_line);
+	store_free(s->store);
+}
+
+int supervisor_main(const struct config *cfg, int argc, char **argv)
+{
+	uv_loop_t loop;
+	struct sup s;
+	int r;
+
+	log_init("sup", cfg->log_level);
+	memset(&s, 0, sizeof(s));
+	if (uv_loop_init(&loop) < 0)
+		return 1;
+	s.loop = &loop;
+	s.db_up = true;
+	r = sup_init(&s, cfg, argc, argv);
+	if (r < 0) {
+		sup_teardown(&s);
+		uv_loop_close(&loop);
+		return 1;
+	}
+	log_info("starting %u workers on queue '%s', handler %s, control socket %s", cfg->workers,
+		 cfg->queue, cfg->handler, cfg->control);
+	for (unsigned i = 0; i < cfg->workers; i++)
+		spawn_worker(&s.slots[i]);
+	uv_timer_start(&s.hb_timer, on_heartbeat, cfg->heartbeat_ms, cfg->heartbeat_ms);
+	uv_timer_start(&s.poll_timer, on_poll, cfg->poll_ms, cfg->poll_ms);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	sup_teardown(&s);
+	r = uv_loop_close(&loop);
+	if (r < 0)
+		log_debug("loop close: %s", uv_strerror(r));
+	return 0;
+}

@@ -1,0 +1,549 @@
+/* A worker is a small state machine driven by its libuv loop. step() decides what to do next
+ * whenever something happened (a handler finished, the supervisor woke us, the database came
+ * back): run the next item of the current batch, or write the outcomes and claim the next
+ * batch in one transaction, or go idle until the supervisor wakes us. Database calls block
+ * the loop, but each is one short statement; the heartbeat is answered between them. */
+#include "worker.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "chan.h"
+#include "handler.h"
+#include "log.h"
+#include "proc.h"
+#include "proto.h"
+#include "store.h"
+
+#define PEND_MAX (2 * PROTO_MAX_ITEMS)
+#define DB_BACKOFF_MIN_MS 100
+#define DB_BACKOFF_MAX_MS 5000
+#define RETRY_CAP_MS (3600u * 1000u)
+
+/* An outcome not yet written to the database. */
+struct pend {
+	struct store_ref ref;
+	uint8_t outcome;   /* enum proto_outcome */
+	unsigned retry_ms;
+	char *error;
+};
+
+struct worker {
+	uv_loop_t loop;
+	const struct config *cfg;
+	struct chan *chan;
+	struct store *store;
+	struct handler *handler;
+	char claimer[160];
+	uint8_t state;
+	uint64_t state_item;
+	bool state_sent;
+
+	struct store_item items[PROTO_MAX_ITEMS];
+	size_t nitems, next;
+	bool running;
+	uint64_t item_started_ns;
+
+	struct pend pend[PEND_MAX];
+	size_t npend;
+
+	bool wanted;      /* claim as soon as possible */
+	bool probe;       /* woken while idle: ask cheaply before claiming */
+	bool db_ok;
+	bool stopping;
+	bool exiting;
+	unsigned db_backoff_ms;
+	int exit_code;
+
+	uv_timer_t kick_timer, db_timer, lease_timer, grace_timer;
+};
+
+static void step(struct worker *w);
+static void on_kick(uv_timer_t *t);
+
+static void kick(struct worker *w)
+{
+	if (!w->exiting)
+		uv_timer_start(&w->kick_timer, on_kick, 0, 0);
+}
+
+static void on_kick(uv_timer_t *t)
+{
+	step(t->data);
+}
+
+static void send_msg(struct worker *w, struct proto_msg *m)
+{
+	int r = chan_send(w->chan, m);
+
+	if (r < 0 && !w->exiting)
+		log_warn("cannot send %s to supervisor: %s", proto_type_name(m->type), strerror(-r));
+}
+
+static void set_state(struct worker *w, uint8_t state, uint64_t item)
+{
+	struct proto_msg m;
+
+	if (w->state_sent && w->state == state && w->state_item == item)
+		return;
+	w->state = state;
+	w->state_item = item;
+	w->state_sent = true;
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_STATE;
+	m.u.state.state = state;
+	m.u.state.item_id = item;
+	send_msg(w, &m);
+}
+
+/* ---- database trouble ---- */
+
+static void on_db_timer(uv_timer_t *t);
+
+static void db_failed(struct worker *w, int r, const char *what, const char *err)
+{
+	if (r == -ENOTCONN)
+		log_warn("database unreachable during %s: %s; reconnecting in %u ms", what, err,
+			 w->db_backoff_ms ? w->db_backoff_ms : DB_BACKOFF_MIN_MS);
+	else
+		log_error("database error during %s: %s; retrying in %u ms", what, err,
+			  w->db_backoff_ms ? w->db_backoff_ms : DB_BACKOFF_MIN_MS);
+	w->db_ok = false;
+	set_state(w, PROTO_W_DB_DOWN, 0);
+	if (!w->db_backoff_ms)
+		w->db_backoff_ms = DB_BACKOFF_MIN_MS;
+	uv_timer_start(&w->db_timer, on_db_timer, w->db_backoff_ms, 0);
+	w->db_backoff_ms = w->db_backoff_ms * 2 > DB_BACKOFF_MAX_MS ? DB_BACKOFF_MAX_MS
+								 : w->db_backoff_ms * 2;
+}
+
+static void on_db_timer(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+	char err[STORE_ERR_MAX] = "";
+	int r;
+
+	if (!store_connected(w->store)) {
+		r = store_connect(w->store, err, sizeof(err));
+		if (r < 0) {
+			db_failed(w, -ENOTCONN, "connect", err);
+			return;
+		}
+		log_info("connected to the database");
+	}
+	w->db_ok = true;
+	w->db_backoff_ms = 0;
+	w->wanted = true;
+	set_state(w, w->running || w->next < w->nitems ? PROTO_W_BUSY : PROTO_W_IDLE,
+		  w->running ? w->items[w->next - 1].id : 0);
+	kick(w);
+}
+
+/* ---- outcomes ---- */
+
+static void report_finished(struct worker *w, const struct pend *p, size_t n)
+{
+	struct proto_msg m;
+
+	while (n > 0) {
+		size_t k = n > PROTO_MAX_ITEMS ? PROTO_MAX_ITEMS : n;
+		memset(&m, 0, sizeof(m));
+		m.type = PROTO_FINISHED;
+		m.u.items.n = (uint16_t)k;
+		for (size_t i = 0; i < k; i++) {
+			m.u.items.items[i].id = p[i].ref.id;
+			m.u.items.items[i].token = p[i].ref.token;
+			m.u.items.items[i].outcome = p[i].outcome;
+		}
+		send_msg(w, &m);
+		p += k;
+		n -= k;
+	}
+}
+
+static void add_pend(struct worker *w, const struct store_item *it, uint8_t outcome,
+		     unsigned retry_ms, const char *error)
+{
+	struct pend *p = &w->pend[w->npend++];
+
+	p->ref.id = it->id;
+	p->ref.token = it->token;
+	p->outcome = outcome;
+	p->retry_ms = retry_ms;
+	p->error = error && *error ? strdup(error) : NULL;
+}
+
+/* Write failures and releases one by one (they are rare); leave DONE entries for the claim
+ * that follows. Returns 0 or the store error (entries not yet written stay). */
+static int flush_slow(struct worker *w, char *err, size_t errlen)
+{
+	size_t keep = 0;
+	int r = 0;
+
+	for (size_t i = 0; i < w->npend; i++) {
+		struct pend *p = &w->pend[i];
+		if (r < 0 || p->outcome == PROTO_OUT_DONE) {
+			w->pend[keep++] = *p;
+			continue;
+		}
+		if (p->outcome == PROTO_OUT_RELEASED)
+			r = store_release(w->store, &p->ref, 1, false, NULL, err, errlen);
+		else
+			r = store_fail(w->store, p->ref, p->retry_ms, p->error, err, errlen);
+		if (r < 0) {
+			w->pend[keep++] = *p;
+			continue;
+		}
+		if (p->outcome != PROTO_OUT_RELEASED)
+			p->outcome = r == 2 ? PROTO_OUT_DEAD : r == 1 ? PROTO_OUT_RETRY : PROTO_OUT_LOST;
+		else if (r == 0)
+			p->outcome = PROTO_OUT_LOST;
+		report_finished(w, p, 1);
+		free(p->error);
+	}
+	w->npend = keep;
+	return r < 0 ? r : 0;
+}
+
+static unsigned retry_delay_ms(const struct worker *w, uint32_t attempt)
+{
+	double d = w->cfg->retry_base_ms;
+
+	for (uint32_t i = 1; i < attempt && d < RETRY_CAP_MS; i++)
+		d *= 2;
+	if (d > RETRY_CAP_MS)
+		d = RETRY_CAP_MS;
+	d *= 0.75 + 0.5 * ((double)rand() / RAND_MAX);
+	return (unsigned)d;
+}
+
+/* ---- claiming ---- */
+
+static void handle_claimed(struct worker *w, size_t n)
+{
+	struct proto_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_CLAIMED;
+	m.u.items.n = (uint16_t)n;
+	for (size_t i = 0; i < n; i++) {
+		m.u.items.items[i].id = w->items[i].id;
+		m.u.items.items[i].token = w->items[i].token;
+	}
+	send_msg(w, &m);
+	w->nitems = n;
+	w->next = 0;
+}
+
+/* Write every pending outcome; with max > 0 also claim the next batch in the same
+ * transaction. Returns 0, or a negative error after db_failed() took over. */
+static int write_and_claim(struct worker *w, unsigned max)
+{
+	struct store_ref done[PEND_MAX];
+	char err[STORE_ERR_MAX] = "";
+	size_t ndone = 0, n = 0, completed = 0;
+	int r;
+
+	r = flush_slow(w, err, sizeof(err));
+	if (r < 0)
+		goto fail;
+	if (w->probe && w->npend == 0 && max > 0) {
+		w->probe = false;
+		r = store_poll(w->store, w->cfg->queue, err, sizeof(err));
+		if (r < 0)
+			goto fail;
+		if (r == 0) {
+			w->wanted = false;
+			set_state(w, PROTO_W_IDLE, 0);
+			return 0;
+		}
+	}
+	if (w->npend == 0 && max == 0)
+		return 0;
+	for (size_t i = 0; i < w->npend; i++)
+		done[ndone++] = w->pend[i].ref;
+	if (max > 0) {
+		store_items_clear(w->items, w->nitems);
+		w->nitems = w->next = 0;
+	}
+	r = store_claim(w->store, w->cfg->queue, max, w->cfg->lease_ms, done, ndone, w->items,
+			&n, &completed, err, sizeof(err));
+	if (r < 0)
+		goto fail;
+	if (completed < ndone)
+		log_warn("%zu of %zu finished items had lost their claim (lease expired or "
+			 "released); their results were not written", ndone - completed, ndone);
+	report_finished(w, w->pend, w->npend);
+	w->npend = 0;
+	if (max == 0)
+		return 0;
+	if (n > 0) {
+		handle_claimed(w, n);
+		set_state(w, PROTO_W_BUSY, w->items[0].id);
+		w->wanted = true;
+		kick(w);
+		return 0;
+	}
+	w->wanted = false;
+	set_state(w, PROTO_W_IDLE, 0);
+	return 0;
+fail:
+	db_failed(w, r, max > 0 ? "claim" : "completing items", err);
+	return r;
+}
+
+/* ---- running items ---- */
+
+static void on_result(void *data, const struct handler_result *res);
+
+static void run_next(struct worker *w)
+{
+	struct store_item *it = &w->items[w->next++];
+	struct handler_job job = {
+		.id = it->id, .queue = it->queue, .attempt = it->attempt,
+		.max_attempts = it->max_attempts, .payload = it->payload,
+		.payload_len = it->payload_len, .timeout_ms = w->cfg->timeout_ms,
+	};
+	int r;
+
+	w->running = true;
+	w->item_started_ns = uv_hrtime();
+	if (!handler_inline(w->handler))
+		set_state(w, PROTO_W_BUSY, it->id);
+	r = handler_run(w->handler, &job, on_result, w);
+	if (r < 0) {
+		struct handler_result res = { .status = HANDLER_FAILED };
+		snprintf(res.error, sizeof(res.error), "could not start handler: %s", strerror(-r));
+		on_result(w, &res);
+	}
+}
+
+static void on_result(void *data, const struct handler_result *res)
+{
+	struct worker *w = data;
+	const struct store_item *it = &w->items[w->next - 1];
+
+	w->running = false;
+	switch (res->status) {
+	case HANDLER_OK:
+		add_pend(w, it, PROTO_OUT_DONE, 0, NULL);
+		break;
+	case HANDLER_CANCELLED:
+		add_pend(w, it, PROTO_OUT_RELEASED, 0, NULL);
+		break;
+	default:
+		log_info("item id=%llu attempt=%u/%u failed: %.200s", (unsigned long long)it->id,
+			 it->attempt, it->max_attempts, res->error);
+		add_pend(w, it, it->attempt >= it->max_attempts ? PROTO_OUT_DEAD : PROTO_OUT_RETRY,
+			 retry_delay_ms(w, it->attempt), res->error);
+	}
+	if (!handler_inline(w->handler))
+		kick(w);
+}
+
+/* Items of the batch that will not run now go back, their attempt given back. */
+static void release_unstarted(struct worker *w)
+{
+	while (w->next < w->nitems) {
+		add_pend(w, &w->items[w->next], PROTO_OUT_RELEASED, 0, NULL);
+		w->next++;
+	}
+}
+
+static void finish_exit(struct worker *w)
+{
+	w->exiting = true;
+	uv_stop(&w->loop);
+}
+
+static void step(struct worker *w)
+{
+	if (w->exiting || w->running)
+		return;
+	if (w->stopping)
+		release_unstarted(w);
+	if (!w->db_ok)
+		return;  /* the reconnect timer kicks us */
+	if (w->next < w->nitems) {
+		if (!handler_inline(w->handler)) {
+			/* A slow item's outcome is written before the next one starts. */
+			if (write_and_claim(w, 0) == 0)
+				run_next(w);
+			return;
+		}
+		while (w->next < w->nitems)
+			run_next(w);
+		/* Inline outcomes ride on the next claim. */
+	}
+	if (w->stopping) {
+		if (write_and_claim(w, 0) == 0)
+			finish_exit(w);
+		return;
+	}
+	if (w->wanted || w->npend > 0)
+		write_and_claim(w, w->cfg->batch);
+}
+
+/* ---- leases ---- */
+
+static void on_lease_timer(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+	struct store_ref refs[PROTO_MAX_ITEMS + PEND_MAX];
+	char err[STORE_ERR_MAX] = "";
+	size_t n = 0, first = w->running ? w->next - 1 : w->next;
+	int r;
+
+	if (!w->db_ok)
+		return;
+	for (size_t i = first; i < w->nitems; i++)
+		refs[n++] = (struct store_ref){ w->items[i].id, w->items[i].token };
+	for (size_t i = 0; i < w->npend; i++)
+		refs[n++] = w->pend[i].ref;
+	if (n == 0)
+		return;
+	r = store_extend(w->store, refs, n, w->cfg->lease_ms, err, sizeof(err));
+	if (r < 0) {
+		db_failed(w, r, "extending leases", err);
+		return;
+	}
+	if ((size_t)r < n)
+		log_warn("lease extension: %zu of %zu held items are no longer ours", n - (size_t)r, n);
+}
+
+/* ---- supervisor channel ---- */
+
+static void on_grace(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+
+	if (w->running) {
+		log_warn("grace period over: stopping the handler of item id=%llu",
+			 (unsigned long long)w->items[w->next - 1].id);
+		handler_cancel(w->handler);
+	}
+}
+
+static void on_msg(void *data, const struct proto_msg *m)
+{
+	struct worker *w = data;
+
+	switch (m->type) {
+	case PROTO_PING:
+		break; /* the ack is the answer */
+	case PROTO_WAKE:
+		if (!w->stopping && !w->wanted && !w->running && w->next >= w->nitems) {
+			w->wanted = true;
+			w->probe = true;
+			kick(w);
+		}
+		break;
+	case PROTO_STOP:
+		if (w->stopping)
+			break;
+		log_debug("stopping: in-flight items get %u ms", m->u.stop.grace_ms);
+		w->stopping = true;
+		set_state(w, PROTO_W_STOPPING, w->running ? w->items[w->next - 1].id : 0);
+		uv_timer_start(&w->grace_timer, on_grace, m->u.stop.grace_ms, 0);
+		kick(w);
+		break;
+	default:
+		log_warn("unexpected %s message from the supervisor, ignored",
+			 proto_type_name(m->type));
+	}
+}
+
+static void on_close(void *data, int reason)
+{
+	struct worker *w = data;
+
+	w->chan = NULL;
+	if (reason == 0)
+		log_info("supervisor closed the channel; exiting");
+	else
+		log_error("supervisor channel failed: %s; exiting", strerror(-reason));
+	handler_cancel(w->handler);
+	w->exit_code = reason == 0 ? 0 : 1;
+	finish_exit(w);
+}
+
+static const struct chan_ops worker_chan_ops = {
+	.on_msg = on_msg,
+	.on_close = on_close,
+};
+
+/* ---- set-up ---- */
+
+static int worker_init(struct worker *w, const struct config *cfg)
+{
+	char err[512] = "", host[64] = "";
+	struct proto_msg m;
+	int r;
+
+	w->cfg = cfg;
+	srand((unsigned)(getpid() ^ uv_hrtime()));
+	gethostname(host, sizeof(host) - 1);
+	snprintf(w->claimer, sizeof(w->claimer), "%s/w%d:%d", host, cfg->worker_slot, (int)getpid());
+	r = uv_loop_init(&w->loop);
+	if (r < 0)
+		return r;
+	uv_timer_t *timers[] = { &w->kick_timer, &w->db_timer, &w->lease_timer, &w->grace_timer };
+	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
+		uv_timer_init(&w->loop, timers[i]);
+		timers[i]->data = w;
+	}
+	r = handler_new(&w->loop, cfg->handler, cfg->kill_grace_ms, &w->handler, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s", err);
+		return r;
+	}
+	r = store_new(&cfg->dsn, w->claimer, &w->store);
+	if (r < 0)
+		return r;
+	r = chan_open(&w->loop, cfg->worker_fd, &worker_chan_ops, w, &w->chan);
+	if (r < 0) {
+		log_error("cannot open the supervisor channel on fd %d: %s", cfg->worker_fd,
+			  uv_strerror(r));
+		return r;
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_HELLO;
+	m.u.hello.pid = (uint32_t)getpid();
+	m.u.hello.slot = (uint32_t)cfg->worker_slot;
+	send_msg(w, &m);
+	set_state(w, PROTO_W_STARTING, 0);
+	uv_timer_start(&w->lease_timer, on_lease_timer, cfg->lease_ms / 3, cfg->lease_ms / 3);
+	return 0;
+}
+
+int worker_main(const struct config *cfg)
+{
+	static struct worker w; /* large (batch buffers): not on the stack */
+	char name[16];
+	int r;
+
+	snprintf(name, sizeof(name), "w%d", cfg->worker_slot);
+	log_init(name, cfg->log_level);
+	proc_ignore_stop_signals();
+	if (proc_die_with_parent(cfg->parent_pid) < 0)
+		log_warn("cannot ask to die with the supervisor; relying on the channel");
+	r = worker_init(&w, cfg);
+	if (r < 0)
+		return 1;
+	/* Connect from the loop so the supervisor already hears heartbeats while we try. */
+	w.db_backoff_ms = 0;
+	uv_timer_start(&w.db_timer, on_db_timer, 0, 0);
+	w.wanted = true;
+	uv_run(&w.loop, UV_RUN_DEFAULT);
+	if (w.chan)
+		chan_close(w.chan);
+	handler_free(w.handler);
+	store_items_clear(w.items, w.nitems);
+	store_free(w.store);
+	log_debug("exit code=%d", w.exit_code);
+	return w.exit_code;
+}

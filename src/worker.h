@@ -1,0 +1,11 @@
+/* worker — one pool process: claims rows, runs the handler on each, completes them, and keeps
+ * the supervisor informed over its channel (fd cfg->worker_fd). Logs as "w<slot>". */
+#ifndef CLAIMD_WORKER_H
+#define CLAIMD_WORKER_H
+
+#include "config.h"
+
+/* Runs until told to stop or until the supervisor goes away. Returns the process exit code. */
+int worker_main(const struct config *cfg);
+
+#endif

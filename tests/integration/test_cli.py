@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""claimd rejects bad command lines with exit 2 and one clear line, starting nothing;
+claimctl says clearly when there is no daemon to talk to."""
+
+import os
+import subprocess
+import tempfile
+
+import harness
+from harness import CLAIMD_BIN, check, check_eq, pids_where, run_claimctl, wait_for
+
+SOCK = '/nonexistent-claimd-test/mysqld.sock'
+GOOD_DSN = f'mysql://root@localhost/claimd?socket={SOCK}'
+
+# (name, argv after claimd, substrings of which the message must contain at least one)
+BAD = [
+    ('dsn_with_http_scheme', ['--dsn', 'http://x', '--handler', 'noop'], ['dsn', 'http', 'scheme']),
+    ('dsn_without_database', ['--dsn', f'mysql://root@localhost?socket={SOCK}', '--handler', 'noop'],
+     ['database', 'db']),
+    ('dsn_with_password', ['--dsn', f'mysql://root:s3cr3t-pw@localhost/claimd?socket={SOCK}',
+                           '--handler', 'noop'], ['password']),
+    ('dsn_missing', ['--handler', 'noop'], ['dsn']),
+    ('unknown_option', ['--dsn', GOOD_DSN, '--handler', 'noop', '--frobnicate'], ['frobnicate']),
+    ('workers_0', ['--dsn', GOOD_DSN, '--handler', 'noop', '--workers', '0'], ['workers']),
+    ('workers_abc', ['--dsn', GOOD_DSN, '--handler', 'noop', '--workers', 'abc'], ['workers']),
+    ('workers_without_value', ['--dsn', GOOD_DSN, '--handler', 'noop', '--workers'], ['workers']),
+    ('handler_missing', ['--dsn', GOOD_DSN], ['handler']),
+    ('handler_unknown_kind', ['--dsn', GOOD_DSN, '--handler', 'bogus:thing'], ['handler', 'bogus']),
+    ('batch_over_256', ['--dsn', GOOD_DSN, '--handler', 'noop', '--batch', '257'], ['batch']),
+    ('lease_bad_unit', ['--dsn', GOOD_DSN, '--handler', 'noop', '--lease', '5x'], ['lease', '5x']),
+]
+
+
+def run_claimd(t, args, env_extra=None, timeout=10):
+    """Run claimd in its own session; return (exit code, stdout, stderr, processes left)."""
+    env = {k: v for k, v in os.environ.items() if k not in ('CLAIMD_DSN', 'CLAIMD_DB_PASSWORD', 'CLAIMD_CONTROL')}
+    env.update(env_extra or {})
+    argv = [CLAIMD_BIN, '--control', os.path.join(t.tmpdir, 'c.sock')] + args
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        for pid in pids_where(lambda st: st['session'] == p.pid):
+            harness.kill_quietly(pid)
+        out, err = p.communicate()
+        harness.fail(f'claimd {" ".join(args)} still running after {timeout}s; stderr: {err.strip()!r}')
+    left = pids_where(lambda st: st['session'] == p.pid)
+    for pid in left:
+        harness.kill_quietly(pid)
+    return p.returncode, out, err, left
+
+
+def it_rejects_bad_command_lines_with_exit_2_and_one_line(t):
+    problems = []
+    for name, args, words in BAD:
+        rc, out, err, left = run_claimd(t, args)
+        lines = err.strip().splitlines()
+        msg = lines[0] if lines else ''
+        why = []
+        if rc != 2:
+            why.append(f'exit {rc}')
+        if len(lines) != 1:
+            why.append(f'{len(lines)} lines on stderr')
+        if not msg.startswith('claimd: '):
+            why.append('message does not start with "claimd: "')
+        if not any(w.lower() in msg.lower() for w in words):
+            why.append(f'message mentions none of {words}')
+        if 's3cr3t' in err or 's3cr3t' in out:
+            why.append('the password appears in the output')
+        if left:
+            why.append(f'processes left: {harness.describe_pids(left)}')
+        t.note(f'{name}: exit {rc}: {err.strip()!r}')
+        if why:
+            problems.append(f'{name} ({", ".join(why)}; stderr {err.strip()!r})')
+    check(not problems, f'{len(problems)} of {len(BAD)} bad command lines mishandled: ' + '; '.join(problems))
+
+
+def it_help_exits_0_and_names_the_options(t):
+    rc, out, err, left = run_claimd(t, ['--help'])
+    check_eq(rc, 0, 'claimd --help exit code')
+    for opt in ('--dsn', '--workers', '--handler', '--control', '--grace'):
+        check(opt in out, f'claimd --help does not mention {opt}: {out!r}')
+    check_eq(left, [], 'processes left')
+
+
+def it_takes_the_dsn_from_CLAIMD_DSN(t):
+    db = t.database()
+    item = db.insert_item('x')
+    env = {k: v for k, v in os.environ.items() if k != 'CLAIMD_DSN'}
+    env['CLAIMD_DSN'] = db.dsn
+    c = t.claimd(None, '--handler', 'noop', '--workers', '1', env=env)
+    wait_for(lambda: db.row(item, 'state'), 15, f'row {item} done', until=lambda r: r == ('done',))
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
+def it_claimctl_without_daemon_exits_1_and_names_the_socket(t):
+    path = os.path.join(tempfile.gettempdir(), f'claimd-test-nosuch-{os.getpid()}.sock')
+    r = run_claimctl('--control', path, 'status', '--json')
+    check_eq(r.returncode, 1, f'claimctl exit code (stderr {r.stderr.strip()!r})')
+    check_eq(r.stdout, '', 'claimctl stdout')
+    check(path in r.stderr, f'claimctl message does not name the socket {path}: {r.stderr.strip()!r}')
+    env = dict(os.environ, CLAIMD_CONTROL=path)
+    r = run_claimctl('status', env=env)
+    check_eq(r.returncode, 1, f'claimctl (CLAIMD_CONTROL) exit code (stderr {r.stderr.strip()!r})')
+    check(path in r.stderr, f'claimctl does not use/name $CLAIMD_CONTROL {path}: {r.stderr.strip()!r}')
+
+
+def it_claimctl_rejects_an_unknown_command(t):
+    r = run_claimctl('--control', '/nonexistent/c.sock', 'frobnicate')
+    check(r.returncode != 0, 'claimctl frobnicate exit code is 0')
+    check('frobnicate' in r.stderr, f'message does not name the command: {r.stderr.strip()!r}')
+
+
+if __name__ == '__main__':
+    harness.main(needs_server=False)

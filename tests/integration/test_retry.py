@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""A failing handler is retried with growing back-off, then the row is dead with the tail of
+the handler's stderr as last_error."""
+
+import os
+
+import harness
+from harness import check, check_eq, wait_for
+
+
+def it_failing_row_backs_off_then_goes_dead_with_stderr_tail(t):
+    db = t.database()
+    item = db.insert_item('doomed', max_attempts=3)
+    h = t.log_handler('echo "some noise on stderr" >&2\n'
+                      'echo "boom: item $CLAIMD_ITEM_ID attempt $CLAIMD_ATTEMPT failed" >&2\n'
+                      'rc=1')
+    # back-off = base * 2^(attempt-1) +-25%: with base 500ms the gaps are 375-625 ms then
+    # 750-1250 ms, so they grow whatever the jitter (a 200 ms base plus up to one poll interval
+    # of claim latency could not guarantee that).
+    c = t.claimd(db, '--workers', '2', '--handler', h.spec, '--retry-base', '500ms', '--poll-interval', '50ms')
+
+    wait_for(lambda: db.row(item, 'state'), 20, f'row {item} dead', until=lambda r: r == ('dead',))
+    state, attempts, last_error = db.row(item)
+    check_eq((state, attempts), ('dead', '3'), 'state, attempts')
+    check(last_error and f'boom: item {item} attempt 3 failed' in last_error,
+          f'last_error {last_error!r} lacks the last stderr line of attempt 3')
+
+    st = c.wait_status(lambda s: s['counts'].get('default', {}).get('dead') == 1
+                       and sum(w['failed'] for w in s['workers']) == 3, 10, 'status: 1 dead, 3 failed')
+    check_eq(st['counts']['default']['ready'], 0, 'status ready count')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+    starts = h.starts(item)
+    check_eq([e.attempt for e in starts], [1, 2, 3], 'CLAIMD_ATTEMPT of each run (no run after dead)')
+    gaps = [b.time - a.time for a, b in zip(starts, starts[1:])]
+    t.note(f'gaps between attempts: {[round(g, 3) for g in gaps]}')
+    check(gaps[0] >= 0.35, f'first back-off {gaps[0]:.3f}s, want >= 375 ms (500ms - 25%)')
+    check(gaps[1] >= 0.7, f'second back-off {gaps[1]:.3f}s, want >= 750 ms (2 x 500ms - 25%)')
+    check(gaps[1] > gaps[0], f'back-off did not grow: {gaps}')
+
+
+def it_row_that_fails_once_succeeds_on_retry(t):
+    db = t.database()
+    item = db.insert_item('flaky', max_attempts=3)
+    marker = os.path.join(t.tmpdir, 'failed-once')
+    h = t.log_handler(f'if [ ! -e {marker} ]; then touch {marker}; echo "transient" >&2; rc=1; fi')
+    c = t.claimd(db, '--workers', '1', '--handler', h.spec, '--retry-base', '100ms')
+    wait_for(lambda: db.row(item, 'state'), 15, f'row {item} done', until=lambda r: r == ('done',))
+    check_eq(db.row(item, 'state, attempts'), ('done', '2'), 'state, attempts')
+    check_eq([e.attempt for e in h.starts(item)], [1, 2], 'CLAIMD_ATTEMPT of each run')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
+if __name__ == '__main__':
+    harness.main()

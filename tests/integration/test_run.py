@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""claimd runs every row exactly once with a pool of exec handlers, and claimctl reports it."""
+
+import os
+import re
+
+import harness
+from harness import check, check_eq, proc_stat, pid_running, wait_for, worker_with_item
+
+WORKER_STATES = {'starting', 'idle', 'busy', 'unresponsive', 'db-down', 'stopping'}
+
+
+def check_status_shape(st, workers):
+    """The status JSON of the design notes, field by field."""
+    for key, typ in (('pid', int), ('host', str), ('queue', str), ('uptime_ms', (int, float)),
+                     ('db', str), ('workers', list), ('counts', dict)):
+        check(isinstance(st.get(key), typ), f'status.{key} is {st.get(key)!r}, want {typ}')
+    check(st['db'] in ('up', 'down'), f'status.db is {st["db"]!r}')
+    check_eq(len(st['workers']), workers, 'number of workers in status')
+    check_eq(sorted(w.get('slot') for w in st['workers']), list(range(workers)), 'worker slots')
+    for w in st['workers']:
+        check(isinstance(w.get('pid'), int) and w['pid'] > 0, f'worker pid: {w}')
+        check(w.get('state') in WORKER_STATES, f'worker state: {w}')
+        for key in ('done', 'failed', 'restarts'):
+            check(isinstance(w.get(key), int), f'worker {key}: {w}')
+        for key in ('item', 'item_ms', 'rtt_ms', 'heartbeat_age_ms'):
+            check(key in w and (w[key] is None or isinstance(w[key], (int, float))), f'worker {key}: {w}')
+    for queue, c in st['counts'].items():
+        check(set(c) >= {'ready', 'claimed', 'done', 'dead'}, f'counts[{queue}] = {c}')
+
+
+def it_runs_200_rows_once_each_on_4_workers(t):
+    db = t.database()
+    ids = db.insert_items(200)
+    payloads = dict((int(i), p) for i, p in db.sql('SELECT id, payload FROM work_items'))
+    h = t.log_handler('sleep 0.02')
+    c = t.claimd(db, '--workers', '4', '--handler', h.spec)
+
+    wait_for(db.states, 60, 'all 200 rows done', until=lambda s: s['done'] == 200)
+
+    rows = db.sql('SELECT id, state, attempts, finished_at IS NOT NULL FROM work_items ORDER BY id')
+    check_eq([r for r in rows if r[1:] != ('done', '1', '1')], [], 'rows not done after one attempt')
+
+    starts, ends = h.starts(), h.ends()
+    check_eq(sorted(e.id for e in starts), ids, 'ids whose handler started (once each)')
+    check_eq(sorted(e.id for e in ends), ids, 'ids whose handler finished (once each)')
+    check_eq([e for e in starts if e.attempt != 1], [], 'starts with CLAIMD_ATTEMPT != 1')
+    check_eq([e for e in starts if e.rest != f'default {payloads[e.id]}'], [],
+             'starts whose queue/payload (stdin) differ from the row')
+    check_eq([e for e in ends if e.rest != 'rc=0'], [], 'handler runs that failed')
+
+    # Never more handlers at once than workers, and the pool really runs in parallel.
+    edges = sorted([(e.time, 1) for e in starts] + [(e.time, -1) for e in ends])
+    running = peak = 0
+    for _, d in edges:
+        running += d
+        peak = max(peak, running)
+    check(peak <= 4, f'{peak} handlers ran at once with --workers 4')
+    check(peak >= 2, f'at most {peak} handler ran at once with --workers 4 and 200 rows of 20 ms')
+
+    st = c.wait_status(lambda s: s.get('counts', {}).get('default', {}).get('done') == 200
+                       and sum(w.get('done', 0) for w in s.get('workers', [])) == 200,
+                       10, 'status counts 200 done')
+    check_status_shape(st, 4)
+    check_eq(st['pid'], c.pid, 'status.pid')
+    check_eq(st['queue'], 'default', 'status.queue')
+    check_eq(st['db'], 'up', 'status.db')
+    check_eq({k: st['counts']['default'][k] for k in ('ready', 'claimed', 'done', 'dead')},
+             {'ready': 0, 'claimed': 0, 'done': 200, 'dead': 0}, 'status.counts.default')
+    pids = [w['pid'] for w in st['workers']]
+    check_eq(len(set(pids)), 4, f'distinct worker pids {pids}')
+    for w in st['workers']:
+        check(pid_running(w['pid']), f'worker {w} is not running')
+        check_eq(proc_stat(w['pid'])['ppid'], c.pid, f'parent of worker pid {w["pid"]}')
+        check_eq((w['failed'], w['restarts']), (0, 0), f'failed/restarts of worker {w}')
+    check_eq([w for w in st['workers'] if w['state'] not in ('idle', 'busy')], [], 'workers not idle')
+
+    r = c.ctl('status')
+    check_eq(r.returncode, 0, f'claimctl status exit code (stderr {r.stderr.strip()!r})')
+    lines = r.stdout.splitlines()
+    for pid in pids:
+        mine = [ln for ln in lines if re.search(rf'\b{pid}\b', ln)]
+        check_eq(len(mine), 1, f'lines of `claimctl status` naming worker pid {pid} in {r.stdout!r}')
+
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+    check_eq(c.group_processes(), [], 'processes left in claimd\'s session after it exited')
+
+
+def it_status_shows_the_busy_worker_and_its_item(t):
+    db = t.database()
+    gate = os.path.join(t.tmpdir, 'release')
+    item = db.insert_item('held')
+    h = t.log_handler(f'while [ ! -e {gate} ]; do sleep 0.02; done')
+    c = t.claimd(db, '--workers', '2', '--handler', h.spec)
+
+    st = c.wait_status(lambda s: worker_with_item(s, item), 15, f'a worker showing item {item}')
+    w = worker_with_item(st, item)
+    check_eq(w['state'], 'busy', f'state of the worker holding item {item}')
+    check(isinstance(w['item_ms'], (int, float)) and w['item_ms'] >= 0, f'item_ms of {w}')
+    wait_for(lambda: h.starts(item), 5, 'handler start line')
+    check_eq(db.row(item, 'state'), ('claimed',), f'row {item} while its handler runs')
+    later = c.wait_status(lambda s: (worker_with_item(s, item) or {}).get('item_ms', 0) >= w['item_ms'] + 200,
+                          5, 'item_ms to grow')
+    check_eq(worker_with_item(later, item)['slot'], w['slot'], 'slot of the busy worker')
+    others = [x for x in later['workers'] if x['slot'] != w['slot']]
+    check_eq([(x['state'], x['item']) for x in others], [('idle', None)], 'the other worker')
+
+    open(gate, 'w').close()
+    wait_for(lambda: db.row(item, 'state'), 10, f'row {item} done', until=lambda r: r == ('done',))
+    st = c.wait_status(lambda s: all(x['state'] == 'idle' for x in s['workers']), 5, 'all workers idle')
+    check_eq([x['item'] for x in st['workers']], [None, None], 'items after the row finished')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
+if __name__ == '__main__':
+    harness.main()
