@@ -24,6 +24,7 @@
 #define RESPAWN_MAX_MS 30000
 #define COUNTS_FRESH_MS 1000
 #define DB_RETRY_MS 1000
+#define DRAIN_MS 1000          /* wait for a dead worker's channel to reach EOF */
 
 struct sup;
 
@@ -42,6 +43,8 @@ struct slot {
 	uint64_t last_ack, started;
 	bool term_sent, kill_sent;
 	uint64_t term_at;
+	bool exited;             /* the process is gone, its channel not yet drained */
+	uint64_t exited_at;
 	uv_timer_t respawn_timer;
 	struct store_ref *claims;
 	size_t nclaims, capclaims;
@@ -111,6 +114,7 @@ static const char *slot_state_name(int state)
 }
 
 static void maybe_finish_stop(struct sup *s);
+static void slot_gone(struct slot *sl);
 static void spawn_worker(struct slot *sl);
 static void wake_one(struct sup *s, const struct slot *except);
 static void db_kick(struct sup *s);
@@ -324,12 +328,15 @@ static void slot_on_close(void *data, int reason)
 	struct slot *sl = data;
 
 	sl->chan = NULL;
-	if (reason < 0) {
+	if (reason == -EBADMSG || reason == -EMSGSIZE || reason == -EPROTONOSUPPORT) {
 		log_error("worker slot=%d pid=%d broke the protocol (%s); killing it", sl->idx,
 			  (int)sl->pid, strerror(-reason));
-		proc_kill(sl->pid, SIGKILL);
+		if (!sl->exited)
+			proc_kill(sl->pid, SIGKILL);
 	}
-	/* EOF: the process is exiting; its exit callback does the rest. */
+	/* EOF: the process is exiting; once it has, the slot is done with. */
+	if (sl->exited)
+		slot_gone(sl);
 }
 
 static const struct chan_ops slot_chan_ops = {
@@ -381,27 +388,19 @@ static void on_proc_closed(uv_handle_t *h)
 	free(h);
 }
 
-static void on_worker_exit(uv_process_t *p, int64_t exit_status, int term_signal)
+/* The worker is gone and its channel drained: release what it still held, then replace it. */
+static void slot_gone(struct slot *sl)
 {
-	struct slot *sl = p->data;
 	struct sup *s = sl->sup;
-	uint64_t lived = now_ms(s) - sl->started;
+	uint64_t lived = sl->exited_at - sl->started;
 	unsigned delay = 0;
 
-	if (term_signal)
-		log_warn("worker slot=%d pid=%d killed by signal %d (%s) after %llu ms", sl->idx,
-			 (int)sl->pid, term_signal, strsignal(term_signal), (unsigned long long)lived);
-	else if (exit_status != 0 || !s->stopping)
-		log_warn("worker slot=%d pid=%d exited with status %lld after %llu ms", sl->idx,
-			 (int)sl->pid, (long long)exit_status, (unsigned long long)lived);
-	else
-		log_info("worker slot=%d pid=%d stopped", sl->idx, (int)sl->pid);
-	uv_close((uv_handle_t *)p, on_proc_closed);
-	sl->proc = NULL;
+	uv_timer_stop(&sl->respawn_timer);
 	if (sl->chan) {
 		chan_close(sl->chan);
 		sl->chan = NULL;
 	}
+	sl->exited = false;
 	sl->state = SLOT_DOWN;
 	sl->item = 0;
 	sl->pid = 0;
@@ -421,6 +420,36 @@ static void on_worker_exit(uv_process_t *p, int64_t exit_status, int term_signal
 	}
 	sl->restarts++;
 	uv_timer_start(&sl->respawn_timer, on_respawn, delay, 0);
+}
+
+static void on_drain_timeout(uv_timer_t *t)
+{
+	slot_gone(t->data);
+}
+
+static void on_worker_exit(uv_process_t *p, int64_t exit_status, int term_signal)
+{
+	struct slot *sl = p->data;
+	struct sup *s = sl->sup;
+	uint64_t lived = now_ms(s) - sl->started;
+
+	if (term_signal)
+		log_warn("worker slot=%d pid=%d killed by signal %d (%s) after %llu ms", sl->idx,
+			 (int)sl->pid, term_signal, strsignal(term_signal), (unsigned long long)lived);
+	else if (exit_status != 0 || !s->stopping)
+		log_warn("worker slot=%d pid=%d exited with status %lld after %llu ms", sl->idx,
+			 (int)sl->pid, (long long)exit_status, (unsigned long long)lived);
+	else
+		log_info("worker slot=%d pid=%d stopped", sl->idx, (int)sl->pid);
+	uv_close((uv_handle_t *)p, on_proc_closed);
+	sl->proc = NULL;
+	sl->exited = true;
+	sl->exited_at = now_ms(s);
+	/* Its last reports may still sit unread in the socket: read them before releasing. */
+	if (!sl->chan)
+		slot_gone(sl);
+	else
+		uv_timer_start(&sl->respawn_timer, on_drain_timeout, DRAIN_MS, 0);
 }
 
 static void spawn_worker(struct slot *sl)
@@ -518,7 +547,7 @@ static void check_slot(struct slot *sl)
 	uint64_t now = now_ms(s), overdue = chan_oldest_pending_ms(sl->chan);
 	struct proto_msg m;
 
-	if (!slot_alive(sl))
+	if (!slot_alive(sl) || sl->exited)
 		return;
 	if (sl->term_sent) {
 		if (!sl->kill_sent && now - sl->term_at >= s->cfg->kill_grace_ms) {
@@ -688,7 +717,7 @@ static void on_stop_timeout(uv_timer_t *t)
 
 	for (unsigned i = 0; i < s->cfg->workers; i++) {
 		struct slot *sl = &s->slots[i];
-		if (slot_alive(sl) && sl->pid) {
+		if (slot_alive(sl) && sl->pid && !sl->exited) {
 			log_warn("worker slot=%d pid=%d did not stop in time; SIGKILL", sl->idx,
 				 (int)sl->pid);
 			proc_kill(sl->pid, SIGKILL);
