@@ -16,7 +16,7 @@ static const struct body_rule body_rules[PROTO_TYPE_MAX + 1] = {
 	[PROTO_ACK] = { 4, 0 },
 	[PROTO_HELLO] = { 8, 0 },
 	[PROTO_PING] = { 8, 0 },
-	[PROTO_STATE] = { 9, 0 },
+	[PROTO_STATE] = { 13, 0 },
 	[PROTO_CLAIMED] = { ITEMS_HEAD, 16 },
 	[PROTO_FINISHED] = { ITEMS_HEAD, 17 },
 	[PROTO_WAKE] = { 0, 0 },
@@ -131,6 +131,7 @@ static void put_body(uint8_t *p, const struct proto_msg *m)
 	case PROTO_STATE:
 		p[0] = m->u.state.state;
 		put_u64(p + 1, m->u.state.item_id);
+		put_u32(p + 9, m->u.state.handler_pid);
 		break;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED: put_items(p, m); break;
@@ -235,6 +236,7 @@ static void get_body(const uint8_t *b, uint8_t type, struct proto_msg *m)
 	case PROTO_STATE:
 		m->u.state.state = b[0];
 		m->u.state.item_id = get_u64(b + 1);
+		m->u.state.handler_pid = get_u32(b + 9);
 		break;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED: get_items(b, type, m); break;

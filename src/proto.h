@@ -29,7 +29,8 @@ enum proto_type {
 	PROTO_ACK = 1,  /* either way: body { u32 acked_id } */
 	PROTO_HELLO,    /* worker -> supervisor: { u32 pid, u32 slot } */
 	PROTO_PING,     /* supervisor -> worker: { u64 sent_ms } */
-	PROTO_STATE,    /* worker -> supervisor: { u8 state, u64 item_id (0 = none) } */
+	PROTO_STATE,    /* worker -> supervisor: { u8 state, u64 item_id (0 = none),
+	                 *                         u32 handler_pid (0 = none) } */
 	PROTO_CLAIMED,  /* worker -> supervisor: { u16 n, n * { u64 id, u64 token } } */
 	PROTO_FINISHED, /* worker -> supervisor: { u16 n, n * { u64 id, u64 token, u8 outcome } } */
 	PROTO_WAKE,     /* supervisor -> worker: {} there may be work, claim now */
@@ -70,7 +71,7 @@ struct proto_msg {
 		struct { uint32_t acked_id; } ack;
 		struct { uint32_t pid; uint32_t slot; } hello;
 		struct { uint64_t sent_ms; } ping;
-		struct { uint8_t state; uint64_t item_id; } state;
+		struct { uint8_t state; uint64_t item_id; uint32_t handler_pid; } state;
 		struct { uint16_t n; struct proto_item items[PROTO_MAX_ITEMS]; } items; /* CLAIMED, FINISHED */
 		struct { uint32_t grace_ms; } stop;
 	} u;

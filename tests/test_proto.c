@@ -48,7 +48,8 @@ static void make_msg(unsigned type, int n, struct proto_msg *m)
 	case PROTO_ACK: m->u.ack.acked_id = 0xDEADBEEFu; break;
 	case PROTO_HELLO: m->u.hello.pid = 0x7FFFFFFEu; m->u.hello.slot = 0x80000003u; break;
 	case PROTO_PING: m->u.ping.sent_ms = 0x0102030405060708u; break;
-	case PROTO_STATE: m->u.state.state = PROTO_W_STOPPING; m->u.state.item_id = UINT64_MAX; break;
+	case PROTO_STATE: m->u.state.state = PROTO_W_STOPPING; m->u.state.item_id = UINT64_MAX;
+		m->u.state.handler_pid = 0x8A0B0C0Du; break;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED:
 		m->u.items.n = (uint16_t)(n == DEFAULT_N ? PROTO_OUT_MAX + 1 : n);
@@ -85,7 +86,8 @@ static int msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 	case PROTO_HELLO: return a->u.hello.pid == b->u.hello.pid && a->u.hello.slot == b->u.hello.slot;
 	case PROTO_PING: return a->u.ping.sent_ms == b->u.ping.sent_ms;
 	case PROTO_STATE:
-		return a->u.state.state == b->u.state.state && a->u.state.item_id == b->u.state.item_id;
+		return a->u.state.state == b->u.state.state && a->u.state.item_id == b->u.state.item_id &&
+		       a->u.state.handler_pid == b->u.state.handler_pid;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED: return items_equal(a, b);
 	case PROTO_STOP: return a->u.stop.grace_ms == b->u.stop.grace_ms;
@@ -95,7 +97,7 @@ static int msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 
 static size_t body_size(unsigned type, unsigned n)
 {
-	static const unsigned fixed[] = { 0, 4, 8, 8, 9, 2, 2, 0, 4 };
+	static const unsigned fixed[] = { 0, 4, 8, 8, 13, 2, 2, 0, 4 };
 	return fixed[type] + n * (type == PROTO_CLAIMED ? 16u : type == PROTO_FINISHED ? 17u : 0u);
 }
 
@@ -314,7 +316,8 @@ static const struct bad_case bad_cases[] = {
 	{ "rejects_ack_with_short_body", PROTO_ACK, 8, 4, 3, HDR, -EBADMSG },
 	{ "rejects_hello_with_long_body", PROTO_HELLO, 8, 4, 9, HDR, -EBADMSG },
 	{ "rejects_ping_with_short_body", PROTO_PING, 8, 4, 4, HDR, -EBADMSG },
-	{ "rejects_state_with_short_body", PROTO_STATE, 8, 4, 8, HDR, -EBADMSG },
+	{ "rejects_state_with_short_body", PROTO_STATE, 8, 4, 12, HDR, -EBADMSG },
+	{ "rejects_state_with_v0_body", PROTO_STATE, 8, 4, 9, HDR, -EBADMSG },
 	{ "rejects_wake_with_body", PROTO_WAKE, 8, 4, 1, HDR, -EBADMSG },
 	{ "rejects_stop_with_empty_body", PROTO_STOP, 8, 4, 0, HDR, -EBADMSG },
 	{ "rejects_claimed_without_count", PROTO_CLAIMED, 8, 4, 1, HDR, -EBADMSG },
