@@ -101,9 +101,7 @@ int proc_kill_group(pid_t pid, int sig)
 {
 	if (pid <= 0)
 		return -EINVAL;
-	if (kill(-pid, sig) == 0)
-		return 0;
-	return kill(pid, sig) == 0 ? 0 : -errno;
+	return kill(-pid, sig) == 0 ? 0 : -errno;
 }
 
 int proc_kill(pid_t pid, int sig)

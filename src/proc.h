@@ -31,7 +31,8 @@ struct proc_child {
  * failure in the child shows as exit status 127 with the reason on its stderr. */
 int proc_spawn(char *const argv[], char *const envp[], struct proc_child *ret);
 
-/* Send sig to the process group of pid (falling back to pid alone). Returns 0 or -errno. */
+/* Send sig to the process group whose id is pid (a process proc_spawn started leads its own
+ * group). Returns 0 or -errno. */
 int proc_kill_group(pid_t pid, int sig);
 int proc_kill(pid_t pid, int sig);
 

@@ -36,6 +36,7 @@ struct slot {
 	struct chan *chan;
 	int state;               /* enum proto_wstate, SLOT_UNRESPONSIVE or SLOT_DOWN */
 	uint64_t item, item_since;
+	pid_t handler_pid;       /* its handler's process group, 0 = none */
 	uint64_t done, failed;
 	unsigned restarts, quick_deaths;
 	double rtt_ms;
@@ -297,6 +298,7 @@ static void slot_on_msg(void *data, const struct proto_msg *m)
 		if (m->u.state.item_id != sl->item)
 			sl->item_since = now_ms(sl->sup);
 		sl->item = m->u.state.item_id;
+		sl->handler_pid = (pid_t)m->u.state.handler_pid;
 		if (m->u.state.state == PROTO_W_DB_DOWN && sl->state != PROTO_W_DB_DOWN)
 			log_warn("worker slot=%d pid=%d reports the database down", sl->idx,
 				 (int)sl->pid);
@@ -404,6 +406,7 @@ static void slot_gone(struct slot *sl)
 	sl->state = SLOT_DOWN;
 	sl->item = 0;
 	sl->pid = 0;
+	sl->handler_pid = 0;
 	release_claims(sl);
 	if (s->stopping) {
 		maybe_finish_stop(s);
@@ -441,6 +444,12 @@ static void on_worker_exit(uv_process_t *p, int64_t exit_status, int term_signal
 			 (int)sl->pid, (long long)exit_status, (unsigned long long)lived);
 	else
 		log_info("worker slot=%d pid=%d stopped", sl->idx, (int)sl->pid);
+	/* A handler outlives a killed worker only by the children it started itself (the
+	 * handler gets SIGKILL with its parent): take its whole process group down. */
+	if (sl->handler_pid > 0 && (term_signal || exit_status != 0)) {
+		proc_kill_group(sl->handler_pid, SIGKILL);
+		sl->handler_pid = 0;
+	}
 	uv_close((uv_handle_t *)p, on_proc_closed);
 	sl->proc = NULL;
 	sl->exited = true;

@@ -41,6 +41,7 @@ struct worker {
 	char claimer[160];
 	uint8_t state;
 	uint64_t state_item;
+	uint32_t state_hpid;
 	bool state_sent;
 
 	struct store_item items[PROTO_MAX_ITEMS];
@@ -84,19 +85,24 @@ static void send_msg(struct worker *w, struct proto_msg *m)
 		log_warn("cannot send %s to supervisor: %s", proto_type_name(m->type), strerror(-r));
 }
 
+/* Tell the supervisor what we do, when it changed. The handler's pid lets the supervisor
+ * kill the handler's whole process group should this worker die. */
 static void set_state(struct worker *w, uint8_t state, uint64_t item)
 {
+	uint32_t hpid = (uint32_t)handler_pid(w->handler);
 	struct proto_msg m;
 
-	if (w->state_sent && w->state == state && w->state_item == item)
+	if (w->state_sent && w->state == state && w->state_item == item && w->state_hpid == hpid)
 		return;
 	w->state = state;
 	w->state_item = item;
+	w->state_hpid = hpid;
 	w->state_sent = true;
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_STATE;
 	m.u.state.state = state;
 	m.u.state.item_id = item;
+	m.u.state.handler_pid = hpid;
 	send_msg(w, &m);
 }
 
@@ -312,9 +318,9 @@ static void run_next(struct worker *w)
 
 	w->running = true;
 	w->item_started_ns = uv_hrtime();
-	if (!handler_inline(w->handler))
-		set_state(w, PROTO_W_BUSY, it->id);
 	r = handler_run(w->handler, &job, on_result, w);
+	if (r == 0 && !handler_inline(w->handler))
+		set_state(w, w->stopping ? PROTO_W_STOPPING : PROTO_W_BUSY, it->id);
 	if (r < 0) {
 		struct handler_result res = { .status = HANDLER_FAILED };
 		snprintf(res.error, sizeof(res.error), "could not start handler: %s", strerror(-r));
@@ -326,6 +332,7 @@ static void on_result(void *data, const struct handler_result *res)
 {
 	struct worker *w = data;
 	const struct store_item *it = &w->items[w->next - 1];
+	char q[1300];
 
 	w->running = false;
 	switch (res->status) {
@@ -336,8 +343,8 @@ static void on_result(void *data, const struct handler_result *res)
 		add_pend(w, it, PROTO_OUT_RELEASED, 0, NULL);
 		break;
 	default:
-		log_info("item id=%llu attempt=%u/%u failed: %.200s", (unsigned long long)it->id,
-			 it->attempt, it->max_attempts, res->error);
+		log_info("item id=%llu attempt=%u/%u failed error=%s", (unsigned long long)it->id,
+			 it->attempt, it->max_attempts, log_quote(res->error, 300, q, sizeof(q)));
 		add_pend(w, it, it->attempt >= it->max_attempts ? PROTO_OUT_DEAD : PROTO_OUT_RETRY,
 			 retry_delay_ms(w, it->attempt), res->error);
 	}
