@@ -102,8 +102,18 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (i >= argc || strcmp(argv[i], "status") != 0 ||
-	    (i + 1 < argc && strcmp(argv[i + 1], "--json") != 0) || i + 2 < argc) {
+	if (i >= argc) {
+		fprintf(stderr, "claimctl: no command given\n");
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[i], "status") != 0) {
+		fprintf(stderr, "claimctl: unknown command '%s'\n", argv[i]);
+		usage(stderr);
+		return 2;
+	}
+	if ((i + 1 < argc && strcmp(argv[i + 1], "--json") != 0) || i + 2 < argc) {
+		fprintf(stderr, "claimctl: status: unexpected argument '%s'\n", argv[i + 1]);
 		usage(stderr);
 		return 2;
 	}

@@ -63,7 +63,7 @@ const char *config_usage(void)
 	"  --grace DUR            on SIGTERM/SIGINT, time in-flight items get (default 30s)\n"
 	"  --heartbeat DUR        heartbeat interval (default 1s)\n"
 	"  --poll-interval DUR    idle poll interval, one poller per supervisor (default 100ms)\n"
-	"  --retry-base DUR       retry back-off base: base*2^(attempt-1) +-25%% (default 1s)\n"
+	"  --retry-base DUR       retry back-off base: base*2^(attempt-1) +-25% (default 1s)\n"
 	"  --verbose, --quiet     more or less logging\n"
 	"  --help, --version\n"
 	"\n"

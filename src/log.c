@@ -51,3 +51,36 @@ void log_msg(int level, const char *fmt, ...)
 	if (write(STDERR_FILENO, line, n) < 0)
 		return;
 }
+
+const char *log_quote(const char *s, size_t max, char *out, size_t outlen)
+{
+	size_t o = 0, i;
+
+	if (outlen < 8) {
+		if (outlen)
+			out[0] = '\0';
+		return out;
+	}
+	out[o++] = '"';
+	for (i = 0; s[i] && i < max && o + 8 < outlen; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)c;
+		} else if (c == '\n' || c == '\t' || c == '\r') {
+			out[o++] = '\\';
+			out[o++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+		} else if (c < 0x20 || c == 0x7f) {
+			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
+		} else {
+			out[o++] = (char)c;
+		}
+	}
+	if (s[i] && o + 4 < outlen) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o++] = '"';
+	out[o] = '\0';
+	return out;
+}

@@ -4,11 +4,17 @@
 #ifndef CLAIMD_LOG_H
 #define CLAIMD_LOG_H
 
+#include <stddef.h>
+
 enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 void log_init(const char *role, int level);
 int log_level(void);
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Quote a user string for a log line: "..." with quotes, backslashes and control characters
+ * escaped (\n, \t, \xNN), cut to about max bytes of s with "..." appended. Returns out. */
+const char *log_quote(const char *s, size_t max, char *out, size_t outlen);
 
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)

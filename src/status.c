@@ -27,23 +27,42 @@ static void json_worker(const struct status_worker *w, struct buf *b)
 		buf_puts(b, "null,\"heartbeat_age_ms\":null}");
 }
 
+static const char *const row_states[] = { "ready", "claimed", "done", "dead" };
+
+static uint64_t count_of(const struct status *st, const char *queue, const char *state)
+{
+	for (size_t i = 0; i < st->ncounts; i++)
+		if (!strcmp(st->counts[i].queue, queue) && !strcmp(st->counts[i].state, state))
+			return st->counts[i].count;
+	return 0;
+}
+
+/* {"queue": {"ready": n, "claimed": n, "done": n, "dead": n}, ...}: every state, zeros too, for
+ * every queue that has rows and for the queue served. */
 static void json_counts(const struct status *st, struct buf *b)
 {
+	bool served_seen = false;
+
 	buf_puts(b, "{");
-	for (size_t i = 0; i < st->ncounts; i++) {
-		const struct store_count *c = &st->counts[i];
-		bool first_of_queue = i == 0 || strcmp(c->queue, st->counts[i - 1].queue) != 0;
-		if (first_of_queue) {
-			buf_puts(b, i ? "}," : "");
-			buf_json_str(b, c->queue);
-			buf_puts(b, ":{");
-		} else {
+	for (size_t i = 0; i <= st->ncounts; i++) {
+		const char *q = i < st->ncounts ? st->counts[i].queue : st->queue;
+		if (i < st->ncounts && i > 0 && !strcmp(q, st->counts[i - 1].queue))
+			continue;
+		if (i == st->ncounts && served_seen)
+			break;
+		served_seen |= !strcmp(q, st->queue);
+		if (b->len && b->data[b->len - 1] != '{')
 			buf_puts(b, ",");
+		buf_json_str(b, q);
+		buf_puts(b, ":{");
+		for (size_t k = 0; k < sizeof(row_states) / sizeof(row_states[0]); k++) {
+			buf_puts(b, k ? "," : "");
+			buf_json_str(b, row_states[k]);
+			buf_printf(b, ":%llu", (unsigned long long)count_of(st, q, row_states[k]));
 		}
-		buf_json_str(b, c->state);
-		buf_printf(b, ":%llu", (unsigned long long)c->count);
+		buf_puts(b, "}");
 	}
-	buf_puts(b, st->ncounts ? "}}" : "}");
+	buf_puts(b, "}");
 }
 
 void status_render_json(const struct status *st, struct buf *b)
