@@ -3,6 +3,7 @@
 the handler's stderr as last_error."""
 
 import os
+import re
 
 import harness
 from harness import check, check_eq, wait_for
@@ -27,7 +28,7 @@ def it_failing_row_backs_off_then_goes_dead_with_stderr_tail(t):
 
     st = c.wait_status(lambda s: s['counts'].get('default', {}).get('dead') == 1
                        and sum(w['failed'] for w in s['workers']) == 3, 10, 'status: 1 dead, 3 failed')
-    check_eq(st['counts']['default']['ready'], 0, 'status ready count')
+    check_eq(st['counts']['default'].get('ready', 0), 0, 'status ready count')
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
     starts = h.starts(item)
@@ -49,6 +50,20 @@ def it_row_that_fails_once_succeeds_on_retry(t):
     check_eq(db.row(item, 'state, attempts'), ('done', '2'), 'state, attempts')
     check_eq([e.attempt for e in h.starts(item)], [1, 2], 'CLAIMD_ATTEMPT of each run')
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
+def it_logs_a_failure_with_multiline_stderr_as_one_line(t):
+    db = t.database()
+    item = db.insert_item('x', max_attempts=1)
+    h = t.log_handler('printf "line one\\nline two\\n" >&2; rc=1')
+    c = t.claimd(db, '--workers', '1', '--handler', h.spec)
+    wait_for(lambda: db.row(item, 'state'), 15, f'row {item} dead', until=lambda r: r == ('dead',))
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+    check('line one' in db.row(item)[2] and 'line two' in db.row(item)[2], f'last_error {db.row(item)[2]!r}')
+    lines = c.log().splitlines()
+    strays = [ln for ln in lines if not re.search(r'claimd\[[^]]+\] pid=\d+ ', ln)]
+    check_eq(strays, [], 'log lines that are not claimd event lines (one line per event)')
+    check(any('line two' in ln for ln in lines), 'the failure\'s stderr is not in the log')
 
 
 if __name__ == '__main__':

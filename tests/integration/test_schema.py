@@ -1,1 +1,135 @@
-# placeholder
+#!/usr/bin/env python3
+"""sql/schema.sql and the claim query: the query store.c sends (read from its source) is a
+range scan of claim_idx in index order that does not walk done rows, loading the schema
+again keeps the data, and a row inserted with only a payload is ready to claim at once."""
+
+import json
+import os
+import re
+
+import harness
+from harness import check, check_eq
+
+STORE_C = os.path.join(harness.SOURCE_ROOT, 'src', 'store.c')
+
+
+def c_macro(name):
+    """The string a '#define NAME "..." "..."' in store.c expands to, as a Python % format."""
+    with open(STORE_C, encoding='utf-8') as f:
+        text = f.read()
+    m = re.search(r'^#define ' + name + r'\b((?:.*\\\n)*.*)$', text, re.M)
+    check(m, f'#define {name} not found in {STORE_C}')
+    literals = re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))
+    check(literals, f'{name} is not a string literal')
+    return ''.join(literals).replace('%llu', '%d').replace('%u', '%d')
+
+
+def fill(db):
+    """A table that looks like a busy queue: many done rows (visible_at NULL, sorting first in
+    claim_idx), claimable rows, claimed rows with future leases, another queue."""
+    db.execute("INSERT INTO work_items (payload) SELECT 'x' FROM seq_1_to_20000")
+    db.execute("UPDATE work_items SET state = 'done', visible_at = NULL, finished_at = NOW(6) "
+               "WHERE id <= 15000")
+    db.execute("UPDATE work_items SET state = 'claimed', claim_token = 1, "
+               "visible_at = NOW(6) + INTERVAL 1 HOUR WHERE id > 15000 AND id <= 16000")
+    db.execute("INSERT INTO work_items (queue, payload) SELECT 'other', 'x' FROM seq_1_to_3000")
+    db.execute('ANALYZE TABLE work_items')
+
+
+def claim_queries(db):
+    """The three forms store.c sends: from the head, after a cursor, up to a cursor."""
+    select, after, upto = c_macro('CLAIM_SELECT'), c_macro('CLAIM_AFTER'), c_macro('CLAIM_UPTO')
+    vis, rid = db.sql('SELECT visible_at, id FROM work_items WHERE id = 17000')[0]
+    return {
+        'head': select % ("'default'", '', 16),
+        'after cursor': select % ("'default'", after % (vis, vis, int(rid)), 16),
+        'up to cursor': select % ("'default'", upto % (vis, vis, int(rid)), 16),
+    }
+
+
+def table_node(plan):
+    """The one table access of a single-table EXPLAIN/ANALYZE FORMAT=JSON."""
+    block = plan['query_block']
+    node = block.get('table') or block['nested_loop'][0]['table']
+    return node
+
+
+def it_claim_query_is_a_range_on_claim_idx_in_index_order(t):
+    db = t.database()
+    fill(db)
+    for form, query in claim_queries(db).items():
+        text = db.scalar('EXPLAIN FORMAT=JSON ' + query)
+        node = table_node(json.loads(text))
+        t.note(f'{form}: access_type={node.get("access_type")} key={node.get("key")} '
+               f'parts={node.get("used_key_parts")}')
+        check(node.get('access_type') not in ('ALL', 'index'), f'{form}: full scan: {text}')
+        check_eq(node.get('access_type'), 'range', f'{form}: access_type ("ref" walks done rows)')
+        check_eq(node.get('key'), 'claim_idx', f'{form}: key')
+        check('visible_at' in node.get('used_key_parts', []),
+              f'{form}: visible_at is not part of the range: {node.get("used_key_parts")}')
+        check('filesort' not in text, f'{form}: sorts instead of reading in index order: {text}')
+
+
+def it_claim_query_reads_few_pages_despite_many_done_rows(t):
+    # What the plan is for: 16 rows must not cost a walk over 15,000 done rows.
+    db = t.database()
+    fill(db)
+    for form, query in claim_queries(db).items():
+        node = table_node(json.loads(db.scalar('ANALYZE FORMAT=JSON ' + query)))
+        pages = node.get('r_engine_stats', {}).get('pages_accessed')
+        t.note(f'{form}: r_rows={node.get("r_rows")} pages_accessed={pages}')
+        check_eq(node.get('r_rows'), 16, f'{form}: rows read')
+        if pages is not None:
+            check(pages < 200, f'{form}: {pages} pages accessed for 16 rows')
+
+
+def it_fence_update_uses_the_primary_key_for_one_and_many_rows(t):
+    # The fence store.c's sql_add_fence writes; a one-element "(id, token) IN ((x, y))"
+    # would be a full index scan.
+    db = t.database()
+    fill(db)
+    for ids in ([15001], list(range(15001, 15065))):
+        cases = ' '.join(f'WHEN {i} THEN 1' for i in ids)
+        query = ("EXPLAIN FORMAT=JSON UPDATE work_items SET visible_at = NOW(6) "
+                 f"WHERE state = 'claimed' AND id IN ({','.join(map(str, ids))}) "
+                 f"AND claim_token = CASE id {cases} END")
+        node = table_node(json.loads(db.scalar(query)))
+        check_eq((node.get('access_type'), node.get('key')), ('range', 'PRIMARY'),
+                 f'fence of {len(ids)} rows: access')
+
+
+def it_loading_the_schema_twice_keeps_the_data(t):
+    db = t.database()
+    db.insert_items(10)
+    before = db.sql('SELECT id, payload, state, visible_at FROM work_items ORDER BY id')
+    create = db.sql('SHOW CREATE TABLE work_items')
+    db.server.load(db.name, harness.SCHEMA)
+    check_eq(db.sql('SELECT id, payload, state, visible_at FROM work_items ORDER BY id'), before,
+             'rows after loading the schema again')
+    check_eq(db.sql('SHOW CREATE TABLE work_items'), create, 'table after loading the schema again')
+    item = db.insert_item('after reload')
+    check(db.row(item, 'visible_at')[0] is not None, 'trigger gone after reload: visible_at NULL')
+
+
+def it_row_inserted_with_only_a_payload_is_ready_now(t):
+    db = t.database()
+    db.execute("INSERT INTO work_items (payload) VALUES ('hello')")
+    row = db.sql("SELECT queue, state, attempts, max_attempts, claim_token, claimed_by, "
+                 "finished_at, visible_at = run_at, visible_at <= NOW(6), "
+                 "TIMESTAMPDIFF(SECOND, visible_at, NOW(6)) < 60 FROM work_items")
+    check_eq(row, [('default', 'ready', '0', '5', '0', None, None, '1', '1', '1')],
+             '(queue, state, attempts, max_attempts, token, claimed_by, finished_at, '
+             'visible_at = run_at, visible now, visible since less than a minute)')
+
+
+def it_rows_not_ready_at_insert_are_not_claimable(t):
+    db = t.database()
+    db.execute("INSERT INTO work_items (payload, state) VALUES ('d', 'done'), ('x', 'dead')")
+    db.execute("INSERT INTO work_items (payload, run_at) VALUES ('later', NOW(6) + INTERVAL 1 HOUR)")
+    rows = db.sql('SELECT payload, visible_at IS NULL, visible_at > NOW(6) FROM work_items ORDER BY id')
+    check_eq(rows, [('d', '1', None), ('x', '1', None), ('later', '0', '1')],
+             '(payload, invisible, visible only later)')
+
+
+if __name__ == '__main__':
+    harness.main()

@@ -17,7 +17,7 @@ def _slow_once_handler(t):
         f'if [ "$payload" = slow ] && [ ! -e {marker} ]; then touch {marker}; spawn_logged sleep 60; fi')
 
 
-def _kill_busy_worker(t, db, c, h, slow):
+def _kill_busy_worker(c, h, slow):
     """Wait until a worker is busy with row `slow`, SIGKILL it; return (worker, kill time)."""
     st = c.wait_status(lambda s: (worker_with_item(s, slow) or {}).get('state') == 'busy',
                        15, f'a worker busy with row {slow}')
@@ -35,7 +35,7 @@ def it_kill9_busy_worker_is_replaced_and_its_row_reruns(t):
     h = _slow_once_handler(t)
     c = t.claimd(db, '--workers', '2', '--handler', h.spec)
 
-    w, t_kill = _kill_busy_worker(t, db, c, h, slow)
+    w, t_kill = _kill_busy_worker(c, h, slow)
 
     st = c.wait_status(lambda s: worker_in_slot(s, w['slot'])['pid'] not in (None, w['pid']),
                        10, f'a new worker pid in slot {w["slot"]}')
@@ -63,7 +63,7 @@ def it_kill9_busy_worker_does_not_leave_its_handler_running(t):
     h = _slow_once_handler(t)
     c = t.claimd(db, '--workers', '2', '--handler', h.spec)
 
-    w, t_kill = _kill_busy_worker(t, db, c, h, slow)
+    w, t_kill = _kill_busy_worker(c, h, slow)
     orphans = [h.starts(slow)[0].pid, h.events('child', slow)[0].pid]
     try:
         wait_for(lambda: [p for p in orphans if pid_running(p)], 5,
