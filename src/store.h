@@ -27,6 +27,7 @@
 
 #define STORE_QUEUE_MAX 64
 #define STORE_ERR_MAX 512
+#define STORE_PAYLOAD_MAX (16u * 1024 * 1024 - 1) /* MEDIUMBLOB */
 
 struct store;
 
@@ -64,8 +65,10 @@ int store_new(const struct dsn *dsn, const char *claimer, struct store **ret);
 void store_free(struct store *s);
 
 /* (Re)connect: closes any old connection, connects with a 3 s connect timeout and 10 s
- * read/write timeouts, sets READ COMMITTED. The password is CLAIMD_DB_PASSWORD if set,
- * else the first line of dsn->password_file if set, else none. */
+ * read/write timeouts, sets READ COMMITTED. The password is CLAIMD_DB_PASSWORD if set
+ * (and not empty), else the first line of dsn->password_file if set, else none.
+ * -ENOTCONN: server unreachable (try again later); -EIO: refused (bad password, unknown
+ * database, unreadable password_file: retrying will not help until someone fixes it). */
 int store_connect(struct store *s, char *err, size_t errlen);
 bool store_connected(const struct store *s);
 
@@ -75,7 +78,15 @@ bool store_connected(const struct store *s);
  * a new token each, claimed_by, claimed_at = NOW(6), visible_at = NOW(6) + lease_ms,
  * attempts + 1. max may be 0 (complete only). Fills items[0..*ret_n) (caller frees payloads
  * with store_items_clear) and *ret_completed with how many of done[] were applied (the rest
- * were fenced out). On error nothing is committed and nothing is written to the outputs. */
+ * were fenced out). On error nothing is written to the outputs and nothing is committed,
+ * except that after -ENOTCONN the COMMIT may have happened unseen: rows claimed then stay
+ * claimed until their lease ends, and done[] may have been applied (completing them again
+ * reports them fenced out).
+ * "Oldest first" is per store and approximate: each store goes on from where its last
+ * claim ended (see store.c: it skips index entries that earlier claims left behind) and
+ * rescans from the oldest row when that runs short and at least once a second, so a row
+ * that becomes due behind the others (a backdated run_at, a lease that ran out) may wait
+ * up to a second under load. */
 int store_claim(struct store *s, const char *queue, unsigned max, unsigned lease_ms,
 		const struct store_ref *done, size_t ndone,
 		struct store_item *items, size_t *ret_n, size_t *ret_completed,
@@ -85,7 +96,8 @@ void store_items_clear(struct store_item *items, size_t n);
 
 /* A failed run of a claimed row (fenced). If the row's attempts >= max_attempts it becomes
  * 'dead' (visible_at NULL, finished_at NOW(6)); otherwise 'ready', visible at
- * NOW(6) + retry_ms. error (may be NULL) is stored in last_error, cut to 4000 bytes.
+ * NOW(6) + retry_ms. error (may be NULL) is stored in last_error, cut to 4000 bytes on a
+ * character boundary, bytes that are not UTF-8 replaced by '?'.
  * Returns 1 if applied and the row is now ready, 2 if applied and the row is now dead,
  * 0 if fenced out, or a negative error. */
 int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const char *error,
@@ -107,8 +119,23 @@ int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsign
  * negative error. */
 int store_poll(struct store *s, const char *queue, char *err, size_t errlen);
 
-/* Row counts per queue and state (all of work_items). *ret is malloc'd; caller frees. */
+/* Row counts per queue and state (all of work_items). *ret is malloc'd; caller frees.
+ * A queue name longer than STORE_QUEUE_MAX bytes is cut (on a character boundary). */
 int store_counts(struct store *s, struct store_count **ret, size_t *ret_n,
 		 char *err, size_t errlen);
+
+/* Insert one ready row of queue with payload (len bytes, at most STORE_PAYLOAD_MAX) and write
+ * its id to *ret_id. Returns 0 or a negative error (-EMSGSIZE for a payload too large). */
+int store_add(struct store *s, const char *queue, const unsigned char *payload, size_t len,
+	      uint64_t *ret_id, char *err, size_t errlen);
+
+/* Take (or confirm we hold) the named session lock GET_LOCK(name, 0): one supervisor among
+ * all those sharing the database does maintenance. The lock goes with the connection. Returns
+ * 1 if this session holds it, 0 if another does, or a negative error. */
+int store_leader(struct store *s, const char *name, char *err, size_t errlen);
+
+/* Delete up to limit rows in state 'done' that finished more than keep_done_s seconds ago,
+ * oldest first. Dead rows are never deleted. Returns how many rows went, or a negative error. */
+int store_prune(struct store *s, unsigned keep_done_s, unsigned limit, char *err, size_t errlen);
 
 #endif

