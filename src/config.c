@@ -12,7 +12,7 @@
 enum {
 	OPT_DSN = 256, OPT_WORKERS, OPT_HANDLER, OPT_QUEUE, OPT_CONTROL, OPT_BATCH, OPT_LEASE,
 	OPT_TIMEOUT, OPT_HANG, OPT_KILL_GRACE, OPT_GRACE, OPT_HEARTBEAT, OPT_POLL,
-	OPT_RETRY_BASE, OPT_VERBOSE, OPT_QUIET, OPT_HELP, OPT_VERSION,
+	OPT_RETRY_BASE, OPT_KEEP_DONE, OPT_VERBOSE, OPT_QUIET, OPT_HELP, OPT_VERSION,
 	OPT_W_SLOT, OPT_W_FD, OPT_W_PARENT,
 };
 
@@ -31,6 +31,7 @@ static const struct option long_opts[] = {
 	{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
 	{ "poll-interval", required_argument, NULL, OPT_POLL },
 	{ "retry-base", required_argument, NULL, OPT_RETRY_BASE },
+	{ "keep-done", required_argument, NULL, OPT_KEEP_DONE },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "help", no_argument, NULL, OPT_HELP },
@@ -64,6 +65,8 @@ const char *config_usage(void)
 	"  --heartbeat DUR        heartbeat interval (default 1s)\n"
 	"  --poll-interval DUR    idle poll interval, one poller per supervisor (default 100ms)\n"
 	"  --retry-base DUR       retry back-off base: base*2^(attempt-1) +-25% (default 1s)\n"
+	"  --keep-done DUR        delete done rows this long after they finished (default 24h;\n"
+	"                         0 keeps them); dead rows are never deleted\n"
 	"  --verbose, --quiet     more or less logging\n"
 	"  --help, --version\n"
 	"\n"
@@ -142,6 +145,7 @@ static void set_defaults(struct config *c)
 	c->heartbeat_ms = 1000;
 	c->poll_ms = 100;
 	c->retry_base_ms = 1000;
+	c->keep_done_ms = 24u * 3600u * 1000u;
 	c->log_level = 2; /* LOG_INFO */
 	c->worker_slot = -1;
 	c->worker_fd = -1;
@@ -168,6 +172,7 @@ static unsigned *duration_field(struct config *c, int opt)
 	case OPT_HEARTBEAT: return &c->heartbeat_ms;
 	case OPT_POLL: return &c->poll_ms;
 	case OPT_RETRY_BASE: return &c->retry_base_ms;
+	case OPT_KEEP_DONE: return &c->keep_done_ms;
 	default: return NULL;
 	}
 }
@@ -191,7 +196,7 @@ static int apply_opt(struct config *c, int opt, const char *arg, const char **ds
 	int w;
 
 	if (dur) {
-		if (config_parse_duration(arg, dur) < 0 || *dur == 0)
+		if (config_parse_duration(arg, dur) < 0 || (*dur == 0 && opt != OPT_KEEP_DONE))
 			goto bad;
 		return 0;
 	}

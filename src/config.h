@@ -28,6 +28,7 @@ struct config {
 	unsigned heartbeat_ms;
 	unsigned poll_ms;
 	unsigned retry_base_ms;
+	unsigned keep_done_ms;  /* 0 = keep done rows for ever */
 	int log_level;
 	/* Set only in a worker process (hidden options the supervisor passes). */
 	int worker_slot;  /* -1 in the supervisor */

@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "chan.h"
 #include "control.h"
+#include "dbq.h"
 #include "log.h"
 #include "proc.h"
 #include "proto.h"
@@ -24,6 +25,8 @@
 #define RESPAWN_MAX_MS 30000
 #define COUNTS_FRESH_MS 1000
 #define DB_RETRY_MS 1000
+#define PRUNE_FIRST_MS 5000
+#define PRUNE_EVERY_MS 60000
 #define DRAIN_MS 1000          /* wait for a dead worker's channel to reach EOF */
 
 struct sup;
@@ -51,21 +54,6 @@ struct slot {
 	size_t nclaims, capclaims;
 };
 
-/* Work for the supervisor's own database connection, run one at a time off the loop. */
-enum dbjob_kind { DBJOB_RELEASE, DBJOB_COUNTS };
-
-struct dbjob {
-	struct dbjob *next;
-	enum dbjob_kind kind;
-	struct store_ref *refs;
-	size_t n;
-	int slot;
-	int rc;
-	char err[STORE_ERR_MAX];
-	struct store_count *counts;
-	size_t ncounts;
-};
-
 struct sup {
 	uv_loop_t *loop;
 	const struct config *cfg;
@@ -74,7 +62,7 @@ struct sup {
 	char exe[PATH_MAX];
 	char host[64];
 	struct slot *slots;
-	uv_timer_t hb_timer, poll_timer, stop_timer, db_retry_timer;
+	uv_timer_t hb_timer, poll_timer, stop_timer;
 	uv_signal_t sigterm, sigint;
 	struct control *control;
 	bool stopping, stopped;
@@ -82,16 +70,14 @@ struct sup {
 	unsigned poll_rr;
 	/* database */
 	struct store *store;
-	bool db_up;
-	struct dbjob *jobs_head, *jobs_tail;
-	bool job_running;
-	uv_work_t work;
+	struct dbq *dbq;
+	bool poll_inflight;
+	uv_timer_t prune_timer;
 	/* status */
 	struct store_count *counts;
 	size_t ncounts;
 	uint64_t counts_at;
-	struct control_conn **waiting;  /* status requests waiting for counts */
-	char (*waiting_line)[16];
+	struct { struct control_conn *conn; bool json; } *waiting; /* status awaiting counts */
 	size_t nwaiting, capwaiting;
 };
 
@@ -118,7 +104,6 @@ static void maybe_finish_stop(struct sup *s);
 static void slot_gone(struct slot *sl);
 static void spawn_worker(struct slot *sl);
 static void wake_one(struct sup *s, const struct slot *except);
-static void db_kick(struct sup *s);
 
 /* ---- claims table ---- */
 
@@ -150,115 +135,87 @@ static void claims_remove(struct slot *sl, uint64_t id, uint64_t token)
 
 /* ---- the supervisor's database jobs ---- */
 
-static void db_enqueue(struct sup *s, struct dbjob *j)
+static struct dbq_job *new_job(struct sup *s, enum dbq_kind kind, void (*done)(struct dbq_job *))
 {
-	j->next = NULL;
-	if (s->jobs_tail)
-		s->jobs_tail->next = j;
+	struct dbq_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	j->kind = kind;
+	j->done = done;
+	j->data = s;
+	snprintf(j->queue, sizeof(j->queue), "%s", s->cfg->queue);
+	return j;
+}
+
+static void on_released(struct dbq_job *j)
+{
+	struct sup *s = j->data;
+
+	if (j->rc >= 0)
+		log_info("released %d of %zu claims of a dead worker (the rest had finished)", j->rc,
+			 j->n);
 	else
-		s->jobs_head = j;
-	s->jobs_tail = j;
-	db_kick(s);
+		log_warn("gave up releasing %zu claims of a dead worker: %s; they come back when "
+			 "their lease expires", j->n, j->err);
+	if (j->rc > 0)
+		wake_one(s, NULL);
+	free(j->refs);
+	free(j);
+	maybe_finish_stop(s);
 }
 
 static void release_claims(struct slot *sl)
 {
-	struct dbjob *j;
+	struct dbq_job *j;
 
 	if (sl->nclaims == 0)
 		return;
-	j = calloc(1, sizeof(*j));
+	j = new_job(sl->sup, DBQ_RELEASE, on_released);
 	if (!j) {
 		log_error("out of memory: %zu claims of worker slot=%d come back after their lease",
 			  sl->nclaims, sl->idx);
 		sl->nclaims = 0;
 		return;
 	}
-	j->kind = DBJOB_RELEASE;
 	j->refs = sl->claims;
 	j->n = sl->nclaims;
-	j->slot = sl->idx;
+	j->reason = "its worker died while running it";
 	sl->claims = NULL;
 	sl->nclaims = sl->capclaims = 0;
-	db_enqueue(sl->sup, j);
+	dbq_push(sl->sup->dbq, j);
 }
 
-static void on_db_work(uv_work_t *req)
+static void on_polled(struct dbq_job *j)
 {
-	struct sup *s = req->data;
-	struct dbjob *j = s->jobs_head;
+	struct sup *s = j->data;
 
-	j->rc = 0;
-	if (!store_connected(s->store))
-		j->rc = store_connect(s->store, j->err, sizeof(j->err));
-	if (j->rc < 0)
-		return;
-	if (j->kind == DBJOB_RELEASE)
-		j->rc = store_release(s->store, j->refs, j->n, true, "worker died while running it",
-				      j->err, sizeof(j->err));
-	else
-		j->rc = store_counts(s->store, &j->counts, &j->ncounts, j->err, sizeof(j->err));
-}
-
-static void reply_waiting(struct sup *s);
-static void on_db_retry(uv_timer_t *t);
-
-static void on_db_done(uv_work_t *req, int status)
-{
-	struct sup *s = req->data;
-	struct dbjob *j = s->jobs_head;
-
-	s->job_running = false;
-	s->jobs_head = j->next;
-	if (!s->jobs_head)
-		s->jobs_tail = NULL;
-	if (j->rc < 0 && j->kind == DBJOB_RELEASE) {
-		if (s->db_up)
-			log_warn("cannot release %zu claims of worker slot=%d: %s; retrying",
-				 j->n, j->slot, j->err);
-		s->db_up = false;
-		/* Back to the front, after a pause: nothing is dropped. */
-		j->next = s->jobs_head;
-		s->jobs_head = j;
-		if (!s->jobs_tail)
-			s->jobs_tail = j;
-		uv_timer_start(&s->db_retry_timer, on_db_retry, DB_RETRY_MS, 0);
-		return;
-	}
-	s->db_up = j->rc >= 0;
-	if (j->kind == DBJOB_RELEASE) {
-		log_info("released %d of %zu claims of worker slot=%d (the rest had finished or "
-			 "moved on)", j->rc, j->n, j->slot);
-		free(j->refs);
-		if (j->rc > 0)
-			wake_one(s, NULL);
-	} else {
-		free(s->counts);
-		s->counts = j->rc >= 0 ? j->counts : NULL;
-		s->ncounts = j->rc >= 0 ? j->ncounts : 0;
-		s->counts_at = now_ms(s);
-		if (j->rc < 0)
-			log_warn("cannot read queue counts: %s", j->err);
-		reply_waiting(s);
-	}
+	s->poll_inflight = false;
+	if (j->rc > 0 && !s->stopping)
+		wake_one(s, NULL);
+	else if (j->rc < 0)
+		log_debug("idle poll failed: %s", j->err);
 	free(j);
-	maybe_finish_stop(s);
-	db_kick(s);
 }
 
-static void db_kick(struct sup *s)
+static void on_pruned(struct dbq_job *j)
 {
-	if (s->job_running || !s->jobs_head || uv_is_active((uv_handle_t *)&s->db_retry_timer))
+	if (j->rc > 0)
+		log_info("pruned %d done rows older than %u s", j->rc, j->keep_s);
+	else if (j->rc < 0)
+		log_warn("pruning done rows failed: %s; trying again later", j->err);
+	free(j);
+}
+
+static void on_prune_timer(uv_timer_t *t)
+{
+	struct sup *s = t->data;
+	struct dbq_job *j;
+
+	if (s->stopping || dbq_pending(s->dbq) || !(j = new_job(s, DBQ_PRUNE, on_pruned)))
 		return;
-	s->job_running = true;
-	s->work.data = s;
-	if (uv_queue_work(s->loop, &s->work, on_db_work, on_db_done) < 0)
-		s->job_running = false;
-}
-
-static void on_db_retry(uv_timer_t *t)
-{
-	db_kick(t->data);
+	j->keep_s = s->cfg->keep_done_ms / 1000;
+	dbq_push(s->dbq, j);
 }
 
 /* ---- messages from workers ---- */
@@ -592,13 +549,20 @@ static void on_heartbeat(uv_timer_t *t)
 		check_slot(&s->slots[i]);
 }
 
-/* One idle poll per interval for the whole pool: one idle worker is woken to look. */
+/* One idle poll per interval for the whole pool, on the supervisor's own connection: an idle
+ * worker is woken only when there is work. */
 static void on_poll(uv_timer_t *t)
 {
 	struct sup *s = t->data;
+	struct dbq_job *j;
+	bool idle = false;
 
-	if (!s->stopping)
-		wake_one(s, NULL);
+	for (unsigned i = 0; i < s->cfg->workers; i++)
+		idle |= s->slots[i].state == PROTO_W_IDLE && s->slots[i].chan;
+	if (s->stopping || !idle || s->poll_inflight || !(j = new_job(s, DBQ_POLL, on_polled)))
+		return;
+	s->poll_inflight = true;
+	dbq_push(s->dbq, j);
 }
 
 /* ---- status ---- */
@@ -610,7 +574,7 @@ static void answer_status(struct sup *s, struct control_conn *conn, bool json)
 	struct status_worker *ws = calloc(s->cfg->workers, sizeof(*ws));
 	struct status st = {
 		.pid = (int)getpid(), .host = s->host, .queue = s->cfg->queue,
-		.uptime_ms = now_ms(s) - s->started, .stopping = s->stopping, .db_up = s->db_up,
+		.uptime_ms = now_ms(s) - s->started, .stopping = s->stopping, .db_up = dbq_db_up(s->dbq),
 		.workers = ws, .nworkers = ws ? s->cfg->workers : 0,
 		.counts = s->counts, .ncounts = s->ncounts,
 	};
@@ -642,13 +606,28 @@ static void answer_status(struct sup *s, struct control_conn *conn, bool json)
 static void reply_waiting(struct sup *s)
 {
 	for (size_t i = 0; i < s->nwaiting; i++)
-		answer_status(s, s->waiting[i], s->waiting_line[i][0] == 'j');
+		answer_status(s, s->waiting[i].conn, s->waiting[i].json);
 	s->nwaiting = 0;
 }
 
+static void on_counted(struct dbq_job *j)
+{
+	struct sup *s = j->data;
+
+	free(s->counts);
+	s->counts = j->rc >= 0 ? j->counts : NULL;
+	s->ncounts = j->rc >= 0 ? j->ncounts : 0;
+	s->counts_at = now_ms(s);
+	if (j->rc < 0)
+		log_warn("cannot read queue counts: %s", j->err);
+	free(j);
+	reply_waiting(s);
+}
+
+/* Queue a status request until fresh counts come back. Returns false if it cannot wait. */
 static bool wait_for_counts(struct sup *s, struct control_conn *conn, bool json)
 {
-	struct dbjob *j;
+	struct dbq_job *j;
 
 	if (s->nwaiting == s->capwaiting) {
 		size_t cap = s->capwaiting ? s->capwaiting * 2 : 8;
@@ -656,30 +635,86 @@ static bool wait_for_counts(struct sup *s, struct control_conn *conn, bool json)
 		if (!a)
 			return false;
 		s->waiting = a;
-		a = realloc(s->waiting_line, cap * sizeof(*s->waiting_line));
-		if (!a)
-			return false;
-		s->waiting_line = a;
 		s->capwaiting = cap;
 	}
 	if (s->nwaiting == 0) {
-		j = calloc(1, sizeof(*j));
-		if (!j)
+		if (!(j = new_job(s, DBQ_COUNTS, on_counted)))
 			return false;
-		j->kind = DBJOB_COUNTS;
-		db_enqueue(s, j);
+		dbq_push(s->dbq, j);
 	}
-	s->waiting[s->nwaiting] = conn;
-	snprintf(s->waiting_line[s->nwaiting], sizeof(s->waiting_line[0]), "%s",
-		 json ? "json" : "table");
+	s->waiting[s->nwaiting].conn = conn;
+	s->waiting[s->nwaiting].json = json;
 	s->nwaiting++;
 	return true;
+}
+
+static void on_added(struct dbq_job *j)
+{
+	struct sup *s = j->data;
+	char reply[STORE_ERR_MAX + 32];
+	int n;
+
+	if (j->rc < 0) {
+		n = snprintf(reply, sizeof(reply), "error: %s\n", j->err);
+	} else {
+		n = snprintf(reply, sizeof(reply), "%llu\n", (unsigned long long)j->id);
+		wake_one(s, NULL);
+	}
+	control_reply(j->data2, reply, n > 0 && (size_t)n < sizeof(reply) ? (size_t)n
+									: strlen(reply));
+	free(j->payload);
+	free(j);
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+		: c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* "add QUEUE HEXPAYLOAD": insert a row, answer its id, wake a worker for it. */
+static void request_add(struct sup *s, struct control_conn *conn, const char *args)
+{
+	static const char bad[] = "error: usage: add QUEUE HEX-PAYLOAD\n";
+	const char *sp = strchr(args, ' '), *hex;
+	size_t qlen, hlen;
+	struct dbq_job *j;
+
+	if (!sp || sp == args || (qlen = (size_t)(sp - args)) > STORE_QUEUE_MAX)
+		goto bad;
+	hex = sp + 1;
+	hlen = strlen(hex);
+	if (hlen % 2 || !(j = new_job(s, DBQ_ADD, on_added)))
+		goto bad;
+	memcpy(j->queue, args, qlen);
+	j->queue[qlen] = '\0';
+	j->payload = malloc(hlen / 2 + 1);
+	for (size_t i = 0; j->payload && i < hlen / 2; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0) {
+			free(j->payload);
+			free(j);
+			goto bad;
+		}
+		j->payload[i] = (unsigned char)(hi << 4 | lo);
+	}
+	if (!j->payload) {
+		free(j);
+		goto bad;
+	}
+	j->payload_len = hlen / 2;
+	j->data2 = conn;
+	dbq_push(s->dbq, j);
+	return;
+bad:
+	control_reply(conn, bad, sizeof(bad) - 1);
 }
 
 static void on_control(void *data, struct control_conn *conn, const char *line)
 {
 	struct sup *s = data;
-	static const char usage[] = "error: unknown request; try 'status' or 'status --json'\n";
+	static const char usage[] = "error: unknown request; try 'status', 'status --json' or "
+				    "'add QUEUE HEX-PAYLOAD'\n";
 	bool json;
 
 	if (!strcmp(line, "status") || !strcmp(line, "status --json")) {
@@ -688,6 +723,10 @@ static void on_control(void *data, struct control_conn *conn, const char *line)
 			answer_status(s, conn, json);
 		else if (!wait_for_counts(s, conn, json))
 			answer_status(s, conn, json);
+		return;
+	}
+	if (!strncmp(line, "add ", 4)) {
+		request_add(s, conn, line + 4);
 		return;
 	}
 	control_reply(conn, usage, sizeof(usage) - 1);
@@ -708,10 +747,9 @@ static void maybe_finish_stop(struct sup *s)
 	for (unsigned i = 0; i < s->cfg->workers; i++)
 		if (slot_alive(&s->slots[i]))
 			return;
-	if (s->jobs_head && s->db_up)
+	if (dbq_pending(s->dbq) && dbq_db_up(s->dbq))
 		return; /* releases still being written */
-	if (s->jobs_head)
-		log_warn("database unreachable: claims of dead workers come back after their lease");
+	dbq_cancel_waiting(s->dbq);
 	s->stopped = true;
 	log_info("all workers stopped; exiting");
 	reply_waiting(s);
@@ -733,8 +771,8 @@ static void on_stop_timeout(uv_timer_t *t)
 		}
 	}
 	/* Unreachable database with releases pending: do not wait for ever. */
-	if (s->jobs_head && !s->job_running) {
-		s->db_up = false;
+	if (dbq_pending(s->dbq)) {
+		dbq_cancel_waiting(s->dbq);
 		maybe_finish_stop(s);
 	}
 }
@@ -793,6 +831,9 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 	r = store_new(&cfg->dsn, "supervisor", &s->store);
 	if (r < 0)
 		return r;
+	r = dbq_new(s->loop, s->store, &s->dbq);
+	if (r < 0)
+		return r;
 	s->slots = calloc(cfg->workers, sizeof(*s->slots));
 	if (!s->slots)
 		return -ENOMEM;
@@ -801,7 +842,7 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 		log_error("%s", err);
 		return r;
 	}
-	uv_timer_t *timers[] = { &s->hb_timer, &s->poll_timer, &s->stop_timer, &s->db_retry_timer };
+	uv_timer_t *timers[] = { &s->hb_timer, &s->poll_timer, &s->stop_timer, &s->prune_timer };
 	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
 		uv_timer_init(s->loop, timers[i]);
 		timers[i]->data = s;
@@ -825,7 +866,7 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 static void sup_teardown(struct sup *s)
 {
 	uv_handle_t *hs[] = { (uv_handle_t *)&s->hb_timer, (uv_handle_t *)&s->poll_timer,
-			      (uv_handle_t *)&s->stop_timer, (uv_handle_t *)&s->db_retry_timer,
+			      (uv_handle_t *)&s->stop_timer, (uv_handle_t *)&s->prune_timer,
 			      (uv_handle_t *)&s->sigterm, (uv_handle_t *)&s->sigint };
 
 	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
@@ -842,7 +883,8 @@ static void sup_teardown(struct sup *s)
 	free(s->slots);
 	free(s->counts);
 	free(s->waiting);
-	free(s->waiting_line);
+	dbq_free(s->dbq);
+	uv_run(s->loop, UV_RUN_DEFAULT);
 	store_free(s->store);
 }
 
@@ -857,7 +899,6 @@ int supervisor_main(const struct config *cfg, int argc, char **argv)
 	if (uv_loop_init(&loop) < 0)
 		return 1;
 	s.loop = &loop;
-	s.db_up = true;
 	r = sup_init(&s, cfg, argc, argv);
 	if (r < 0) {
 		sup_teardown(&s);
@@ -870,6 +911,8 @@ int supervisor_main(const struct config *cfg, int argc, char **argv)
 		spawn_worker(&s.slots[i]);
 	uv_timer_start(&s.hb_timer, on_heartbeat, cfg->heartbeat_ms, cfg->heartbeat_ms);
 	uv_timer_start(&s.poll_timer, on_poll, cfg->poll_ms, cfg->poll_ms);
+	if (cfg->keep_done_ms)
+		uv_timer_start(&s.prune_timer, on_prune_timer, PRUNE_FIRST_MS, PRUNE_EVERY_MS);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	sup_teardown(&s);
 	r = uv_loop_close(&loop);

@@ -1,0 +1,65 @@
+/* dbq — the supervisor's database work, run one job at a time on libuv's thread pool so the
+ * supervisor's loop never blocks on the database. Jobs that must not be lost (releasing a dead
+ * worker's claims) are retried after a pause until they succeed; the others report their
+ * error. Does not log. */
+#ifndef CLAIMD_DBQ_H
+#define CLAIMD_DBQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "store.h"
+
+#define DBQ_RETRY_MS 1000
+#define DBQ_PRUNE_LOCK "claimd.prune"
+#define DBQ_PRUNE_CHUNK 5000u
+#define DBQ_PRUNE_ROUNDS 20
+
+enum dbq_kind {
+	DBQ_RELEASE,  /* in: refs, n, reason. out: rc = rows released. Retried until done. */
+	DBQ_COUNTS,   /* out: counts, ncounts (caller frees counts) */
+	DBQ_POLL,     /* in: queue. out: rc = 1 if a row is claimable now */
+	DBQ_ADD,      /* in: queue, payload, len. out: id */
+	DBQ_PRUNE,    /* in: keep_s. out: rc = rows deleted (0 when another supervisor leads) */
+};
+
+struct dbq_job {
+	enum dbq_kind kind;
+	/* in */
+	struct store_ref *refs;   /* owned by the job's creator */
+	size_t n;
+	const char *reason;
+	char queue[STORE_QUEUE_MAX + 1];
+	unsigned char *payload;
+	size_t payload_len;
+	unsigned keep_s;
+	/* out */
+	int rc;
+	char err[STORE_ERR_MAX];
+	struct store_count *counts;
+	size_t ncounts;
+	uint64_t id;
+	/* called on the loop thread when the job is over; it may free the job */
+	void (*done)(struct dbq_job *j);
+	void *data;
+	void *data2;
+	struct dbq_job *next;
+};
+
+struct dbq;
+
+/* store is borrowed; connected on demand from the worker thread. Returns 0 or -ENOMEM. */
+int dbq_new(uv_loop_t *loop, struct store *store, struct dbq **ret);
+void dbq_push(struct dbq *q, struct dbq_job *j);
+/* True while a job runs or waits. */
+bool dbq_pending(const struct dbq *q);
+/* False after a job failed to reach the database, true again after one succeeded. */
+bool dbq_db_up(const struct dbq *q);
+/* Give up waiting for the database: jobs still queued are completed with -ECANCELED. */
+void dbq_cancel_waiting(struct dbq *q);
+/* Frees the queue; the loop must have finished running its jobs (dbq_pending false). */
+void dbq_free(struct dbq *q);
+
+#endif
