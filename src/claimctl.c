@@ -1,6 +1,7 @@
 /* claimctl — talks to a running claimd over its control socket.
  *
  *   claimctl [--control PATH] status [--json]
+ *   claimctl [--control PATH] add [--queue NAME] [PAYLOAD]
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,12 +13,17 @@
 
 #include "config.h"
 
+#define ADD_PAYLOAD_MAX (1u * 1024 * 1024)
+
 static void usage(FILE *f)
 {
 	fputs("usage: claimctl [--control PATH] status [--json]\n"
+	      "       claimctl [--control PATH] add [--queue NAME] [PAYLOAD]\n"
 	      "\n"
 	      "  status         the worker pool and the queue counts, as a table\n"
 	      "  status --json  the same as one JSON object\n"
+	      "  add            enqueue one item (payload from the argument, else stdin) through\n"
+	      "                 claimd, which wakes an idle worker for it; prints the new id\n"
 	      "\n"
 	      "The control socket defaults to $CLAIMD_CONTROL, $XDG_RUNTIME_DIR/claimd.sock or\n"
 	      "/tmp/claimd-UID.sock, as for claimd.\n", f);
@@ -89,9 +95,100 @@ static int relay(int fd)
 	return error ? 1 : 0;
 }
 
+/* Reads all of stdin into a malloc'd buffer. Returns NULL on error or over max bytes. */
+static unsigned char *read_stdin(size_t max, size_t *ret_len)
+{
+	size_t len = 0, cap = 4096;
+	unsigned char *p = malloc(cap), *q;
+	ssize_t n;
+
+	while (p && (n = read(0, p + len, cap - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || len + (size_t)n > max)
+			goto fail;
+		len += (size_t)n;
+		if (len == cap) {
+			cap *= 2;
+			if (!(q = realloc(p, cap)))
+				goto fail;
+			p = q;
+		}
+	}
+	*ret_len = len;
+	return p;
+fail:
+	free(p);
+	return NULL;
+}
+
+/* "add QUEUE HEX\n" into a malloc'd string. */
+static char *add_request(const char *queue, const unsigned char *payload, size_t len)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t qlen = strlen(queue), o;
+	char *req = malloc(4 + qlen + 1 + 2 * len + 2);
+
+	if (!req)
+		return NULL;
+	o = (size_t)sprintf(req, "add %s ", queue);
+	for (size_t i = 0; i < len; i++) {
+		req[o++] = digits[payload[i] >> 4];
+		req[o++] = digits[payload[i] & 15];
+	}
+	req[o++] = '\n';
+	req[o] = '\0';
+	return req;
+}
+
+/* Builds the request for argv[i...]; NULL after printing why. */
+static char *build_request(int argc, char **argv, int i)
+{
+	const char *queue = "default";
+	unsigned char *payload;
+	size_t len;
+	char *req;
+
+	if (!strcmp(argv[i], "status")) {
+		if ((i + 1 < argc && strcmp(argv[i + 1], "--json") != 0) || i + 2 < argc) {
+			fprintf(stderr, "claimctl: status: unexpected argument '%s'\n", argv[i + 1]);
+			return NULL;
+		}
+		return strdup(i + 1 < argc ? "status --json\n" : "status\n");
+	}
+	if (strcmp(argv[i], "add") != 0) {
+		fprintf(stderr, "claimctl: unknown command '%s'\n", argv[i]);
+		return NULL;
+	}
+	i++;
+	if (i + 1 < argc && !strcmp(argv[i], "--queue")) {
+		queue = argv[i + 1];
+		i += 2;
+	}
+	if (!*queue || strlen(queue) > 64 || strchr(queue, ' ') || strchr(queue, '\n')) {
+		fprintf(stderr, "claimctl: add: bad queue name '%s'\n", queue);
+		return NULL;
+	}
+	if (i + 1 < argc) {
+		fprintf(stderr, "claimctl: add: unexpected argument '%s'\n", argv[i + 1]);
+		return NULL;
+	}
+	if (i < argc) {
+		payload = (unsigned char *)strdup(argv[i]);
+		len = payload ? strlen(argv[i]) : 0;
+	} else if (!(payload = read_stdin(ADD_PAYLOAD_MAX, &len))) {
+		fprintf(stderr, "claimctl: add: cannot read the payload from stdin (at most %u "
+			"bytes)\n", ADD_PAYLOAD_MAX);
+		return NULL;
+	}
+	req = add_request(queue, payload, len);
+	free(payload);
+	return req;
+}
+
 int main(int argc, char **argv)
 {
-	char control[CONFIG_PATH_MAX] = "", req[256];
+	char control[CONFIG_PATH_MAX] = "", *req;
 	int i = 1, fd, r;
 
 	if (i + 1 < argc && !strcmp(argv[i], "--control")) {
@@ -107,25 +204,23 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (strcmp(argv[i], "status") != 0) {
-		fprintf(stderr, "claimctl: unknown command '%s'\n", argv[i]);
+	req = build_request(argc, argv, i);
+	if (!req) {
 		usage(stderr);
 		return 2;
 	}
-	if ((i + 1 < argc && strcmp(argv[i + 1], "--json") != 0) || i + 2 < argc) {
-		fprintf(stderr, "claimctl: status: unexpected argument '%s'\n", argv[i + 1]);
-		usage(stderr);
-		return 2;
-	}
-	snprintf(req, sizeof(req), "status%s\n", i + 1 < argc ? " --json" : "");
 	if (!*control && config_default_control(control, sizeof(control)) < 0) {
 		fprintf(stderr, "claimctl: default control socket path too long; use --control\n");
 		return 2;
 	}
 	fd = connect_to(control);
-	if (fd < 0)
+	if (fd < 0) {
+		free(req);
 		return 1;
-	if (write_all(fd, req, strlen(req)) < 0) {
+	}
+	r = write_all(fd, req, strlen(req));
+	free(req);
+	if (r < 0) {
 		fprintf(stderr, "claimctl: write: %s\n", strerror(errno));
 		close(fd);
 		return 1;

@@ -20,9 +20,9 @@ struct control {
 struct control_conn {
 	uv_pipe_t pipe;
 	struct control *ctl;
-	size_t len;
+	size_t len, cap;
 	bool answered;
-	char line[CONTROL_LINE_MAX];
+	char *line;
 };
 
 struct reply {
@@ -32,6 +32,14 @@ struct reply {
 };
 
 static void on_conn_closed(uv_handle_t *h)
+{
+	struct control_conn *c = h->data;
+
+	free(c->line);
+	free(c);
+}
+
+static void on_server_closed(uv_handle_t *h)
 {
 	free(h->data);
 }
@@ -66,8 +74,22 @@ void control_reply(struct control_conn *conn, const char *text, size_t len)
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	struct control_conn *c = h->data;
+	size_t cap = c->cap ? c->cap : 4096;
+	char *p;
 
-	*buf = uv_buf_init(c->line + c->len, (unsigned)(sizeof(c->line) - 1 - c->len));
+	/* Grow by doubling up to CONTROL_LINE_MAX; a full buffer ends the read (too long). */
+	while (cap - c->len < 4096 && cap < CONTROL_LINE_MAX)
+		cap *= 2;
+	if (cap != c->cap) {
+		p = realloc(c->line, cap);
+		if (!p) {
+			*buf = uv_buf_init(NULL, 0);
+			return;
+		}
+		c->line = p;
+		c->cap = cap;
+	}
+	*buf = uv_buf_init(c->line + c->len, (unsigned)(c->cap - 1 - c->len));
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -93,7 +115,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	c->len += (size_t)nread;
 	c->line[c->len] = '\0';
 	nl = memchr(c->line, '\n', c->len);
-	if (!nl && c->len < sizeof(c->line) - 1)
+	if (!nl && c->len < CONTROL_LINE_MAX - 1)
 		return;
 	uv_read_stop(s);
 	if (!nl) {
@@ -174,7 +196,7 @@ int control_open(uv_loop_t *loop, const char *path, control_request_cb cb, void 
 	if (r < 0) {
 		snprintf(err, errlen, "cannot listen on control socket %s: %s", path, uv_strerror(r));
 		ctl->server.data = ctl;
-		uv_close((uv_handle_t *)&ctl->server, on_conn_closed);
+		uv_close((uv_handle_t *)&ctl->server, on_server_closed);
 		return r;
 	}
 	chmod(path, 0600);
@@ -187,5 +209,5 @@ void control_close(struct control *c)
 	if (!c)
 		return;
 	unlink(c->path);
-	uv_close((uv_handle_t *)&c->server, on_conn_closed);
+	uv_close((uv_handle_t *)&c->server, on_server_closed);
 }

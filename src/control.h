@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <uv.h>
 
-#define CONTROL_LINE_MAX 4096
+#define CONTROL_LINE_MAX (4u * 1024 * 1024) /* "add" carries a hex payload */
 
 struct control;
 struct control_conn;

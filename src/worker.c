@@ -53,7 +53,6 @@ struct worker {
 	size_t npend;
 
 	bool wanted;      /* claim as soon as possible */
-	bool probe;       /* woken while idle: ask cheaply before claiming */
 	bool db_ok;
 	bool stopping;
 	bool exiting;
@@ -257,17 +256,6 @@ static int write_and_claim(struct worker *w, unsigned max)
 	r = flush_slow(w, err, sizeof(err));
 	if (r < 0)
 		goto fail;
-	if (w->probe && w->npend == 0 && max > 0) {
-		w->probe = false;
-		r = store_poll(w->store, w->cfg->queue, err, sizeof(err));
-		if (r < 0)
-			goto fail;
-		if (r == 0) {
-			w->wanted = false;
-			set_state(w, PROTO_W_IDLE, 0);
-			return 0;
-		}
-	}
 	if (w->npend == 0 && max == 0)
 		return 0;
 	for (size_t i = 0; i < w->npend; i++)
@@ -316,6 +304,14 @@ static void run_next(struct worker *w)
 	};
 	int r;
 
+	if (it->attempt > it->max_attempts) {
+		/* Claimed again after its last attempt's worker vanished without a word (the lease
+		 * ran out): that attempt counted, and it was the last. */
+		add_pend(w, it, PROTO_OUT_DEAD, 0, "its last attempt's worker vanished (lease expired)");
+		if (!handler_inline(w->handler))
+			kick(w);
+		return;
+	}
 	w->running = true;
 	w->item_started_ns = uv_hrtime();
 	r = handler_run(w->handler, &job, on_result, w);
@@ -445,7 +441,6 @@ static void on_msg(void *data, const struct proto_msg *m)
 	case PROTO_WAKE:
 		if (!w->stopping && !w->wanted && !w->running && w->next >= w->nitems) {
 			w->wanted = true;
-			w->probe = true;
 			kick(w);
 		}
 		break;
