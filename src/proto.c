@@ -21,12 +21,14 @@ static const struct body_rule body_rules[PROTO_TYPE_MAX + 1] = {
 	[PROTO_FINISHED] = { ITEMS_HEAD, 17 },
 	[PROTO_WAKE] = { 0, 0 },
 	[PROTO_STOP] = { 4, 0 },
+	[PROTO_WANT] = { 0, 0 },
 };
 
 static const char *const type_names[PROTO_TYPE_MAX + 1] = {
 	[PROTO_ACK] = "ack",         [PROTO_HELLO] = "hello", [PROTO_PING] = "ping",
 	[PROTO_STATE] = "state",     [PROTO_CLAIMED] = "claimed",
 	[PROTO_FINISHED] = "finished", [PROTO_WAKE] = "wake", [PROTO_STOP] = "stop",
+	[PROTO_WANT] = "want",
 };
 
 static const char *const wstate_names[PROTO_W_MAX + 1] = {

@@ -33,9 +33,10 @@ enum proto_type {
 	                 *                         u32 handler_pid (0 = none) } */
 	PROTO_CLAIMED,  /* worker -> supervisor: { u16 n, n * { u64 id, u64 token } } */
 	PROTO_FINISHED, /* worker -> supervisor: { u16 n, n * { u64 id, u64 token, u8 outcome } } */
-	PROTO_WAKE,     /* supervisor -> worker: {} there may be work, claim now */
+	PROTO_WAKE,     /* supervisor -> worker: {} claim now (a claim permit; answered by CLAIMED) */
 	PROTO_STOP,     /* supervisor -> worker: { u32 grace_ms } drain and exit */
-	PROTO_TYPE_MAX = PROTO_STOP,
+	PROTO_WANT,     /* worker -> supervisor: {} ready for more work: asks for a WAKE */
+	PROTO_TYPE_MAX = PROTO_WANT,
 };
 
 /* What a worker tells the supervisor it is doing. */

@@ -97,7 +97,7 @@ static int msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 
 static size_t body_size(unsigned type, unsigned n)
 {
-	static const unsigned fixed[] = { 0, 4, 8, 8, 13, 2, 2, 0, 4 };
+	static const unsigned fixed[] = { 0, 4, 8, 8, 13, 2, 2, 0, 4, 0 };
 	return fixed[type] + n * (type == PROTO_CLAIMED ? 16u : type == PROTO_FINISHED ? 17u : 0u);
 }
 
@@ -138,6 +138,7 @@ static const struct rt_case rt_cases[] = {
 	{ "round_trips_finished_max_items", PROTO_FINISHED, PROTO_MAX_ITEMS },
 	{ "round_trips_wake", PROTO_WAKE, DEFAULT_N },
 	{ "round_trips_stop", PROTO_STOP, DEFAULT_N },
+	{ "round_trips_want", PROTO_WANT, DEFAULT_N },
 };
 
 static const char *run_round_trip(const struct rt_case *c)
@@ -319,6 +320,7 @@ static const struct bad_case bad_cases[] = {
 	{ "rejects_state_with_short_body", PROTO_STATE, 8, 4, 12, HDR, -EBADMSG },
 	{ "rejects_state_with_v0_body", PROTO_STATE, 8, 4, 9, HDR, -EBADMSG },
 	{ "rejects_wake_with_body", PROTO_WAKE, 8, 4, 1, HDR, -EBADMSG },
+	{ "rejects_want_with_body", PROTO_WANT, 8, 4, 4, HDR, -EBADMSG },
 	{ "rejects_stop_with_empty_body", PROTO_STOP, 8, 4, 0, HDR, -EBADMSG },
 	{ "rejects_claimed_without_count", PROTO_CLAIMED, 8, 4, 1, HDR, -EBADMSG },
 	{ "rejects_claimed_partial_item", PROTO_CLAIMED, 8, 4, 2 + 16 + 1, HDR, -EBADMSG },
