@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 enum {
-	OPT_DSN = 256, OPT_WORKERS, OPT_HANDLER, OPT_QUEUE, OPT_CONTROL, OPT_BATCH, OPT_LEASE,
+	OPT_DSN = 256, OPT_WORKERS, OPT_CLAIMERS, OPT_HANDLER, OPT_QUEUE, OPT_CONTROL, OPT_BATCH, OPT_LEASE,
 	OPT_TIMEOUT, OPT_HANG, OPT_KILL_GRACE, OPT_GRACE, OPT_HEARTBEAT, OPT_POLL,
 	OPT_RETRY_BASE, OPT_KEEP_DONE, OPT_VERBOSE, OPT_QUIET, OPT_HELP, OPT_VERSION,
 	OPT_W_SLOT, OPT_W_FD, OPT_W_PARENT,
@@ -19,6 +19,7 @@ enum {
 static const struct option long_opts[] = {
 	{ "dsn", required_argument, NULL, OPT_DSN },
 	{ "workers", required_argument, NULL, OPT_WORKERS },
+	{ "claimers", required_argument, NULL, OPT_CLAIMERS },
 	{ "handler", required_argument, NULL, OPT_HANDLER },
 	{ "queue", required_argument, NULL, OPT_QUEUE },
 	{ "control", required_argument, NULL, OPT_CONTROL },
@@ -57,6 +58,8 @@ const char *config_usage(void)
 	"  --control PATH         control socket for claimctl (default $CLAIMD_CONTROL,\n"
 	"                         $XDG_RUNTIME_DIR/claimd.sock or /tmp/claimd-UID.sock)\n"
 	"  --batch N              rows a worker claims per round trip, 1..256 (default 1)\n"
+	"  --claimers N           claim transactions at once per supervisor (default: the\n"
+	"                         number of CPUs, at least 2)\n"
 	"  --lease DUR            claim lease, renewed while a handler runs (default 30s)\n"
 	"  --timeout DUR          handler time limit per item (default 300s)\n"
 	"  --hang-timeout DUR     unanswered heartbeat this long = worker hung (default 10s)\n"
@@ -131,12 +134,21 @@ int config_default_control(char *out, size_t outlen)
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
 
+/* As many claim transactions at once as there are cores, and at least 2. */
+static unsigned default_claimers(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 2 ? 2u : n > 1024 ? 1024u : (unsigned)n;
+}
+
 static void set_defaults(struct config *c)
 {
 	memset(c, 0, sizeof(*c));
 	snprintf(c->queue, sizeof(c->queue), "default");
 	c->workers = 4;
 	c->batch = 1;
+	c->claimers = default_claimers();
 	c->lease_ms = 30000;
 	c->timeout_ms = 300000;
 	c->hang_ms = 10000;
@@ -205,6 +217,9 @@ static int apply_opt(struct config *c, int opt, const char *arg, const char **ds
 	case OPT_WORKERS:
 		return parse_uint(arg, 1, 1024, &c->workers) < 0 ? (snprintf(err, errlen,
 			"--workers: '%s' is not a number from 1 to 1024", arg), -EINVAL) : 0;
+	case OPT_CLAIMERS:
+		return parse_uint(arg, 1, 1024, &c->claimers) < 0 ? (snprintf(err, errlen,
+			"--claimers: '%s' is not a number from 1 to 1024", arg), -EINVAL) : 0;
 	case OPT_BATCH:
 		return parse_uint(arg, 1, 256, &c->batch) < 0 ? (snprintf(err, errlen,
 			"--batch: '%s' is not a number from 1 to 256", arg), -EINVAL) : 0;

@@ -20,6 +20,7 @@ struct config {
 	char control[CONFIG_PATH_MAX];
 	unsigned workers;
 	unsigned batch;
+	unsigned claimers;      /* claim transactions at once per supervisor */
 	unsigned lease_ms;
 	unsigned timeout_ms;
 	unsigned hang_ms;

@@ -40,6 +40,7 @@ struct slot {
 	int state;               /* enum proto_wstate, SLOT_UNRESPONSIVE or SLOT_DOWN */
 	uint64_t item, item_since;
 	pid_t handler_pid;       /* its handler's process group, 0 = none */
+	bool granted;            /* holds a claim permit */
 	uint64_t done, failed;
 	unsigned restarts, quick_deaths;
 	double rtt_ms;
@@ -68,6 +69,9 @@ struct sup {
 	bool stopping, stopped;
 	uint64_t started;
 	unsigned poll_rr;
+	unsigned claiming;       /* permits out */
+	int *want;               /* slots waiting for a permit, oldest first */
+	size_t nwant;
 	/* database */
 	struct store *store;
 	struct dbq *dbq;
@@ -104,6 +108,8 @@ static void maybe_finish_stop(struct sup *s);
 static void slot_gone(struct slot *sl);
 static void spawn_worker(struct slot *sl);
 static void wake_one(struct sup *s, const struct slot *except);
+static void grant_more(struct sup *s);
+static void on_want(struct slot *sl);
 
 /* ---- claims table ---- */
 
@@ -236,9 +242,17 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 		else if (it->outcome == PROTO_OUT_RETRY || it->outcome == PROTO_OUT_DEAD)
 			sl->failed++;
 	}
-	/* A worker that found work: there may be more, let one more idle worker look. */
-	if (m->type == PROTO_CLAIMED && m->u.items.n > 0 && !s->stopping)
+	if (m->type != PROTO_CLAIMED)
+		return;
+	/* CLAIMED answers a permit. A worker that found work: there may be more. */
+	if (sl->granted) {
+		sl->granted = false;
+		s->claiming--;
+	}
+	if (m->u.items.n > 0)
 		wake_one(s, sl);
+	else
+		grant_more(s);
 }
 
 static void slot_on_msg(void *data, const struct proto_msg *m)
@@ -264,6 +278,9 @@ static void slot_on_msg(void *data, const struct proto_msg *m)
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED:
 		on_items(sl, m);
+		break;
+	case PROTO_WANT:
+		on_want(sl);
 		break;
 	default:
 		log_warn("worker slot=%d pid=%d sent an unexpected %s message, ignored", sl->idx,
@@ -316,18 +333,67 @@ static void send_to(struct slot *sl, struct proto_msg *m)
 			 sl->idx, (int)sl->pid, strerror(-r));
 }
 
-static void wake_one(struct sup *s, const struct slot *except)
+/* ---- claim permits ----
+ * At most cfg->claimers claim transactions run at once per supervisor: beyond the number of
+ * cores, more concurrent locking scans over the same index range only slow each other down.
+ * A worker asks (WANT) when it is ready for more; a WAKE is the permit; its CLAIMED (with
+ * the rows, or none) gives it back. */
+
+static void grant(struct slot *sl)
 {
 	struct proto_msg m;
 
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_WAKE;
+	send_to(sl, &m);
+	sl->granted = true;
+	sl->sup->claiming++;
+}
+
+static void want_remove(struct sup *s, const struct slot *sl)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->nwant; i++)
+		if (s->want[i] != sl->idx)
+			s->want[k++] = s->want[i];
+	s->nwant = k;
+}
+
+static void grant_more(struct sup *s)
+{
+	while (!s->stopping && s->claiming < s->cfg->claimers && s->nwant > 0) {
+		struct slot *sl = &s->slots[s->want[0]];
+		memmove(s->want, s->want + 1, --s->nwant * sizeof(*s->want));
+		if (sl->chan && !sl->granted && !sl->exited)
+			grant(sl);
+	}
+}
+
+static void on_want(struct slot *sl)
+{
+	struct sup *s = sl->sup;
+	bool queued = false;
+
+	for (size_t i = 0; i < s->nwant; i++)
+		queued |= s->want[i] == sl->idx;
+	if (!queued && !sl->granted)
+		s->want[s->nwant++] = sl->idx;
+	grant_more(s);
+}
+
+/* There is work: workers waiting for a permit come first, then one idle worker. */
+static void wake_one(struct sup *s, const struct slot *except)
+{
+	grant_more(s);
+	if (s->stopping || s->claiming >= s->cfg->claimers)
+		return;
 	for (unsigned k = 0; k < s->cfg->workers; k++) {
 		struct slot *sl = &s->slots[(s->poll_rr + k) % s->cfg->workers];
-		if (sl == except || sl->state != PROTO_W_IDLE || !sl->chan)
+		if (sl == except || sl->state != PROTO_W_IDLE || !sl->chan || sl->granted)
 			continue;
 		s->poll_rr = (unsigned)(sl->idx + 1);
-		memset(&m, 0, sizeof(m));
-		m.type = PROTO_WAKE;
-		send_to(sl, &m);
+		grant(sl);
 		return;
 	}
 }
@@ -364,6 +430,11 @@ static void slot_gone(struct slot *sl)
 	sl->item = 0;
 	sl->pid = 0;
 	sl->handler_pid = 0;
+	if (sl->granted) {
+		sl->granted = false;
+		s->claiming--;
+	}
+	want_remove(s, sl);
 	release_claims(sl);
 	if (s->stopping) {
 		maybe_finish_stop(s);
@@ -835,7 +906,8 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 	if (r < 0)
 		return r;
 	s->slots = calloc(cfg->workers, sizeof(*s->slots));
-	if (!s->slots)
+	s->want = calloc(cfg->workers, sizeof(*s->want));
+	if (!s->slots || !s->want)
 		return -ENOMEM;
 	r = control_open(s->loop, cfg->control, on_control, s, &s->control, err, sizeof(err));
 	if (r < 0) {
@@ -881,6 +953,7 @@ static void sup_teardown(struct sup *s)
 	/* Let close callbacks (and a running database job) finish. */
 	uv_run(s->loop, UV_RUN_DEFAULT);
 	free(s->slots);
+	free(s->want);
 	free(s->counts);
 	free(s->waiting);
 	dbq_free(s->dbq);

@@ -52,7 +52,9 @@ struct worker {
 	struct pend pend[PEND_MAX];
 	size_t npend;
 
-	bool wanted;      /* claim as soon as possible */
+	bool wanted;      /* ready for more work */
+	bool asked;       /* WANT sent, no WAKE yet */
+	bool granted;     /* holding the supervisor's claim permit (a WAKE): answer with CLAIMED */
 	bool db_ok;
 	bool stopping;
 	bool exiting;
@@ -228,10 +230,12 @@ static unsigned retry_delay_ms(const struct worker *w, uint32_t attempt)
 
 /* ---- claiming ---- */
 
+/* CLAIMED answers the permit, with the rows claimed under it (possibly none). */
 static void handle_claimed(struct worker *w, size_t n)
 {
 	struct proto_msg m;
 
+	w->granted = false;
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_CLAIMED;
 	m.u.items.n = (uint16_t)n;
@@ -242,6 +246,24 @@ static void handle_claimed(struct worker *w, size_t n)
 	send_msg(w, &m);
 	w->nitems = n;
 	w->next = 0;
+}
+
+static void return_grant(struct worker *w)
+{
+	if (w->granted)
+		handle_claimed(w, 0);
+}
+
+static void ask_for_work(struct worker *w)
+{
+	struct proto_msg m;
+
+	if (w->asked || w->granted)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_WANT;
+	send_msg(w, &m);
+	w->asked = true;
 }
 
 /* Write every pending outcome; with max > 0 also claim the next batch in the same
@@ -275,8 +297,8 @@ static int write_and_claim(struct worker *w, unsigned max)
 	w->npend = 0;
 	if (max == 0)
 		return 0;
+	handle_claimed(w, n);
 	if (n > 0) {
-		handle_claimed(w, n);
 		set_state(w, PROTO_W_BUSY, w->items[0].id);
 		w->wanted = true;
 		kick(w);
@@ -286,6 +308,7 @@ static int write_and_claim(struct worker *w, unsigned max)
 	set_state(w, PROTO_W_IDLE, 0);
 	return 0;
 fail:
+	return_grant(w);
 	db_failed(w, r, max > 0 ? "claim" : "completing items", err);
 	return r;
 }
@@ -387,8 +410,15 @@ static void step(struct worker *w)
 			finish_exit(w);
 		return;
 	}
-	if (w->wanted || w->npend > 0)
+	/* Slow items' outcomes are written at once; quick ones ride on the next claim. */
+	if (w->npend > 0 && !handler_inline(w->handler) && write_and_claim(w, 0) < 0)
+		return;
+	if (w->granted)
 		write_and_claim(w, w->cfg->batch);
+	else if (w->wanted)
+		ask_for_work(w);
+	else if (w->npend > 0)
+		write_and_claim(w, 0);
 }
 
 /* ---- leases ---- */
@@ -439,10 +469,19 @@ static void on_msg(void *data, const struct proto_msg *m)
 	case PROTO_PING:
 		break; /* the ack is the answer */
 	case PROTO_WAKE:
-		if (!w->stopping && !w->wanted && !w->running && w->next >= w->nitems) {
-			w->wanted = true;
-			kick(w);
+		/* A claim permit. One we cannot use now goes straight back. */
+		w->asked = false;
+		if (w->granted || w->stopping || w->running || w->next < w->nitems || !w->db_ok) {
+			struct proto_msg back;
+			memset(&back, 0, sizeof(back));
+			back.type = PROTO_CLAIMED;
+			send_msg(w, &back);
+			break;
 		}
+		w->granted = true;
+		w->asked = false;
+		w->wanted = true;
+		kick(w);
 		break;
 	case PROTO_STOP:
 		if (w->stopping)
