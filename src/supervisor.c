@@ -9,85 +9,24 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "buf.h"
 #include "chan.h"
 #include "control.h"
 #include "dbq.h"
 #include "log.h"
 #include "proc.h"
 #include "proto.h"
-#include "status.h"
+#include "sup.h"
 #include "store.h"
 
-#define SLOT_UNRESPONSIVE 100  /* beyond enum proto_wstate: our own verdict */
-#define SLOT_DOWN 101          /* no process: waiting to be started */
 #define QUICK_DEATH_MS 10000   /* a worker that dies sooner than this counts towards back-off */
 #define RESPAWN_MAX_MS 30000
-#define COUNTS_FRESH_MS 1000
-#define DB_RETRY_MS 1000
 #define PRUNE_FIRST_MS 5000
 #define PRUNE_EVERY_MS 60000
 #define DRAIN_MS 1000          /* wait for a dead worker's channel to reach EOF */
 
-struct sup;
-
-struct slot {
-	struct sup *sup;
-	int idx;
-	uv_process_t *proc;      /* heap: freed in its close callback */
-	pid_t pid;
-	struct chan *chan;
-	int state;               /* enum proto_wstate, SLOT_UNRESPONSIVE or SLOT_DOWN */
-	uint64_t item, item_since;
-	pid_t handler_pid;       /* its handler's process group, 0 = none */
-	bool granted;            /* holds a claim permit */
-	uint64_t done, failed;
-	unsigned restarts, quick_deaths;
-	double rtt_ms;
-	bool rtt_valid;
-	uint64_t last_ack, started;
-	bool term_sent, kill_sent;
-	uint64_t term_at;
-	bool exited;             /* the process is gone, its channel not yet drained */
-	uint64_t exited_at;
-	uv_timer_t respawn_timer;
-	struct store_ref *claims;
-	size_t nclaims, capclaims;
-};
-
-struct sup {
-	uv_loop_t *loop;
-	const struct config *cfg;
-	int argc;
-	char **argv;
-	char exe[PATH_MAX];
-	char host[64];
-	struct slot *slots;
-	uv_timer_t hb_timer, poll_timer, stop_timer;
-	uv_signal_t sigterm, sigint;
-	struct control *control;
-	bool stopping, stopped;
-	uint64_t started;
-	unsigned poll_rr;
-	unsigned claiming;       /* permits out */
-	int *want;               /* slots waiting for a permit, oldest first */
-	size_t nwant;
-	/* database */
-	struct store *store;
-	struct dbq *dbq;
-	bool poll_inflight;
-	uv_timer_t prune_timer;
-	/* status */
-	struct store_count *counts;
-	size_t ncounts;
-	uint64_t counts_at;
-	struct { struct control_conn *conn; bool json; } *waiting; /* status awaiting counts */
-	size_t nwaiting, capwaiting;
-};
-
 static uint64_t now_ms(const struct sup *s)
 {
-	return uv_now(s->loop);
+	return sup_now(s);
 }
 
 static bool slot_alive(const struct slot *sl)
@@ -95,7 +34,7 @@ static bool slot_alive(const struct slot *sl)
 	return sl->state != SLOT_DOWN;
 }
 
-static const char *slot_state_name(int state)
+const char *sup_slot_state_name(int state)
 {
 	if (state == SLOT_UNRESPONSIVE)
 		return "unresponsive";
@@ -107,7 +46,6 @@ static const char *slot_state_name(int state)
 static void maybe_finish_stop(struct sup *s);
 static void slot_gone(struct slot *sl);
 static void spawn_worker(struct slot *sl);
-static void wake_one(struct sup *s, const struct slot *except);
 static void grant_more(struct sup *s);
 static void on_want(struct slot *sl);
 
@@ -141,7 +79,7 @@ static void claims_remove(struct slot *sl, uint64_t id, uint64_t token)
 
 /* ---- the supervisor's database jobs ---- */
 
-static struct dbq_job *new_job(struct sup *s, enum dbq_kind kind, void (*done)(struct dbq_job *))
+struct dbq_job *sup_new_job(struct sup *s, enum dbq_kind kind, void (*done)(struct dbq_job *))
 {
 	struct dbq_job *j = calloc(1, sizeof(*j));
 
@@ -165,7 +103,7 @@ static void on_released(struct dbq_job *j)
 		log_warn("gave up releasing %zu claims of a dead worker: %s; they come back when "
 			 "their lease expires", j->n, j->err);
 	if (j->rc > 0)
-		wake_one(s, NULL);
+		sup_wake_one(s, NULL);
 	free(j->refs);
 	free(j);
 	maybe_finish_stop(s);
@@ -177,7 +115,7 @@ static void release_claims(struct slot *sl)
 
 	if (sl->nclaims == 0)
 		return;
-	j = new_job(sl->sup, DBQ_RELEASE, on_released);
+	j = sup_new_job(sl->sup, DBQ_RELEASE, on_released);
 	if (!j) {
 		log_error("out of memory: %zu claims of worker slot=%d come back after their lease",
 			  sl->nclaims, sl->idx);
@@ -198,7 +136,7 @@ static void on_polled(struct dbq_job *j)
 
 	s->poll_inflight = false;
 	if (j->rc > 0 && !s->stopping)
-		wake_one(s, NULL);
+		sup_wake_one(s, NULL);
 	else if (j->rc < 0)
 		log_debug("idle poll failed: %s", j->err);
 	free(j);
@@ -218,7 +156,7 @@ static void on_prune_timer(uv_timer_t *t)
 	struct sup *s = t->data;
 	struct dbq_job *j;
 
-	if (s->stopping || dbq_pending(s->dbq) || !(j = new_job(s, DBQ_PRUNE, on_pruned)))
+	if (s->stopping || dbq_pending(s->dbq) || !(j = sup_new_job(s, DBQ_PRUNE, on_pruned)))
 		return;
 	j->keep_s = s->cfg->keep_done_ms / 1000;
 	dbq_push(s->dbq, j);
@@ -250,7 +188,7 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 		s->claiming--;
 	}
 	if (m->u.items.n > 0)
-		wake_one(s, sl);
+		sup_wake_one(s, sl);
 	else
 		grant_more(s);
 }
@@ -383,7 +321,7 @@ static void on_want(struct slot *sl)
 }
 
 /* There is work: workers waiting for a permit come first, then one idle worker. */
-static void wake_one(struct sup *s, const struct slot *except)
+void sup_wake_one(struct sup *s, const struct slot *except)
 {
 	grant_more(s);
 	if (s->stopping || s->claiming >= s->cfg->claimers)
@@ -630,177 +568,10 @@ static void on_poll(uv_timer_t *t)
 
 	for (unsigned i = 0; i < s->cfg->workers; i++)
 		idle |= s->slots[i].state == PROTO_W_IDLE && s->slots[i].chan;
-	if (s->stopping || !idle || s->poll_inflight || !(j = new_job(s, DBQ_POLL, on_polled)))
+	if (s->stopping || !idle || s->poll_inflight || !(j = sup_new_job(s, DBQ_POLL, on_polled)))
 		return;
 	s->poll_inflight = true;
 	dbq_push(s->dbq, j);
-}
-
-/* ---- status ---- */
-
-static void answer_status(struct sup *s, struct control_conn *conn, bool json)
-{
-	struct buf b;
-
-	struct status_worker *ws = calloc(s->cfg->workers, sizeof(*ws));
-	struct status st = {
-		.pid = (int)getpid(), .host = s->host, .queue = s->cfg->queue,
-		.uptime_ms = now_ms(s) - s->started, .stopping = s->stopping, .db_up = dbq_db_up(s->dbq),
-		.workers = ws, .nworkers = ws ? s->cfg->workers : 0,
-		.counts = s->counts, .ncounts = s->ncounts,
-	};
-	uint64_t now = now_ms(s);
-
-	for (unsigned i = 0; ws && i < s->cfg->workers; i++) {
-		const struct slot *sl = &s->slots[i];
-		ws[i] = (struct status_worker){
-			.slot = sl->idx, .pid = (int)sl->pid, .state = slot_state_name(sl->state),
-			.item = sl->item, .item_ms = now - sl->item_since, .claims = sl->nclaims,
-			.done = sl->done, .failed = sl->failed, .restarts = sl->restarts,
-			.rtt_valid = sl->rtt_valid, .rtt_ms = sl->rtt_ms,
-			.heartbeat_age_ms = now - sl->last_ack,
-		};
-	}
-	buf_init(&b);
-	if (json)
-		status_render_json(&st, &b);
-	else
-		status_render_table(&st, &b);
-	free(ws);
-	if (buf_failed(&b))
-		control_reply(conn, "error: out of memory\n", 21);
-	else
-		control_reply(conn, b.data, b.len);
-	buf_free(&b);
-}
-
-static void reply_waiting(struct sup *s)
-{
-	for (size_t i = 0; i < s->nwaiting; i++)
-		answer_status(s, s->waiting[i].conn, s->waiting[i].json);
-	s->nwaiting = 0;
-}
-
-static void on_counted(struct dbq_job *j)
-{
-	struct sup *s = j->data;
-
-	free(s->counts);
-	s->counts = j->rc >= 0 ? j->counts : NULL;
-	s->ncounts = j->rc >= 0 ? j->ncounts : 0;
-	s->counts_at = now_ms(s);
-	if (j->rc < 0)
-		log_warn("cannot read queue counts: %s", j->err);
-	free(j);
-	reply_waiting(s);
-}
-
-/* Queue a status request until fresh counts come back. Returns false if it cannot wait. */
-static bool wait_for_counts(struct sup *s, struct control_conn *conn, bool json)
-{
-	struct dbq_job *j;
-
-	if (s->nwaiting == s->capwaiting) {
-		size_t cap = s->capwaiting ? s->capwaiting * 2 : 8;
-		void *a = realloc(s->waiting, cap * sizeof(*s->waiting));
-		if (!a)
-			return false;
-		s->waiting = a;
-		s->capwaiting = cap;
-	}
-	if (s->nwaiting == 0) {
-		if (!(j = new_job(s, DBQ_COUNTS, on_counted)))
-			return false;
-		dbq_push(s->dbq, j);
-	}
-	s->waiting[s->nwaiting].conn = conn;
-	s->waiting[s->nwaiting].json = json;
-	s->nwaiting++;
-	return true;
-}
-
-static void on_added(struct dbq_job *j)
-{
-	struct sup *s = j->data;
-	char reply[STORE_ERR_MAX + 32];
-	int n;
-
-	if (j->rc < 0) {
-		n = snprintf(reply, sizeof(reply), "error: %s\n", j->err);
-	} else {
-		n = snprintf(reply, sizeof(reply), "%llu\n", (unsigned long long)j->id);
-		wake_one(s, NULL);
-	}
-	control_reply(j->data2, reply, n > 0 && (size_t)n < sizeof(reply) ? (size_t)n
-									: strlen(reply));
-	free(j->payload);
-	free(j);
-}
-
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-		: c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* "add QUEUE HEXPAYLOAD": insert a row, answer its id, wake a worker for it. */
-static void request_add(struct sup *s, struct control_conn *conn, const char *args)
-{
-	static const char bad[] = "error: usage: add QUEUE HEX-PAYLOAD\n";
-	const char *sp = strchr(args, ' '), *hex;
-	size_t qlen, hlen;
-	struct dbq_job *j;
-
-	if (!sp || sp == args || (qlen = (size_t)(sp - args)) > STORE_QUEUE_MAX)
-		goto bad;
-	hex = sp + 1;
-	hlen = strlen(hex);
-	if (hlen % 2 || !(j = new_job(s, DBQ_ADD, on_added)))
-		goto bad;
-	memcpy(j->queue, args, qlen);
-	j->queue[qlen] = '\0';
-	j->payload = malloc(hlen / 2 + 1);
-	for (size_t i = 0; j->payload && i < hlen / 2; i++) {
-		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0) {
-			free(j->payload);
-			free(j);
-			goto bad;
-		}
-		j->payload[i] = (unsigned char)(hi << 4 | lo);
-	}
-	if (!j->payload) {
-		free(j);
-		goto bad;
-	}
-	j->payload_len = hlen / 2;
-	j->data2 = conn;
-	dbq_push(s->dbq, j);
-	return;
-bad:
-	control_reply(conn, bad, sizeof(bad) - 1);
-}
-
-static void on_control(void *data, struct control_conn *conn, const char *line)
-{
-	struct sup *s = data;
-	static const char usage[] = "error: unknown request; try 'status', 'status --json' or "
-				    "'add QUEUE HEX-PAYLOAD'\n";
-	bool json;
-
-	if (!strcmp(line, "status") || !strcmp(line, "status --json")) {
-		json = strcmp(line, "status") != 0;
-		if (now_ms(s) - s->counts_at < COUNTS_FRESH_MS && s->counts_at)
-			answer_status(s, conn, json);
-		else if (!wait_for_counts(s, conn, json))
-			answer_status(s, conn, json);
-		return;
-	}
-	if (!strncmp(line, "add ", 4)) {
-		request_add(s, conn, line + 4);
-		return;
-	}
-	control_reply(conn, usage, sizeof(usage) - 1);
 }
 
 /* ---- stopping ---- */
@@ -823,7 +594,7 @@ static void maybe_finish_stop(struct sup *s)
 	dbq_cancel_waiting(s->dbq);
 	s->stopped = true;
 	log_info("all workers stopped; exiting");
-	reply_waiting(s);
+	supctl_reply_waiting(s);
 	control_close(s->control);
 	s->control = NULL;
 	uv_stop(s->loop);
@@ -909,7 +680,7 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 	s->want = calloc(cfg->workers, sizeof(*s->want));
 	if (!s->slots || !s->want)
 		return -ENOMEM;
-	r = control_open(s->loop, cfg->control, on_control, s, &s->control, err, sizeof(err));
+	r = control_open(s->loop, cfg->control, supctl_on_request, s, &s->control, err, sizeof(err));
 	if (r < 0) {
 		log_error("%s", err);
 		return r;

@@ -1,0 +1,179 @@
+/* supctl — the supervisor's answers on the control socket: status (with queue counts read
+ * through the database queue, at most once a second) and add (insert, then wake a worker). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "log.h"
+#include "status.h"
+#include "sup.h"
+
+#define COUNTS_FRESH_MS 1000
+
+static void answer_status(struct sup *s, struct control_conn *conn, bool json)
+{
+	struct buf b;
+
+	struct status_worker *ws = calloc(s->cfg->workers, sizeof(*ws));
+	struct status st = {
+		.pid = (int)getpid(), .host = s->host, .queue = s->cfg->queue,
+		.uptime_ms = sup_now(s) - s->started, .stopping = s->stopping, .db_up = dbq_db_up(s->dbq),
+		.workers = ws, .nworkers = ws ? s->cfg->workers : 0,
+		.counts = s->counts, .ncounts = s->ncounts,
+	};
+	uint64_t now = sup_now(s);
+
+	for (unsigned i = 0; ws && i < s->cfg->workers; i++) {
+		const struct slot *sl = &s->slots[i];
+		ws[i] = (struct status_worker){
+			.slot = sl->idx, .pid = (int)sl->pid, .state = sup_slot_state_name(sl->state),
+			.item = sl->item, .item_ms = now - sl->item_since, .claims = sl->nclaims,
+			.done = sl->done, .failed = sl->failed, .restarts = sl->restarts,
+			.rtt_valid = sl->rtt_valid, .rtt_ms = sl->rtt_ms,
+			.heartbeat_age_ms = now - sl->last_ack,
+		};
+	}
+	buf_init(&b);
+	if (json)
+		status_render_json(&st, &b);
+	else
+		status_render_table(&st, &b);
+	free(ws);
+	if (buf_failed(&b))
+		control_reply(conn, "error: out of memory\n", 21);
+	else
+		control_reply(conn, b.data, b.len);
+	buf_free(&b);
+}
+
+void supctl_reply_waiting(struct sup *s)
+{
+	for (size_t i = 0; i < s->nwaiting; i++)
+		answer_status(s, s->waiting[i].conn, s->waiting[i].json);
+	s->nwaiting = 0;
+}
+
+static void on_counted(struct dbq_job *j)
+{
+	struct sup *s = j->data;
+
+	free(s->counts);
+	s->counts = j->rc >= 0 ? j->counts : NULL;
+	s->ncounts = j->rc >= 0 ? j->ncounts : 0;
+	s->counts_at = sup_now(s);
+	if (j->rc < 0)
+		log_warn("cannot read queue counts: %s", j->err);
+	free(j);
+	supctl_reply_waiting(s);
+}
+
+/* Queue a status request until fresh counts come back. Returns false if it cannot wait. */
+static bool wait_for_counts(struct sup *s, struct control_conn *conn, bool json)
+{
+	struct dbq_job *j;
+
+	if (s->nwaiting == s->capwaiting) {
+		size_t cap = s->capwaiting ? s->capwaiting * 2 : 8;
+		void *a = realloc(s->waiting, cap * sizeof(*s->waiting));
+		if (!a)
+			return false;
+		s->waiting = a;
+		s->capwaiting = cap;
+	}
+	if (s->nwaiting == 0) {
+		if (!(j = sup_new_job(s, DBQ_COUNTS, on_counted)))
+			return false;
+		dbq_push(s->dbq, j);
+	}
+	s->waiting[s->nwaiting].conn = conn;
+	s->waiting[s->nwaiting].json = json;
+	s->nwaiting++;
+	return true;
+}
+
+static void on_added(struct dbq_job *j)
+{
+	struct sup *s = j->data;
+	char reply[STORE_ERR_MAX + 32];
+	int n;
+
+	if (j->rc < 0) {
+		n = snprintf(reply, sizeof(reply), "error: %s\n", j->err);
+	} else {
+		n = snprintf(reply, sizeof(reply), "%llu\n", (unsigned long long)j->id);
+		sup_wake_one(s, NULL);
+	}
+	control_reply(j->data2, reply, n > 0 && (size_t)n < sizeof(reply) ? (size_t)n
+									: strlen(reply));
+	free(j->payload);
+	free(j);
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+		: c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* "add QUEUE HEXPAYLOAD": insert a row, answer its id, wake a worker for it. */
+static void request_add(struct sup *s, struct control_conn *conn, const char *args)
+{
+	static const char bad[] = "error: usage: add QUEUE HEX-PAYLOAD\n";
+	const char *sp = strchr(args, ' '), *hex;
+	size_t qlen, hlen;
+	struct dbq_job *j;
+
+	if (!sp || sp == args || (qlen = (size_t)(sp - args)) > STORE_QUEUE_MAX)
+		goto bad;
+	hex = sp + 1;
+	hlen = strlen(hex);
+	if (hlen % 2 || !(j = sup_new_job(s, DBQ_ADD, on_added)))
+		goto bad;
+	memcpy(j->queue, args, qlen);
+	j->queue[qlen] = '\0';
+	j->payload = malloc(hlen / 2 + 1);
+	for (size_t i = 0; j->payload && i < hlen / 2; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0) {
+			free(j->payload);
+			free(j);
+			goto bad;
+		}
+		j->payload[i] = (unsigned char)(hi << 4 | lo);
+	}
+	if (!j->payload) {
+		free(j);
+		goto bad;
+	}
+	j->payload_len = hlen / 2;
+	j->data2 = conn;
+	dbq_push(s->dbq, j);
+	return;
+bad:
+	control_reply(conn, bad, sizeof(bad) - 1);
+}
+
+void supctl_on_request(void *data, struct control_conn *conn, const char *line)
+{
+	struct sup *s = data;
+	static const char usage[] = "error: unknown request; try 'status', 'status --json' or "
+				    "'add QUEUE HEX-PAYLOAD'\n";
+	bool json;
+
+	if (!strcmp(line, "status") || !strcmp(line, "status --json")) {
+		json = strcmp(line, "status") != 0;
+		if (sup_now(s) - s->counts_at < COUNTS_FRESH_MS && s->counts_at)
+			answer_status(s, conn, json);
+		else if (!wait_for_counts(s, conn, json))
+			answer_status(s, conn, json);
+		return;
+	}
+	if (!strncmp(line, "add ", 4)) {
+		request_add(s, conn, line + 4);
+		return;
+	}
+	control_reply(conn, usage, sizeof(usage) - 1);
+}
+
