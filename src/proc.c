@@ -31,36 +31,80 @@ int proc_die_with_parent(pid_t parent_pid)
 	return 0;
 }
 
-/* In the child, between fork and exec: only async-signal-safe calls. */
-static void child_exec(char *const argv[], char *const envp[], int in_fd, int err_fd,
-		       pid_t parent)
+/* The handler itself, in the guard's process group: between fork and exec, only
+ * async-signal-safe calls. */
+static void handler_exec(char *const argv[], char *const envp[], pid_t guard)
 {
-	sigset_t none;
-	int fd;
+	const char *e;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
+	if (getppid() != guard)
 		_exit(127);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	execve(argv[0], argv, envp);
+	e = strerror(errno);
+	(void)!write(2, "claimd: cannot exec ", 20);
+	(void)!write(2, argv[0], strlen(argv[0]));
+	(void)!write(2, ": ", 2);
+	(void)!write(2, e, strlen(e));
+	(void)!write(2, "\n", 1);
+	_exit(127);
+}
+
+static void on_guard_orphaned(int sig)
+{
+	kill(0, SIGKILL);  /* the whole group: handler, its children, and this guard */
+	_exit(128 + sig);
+}
+
+/* The guard: leads the handler's process group, waits for the handler and exits the same way
+ * it did. When the worker dies, however it dies, the kernel signals the guard (parent-death
+ * signal), and the guard kills the whole group, so nothing the handler started outlives the
+ * worker. It ignores SIGTERM, so a SIGTERM to the group reaches the handler and the guard
+ * stays to report how the handler ended. */
+static void guard_run(char *const argv[], char *const envp[], int in_fd, int err_fd,
+		      pid_t worker)
+{
+	sigset_t none;
+	int fd, status;
+	pid_t h, r;
+
+	signal(SIGHUP, on_guard_orphaned);
+	prctl(PR_SET_PDEATHSIG, SIGHUP);
+	if (getppid() != worker)
+		on_guard_orphaned(SIGHUP);
 	setpgid(0, 0);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
+	signal(SIGTERM, SIG_IGN);
 	if (dup2(in_fd, 0) < 0 || dup2(err_fd, 2) < 0)
 		_exit(127);
 	for (fd = 3; fd < 1024; fd++)
 		close(fd);
-	execve(argv[0], argv, envp);
-	{
-		const char *e = strerror(errno);
-		(void)!write(2, "claimd: cannot exec ", 20);
-		(void)!write(2, argv[0], strlen(argv[0]));
-		(void)!write(2, ": ", 2);
-		(void)!write(2, e, strlen(e));
-		(void)!write(2, "\n", 1);
-	}
-	_exit(127);
+	h = fork();
+	if (h < 0)
+		_exit(127);
+	if (h == 0)
+		handler_exec(argv, envp, getppid());
+	/* Our copies of the pipes would keep them open after the handler is gone. */
+	fd = open("/dev/null", O_RDWR);
+	dup2(fd, 0);
+	dup2(fd, 2);
+	if (fd > 2)
+		close(fd);
+	do
+		r = waitpid(h, &status, 0);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		_exit(127);
+	if (WIFEXITED(status))
+		_exit(WEXITSTATUS(status));
+	signal(WTERMSIG(status), SIG_DFL);
+	raise(WTERMSIG(status));
+	_exit(128 + WTERMSIG(status));
 }
 
 int proc_spawn(char *const argv[], char *const envp[], struct proc_child *ret)
@@ -75,7 +119,7 @@ int proc_spawn(char *const argv[], char *const envp[], struct proc_child *ret)
 	if (pid < 0)
 		goto fail;
 	if (pid == 0)
-		child_exec(argv, envp, in[0], err[1], parent);
+		guard_run(argv, envp, in[0], err[1], parent);
 	/* Also set the group from the parent side: no race with an early kill of the group. */
 	setpgid(pid, pid);
 	close(in[0]);

@@ -25,10 +25,13 @@ struct proc_child {
 	int stderr_fd;  /* read end of the child's stderr, non-blocking, close-on-exec */
 };
 
-/* fork + execv(argv[0], argv) with envp, no shell. The child gets its own process group, dies
- * with SIGKILL if the calling process dies, stdin and stderr from new pipes, stdout inherited,
- * and no other descriptor. Returns 0 and fills *ret, or -errno (nothing left behind). An exec
- * failure in the child shows as exit status 127 with the reason on its stderr. */
+/* Run argv[0] with argv and envp, no shell, under a guard process: ret->pid is the guard, which
+ * leads a new process group holding the handler and anything it starts, exits the way the
+ * handler did, and kills the whole group if the calling process dies (by any means). Signal
+ * the group (proc_kill_group) to stop the handler; the guard ignores SIGTERM and reports. The
+ * handler gets stdin and stderr from new pipes, stdout inherited, and no other descriptor.
+ * Returns 0 and fills *ret, or -errno (nothing left behind). An exec failure shows as exit
+ * status 127 with the reason on its stderr. */
 int proc_spawn(char *const argv[], char *const envp[], struct proc_child *ret);
 
 /* Send sig to the process group whose id is pid (a process proc_spawn started leads its own
