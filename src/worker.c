@@ -142,8 +142,9 @@ static void on_db_timer(uv_timer_t *t)
 		}
 		log_info("connected to the database");
 	}
+	/* The back-off is reset by the next statement that succeeds, not here: a server that
+	 * accepts connections but fails every claim (a missing table) must not be hammered. */
 	w->db_ok = true;
-	w->db_backoff_ms = 0;
 	w->wanted = true;
 	set_state(w, w->running || w->next < w->nitems ? PROTO_W_BUSY : PROTO_W_IDLE,
 		  w->running ? w->items[w->next - 1].id : 0);
@@ -290,6 +291,7 @@ static int write_and_claim(struct worker *w, unsigned max)
 			&n, &completed, err, sizeof(err));
 	if (r < 0)
 		goto fail;
+	w->db_backoff_ms = 0;
 	if (completed < ndone)
 		log_warn("%zu of %zu finished items had lost their claim (lease expired or "
 			 "released); their results were not written", ndone - completed, ndone);
