@@ -12,8 +12,9 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "control.h"
 
-#define ADD_PAYLOAD_MAX (1u * 1024 * 1024)
+#define ADD_PAYLOAD_MAX CONTROL_ADD_MAX
 
 static void usage(FILE *f)
 {

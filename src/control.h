@@ -7,7 +7,8 @@
 #include <stddef.h>
 #include <uv.h>
 
-#define CONTROL_LINE_MAX (4u * 1024 * 1024) /* "add" carries a hex payload */
+#define CONTROL_ADD_MAX (1024u * 1024)       /* payload bytes one "add" may carry */
+#define CONTROL_LINE_MAX (2 * CONTROL_ADD_MAX + 256) /* "add QUEUE HEX" */
 
 struct control;
 struct control_conn;

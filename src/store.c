@@ -955,8 +955,11 @@ int store_leader(struct store *s, const char *name, char *err, size_t errlen)
 		return fail_msg(-EINVAL, err, errlen, "store_leader: bad lock name");
 	quote(s->conn, q, name, strlen(name));
 	sql_reset(s);
-	/* IS_USED_LOCK first: taking a lock this session holds would nest it. */
-	sql_add(s, "SELECT IF(IS_USED_LOCK(%s) = CONNECTION_ID(), 1, GET_LOCK(%s, 0))", q, q);
+	/* Lock names are server-wide: the database's name makes the lock per database. And
+	 * IS_USED_LOCK first: taking a lock this session holds would nest it. */
+	sql_add(s, "SET @claimd_lock = CONCAT(%s, '.', MD5(DATABASE()));"
+		"SELECT IF(IS_USED_LOCK(@claimd_lock) = CONNECTION_ID(), 1, "
+		"GET_LOCK(@claimd_lock, 0))", q);
 	r = run(s, "store_leader", &rr, err, errlen);
 	if (r < 0)
 		return final(r);

@@ -129,8 +129,8 @@ int store_counts(struct store *s, struct store_count **ret, size_t *ret_n,
 int store_add(struct store *s, const char *queue, const unsigned char *payload, size_t len,
 	      uint64_t *ret_id, char *err, size_t errlen);
 
-/* Take (or confirm we hold) the named session lock GET_LOCK(name, 0): one supervisor among
- * all those sharing the database does maintenance. The lock goes with the connection. Returns
+/* Take (or confirm we hold) the session lock GET_LOCK(name + this database, 0): one supervisor
+ * among all those sharing the database does maintenance. The lock goes with the connection. Returns
  * 1 if this session holds it, 0 if another does, or a negative error. */
 int store_leader(struct store *s, const char *name, char *err, size_t errlen);
 

@@ -65,6 +65,7 @@ struct sup {
 	struct store *store;
 	struct dbq *dbq;
 	bool poll_inflight;
+	bool prune_inflight;
 	uv_timer_t prune_timer;
 	/* status */
 	struct store_count *counts;

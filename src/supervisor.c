@@ -144,6 +144,9 @@ static void on_polled(struct dbq_job *j)
 
 static void on_pruned(struct dbq_job *j)
 {
+	struct sup *s = j->data;
+
+	s->prune_inflight = false;
 	if (j->rc > 0)
 		log_info("pruned %d done rows older than %u s", j->rc, j->keep_s);
 	else if (j->rc < 0)
@@ -156,8 +159,9 @@ static void on_prune_timer(uv_timer_t *t)
 	struct sup *s = t->data;
 	struct dbq_job *j;
 
-	if (s->stopping || dbq_pending(s->dbq) || !(j = sup_new_job(s, DBQ_PRUNE, on_pruned)))
+	if (s->stopping || s->prune_inflight || !(j = sup_new_job(s, DBQ_PRUNE, on_pruned)))
 		return;
+	s->prune_inflight = true;
 	j->keep_s = s->cfg->keep_done_ms / 1000;
 	dbq_push(s->dbq, j);
 }
