@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""claimd deletes done rows older than --keep-done (first pass 5 s after it starts); it never
+deletes dead rows or recent done rows, and --keep-done 0 keeps everything."""
+
+import time
+
+import harness
+from harness import check_eq, wait_for
+
+
+def _finished_rows(db):
+    """Insert 3 done rows finished 2 h ago, 2 done rows finished now, 1 dead row finished 2 h
+    ago; return (old_done, recent_done, dead) id lists."""
+    ago = 'NOW(6) - INTERVAL 2 HOUR'
+    old = db.insert_items(3, payload="CONCAT('old-', seq)", state="'done'", attempts=1,
+                          claimed_at=ago, finished_at=ago)
+    recent = db.insert_items(2, payload="CONCAT('recent-', seq)", state="'done'", attempts=1,
+                             claimed_at='NOW(6)', finished_at='NOW(6)')
+    dead = db.insert_items(1, payload="'dead'", state="'dead'", attempts=5, claimed_at=ago,
+                           finished_at=ago, last_error="'exit status 1'")
+    return old, recent, dead
+
+
+def _ids(db):
+    return [int(r[0]) for r in db.sql('SELECT id FROM work_items ORDER BY id')]
+
+
+def it_prunes_done_rows_after_keep_done(t):
+    db = t.database()
+    old, recent, dead = _finished_rows(db)
+    c = t.claimd(db, '--workers', '2', '--handler', 'noop', '--keep-done', '1h')
+    t0 = time.monotonic()
+    c.wait_ready(workers=2)
+
+    # Only the database is watched from here: the prune pass is due 5 s after the start.
+    left = wait_for(lambda: _ids(db), 10.0 - (time.monotonic() - t0),
+                    f'the 3 done rows finished 2 h ago ({old}) to be deleted',
+                    until=lambda ids: not set(old) & set(ids))
+    check_eq(left, sorted(recent + dead), 'rows left after the prune (recent done and dead ones)')
+    check_eq(db.sql('SELECT state, COUNT(*) FROM work_items GROUP BY state ORDER BY state'),
+             [('done', '2'), ('dead', '1')], 'rows left per state')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
+def it_keeps_everything_with_keep_done_0(t):
+    db = t.database()
+    old, recent, dead = _finished_rows(db)
+    every = sorted(old + recent + dead)
+    c = t.claimd(db, '--workers', '2', '--handler', 'noop', '--keep-done', '0')
+    t0 = time.monotonic()
+    c.wait_ready(workers=2)
+
+    # Nothing may go for 7 s (past the first prune pass at 5 s): watch for the first deletion.
+    while time.monotonic() - t0 < 7.0:
+        check_eq(_ids(db), every, f'rows {time.monotonic() - t0:.1f}s after claimd started with --keep-done 0')
+        time.sleep(0.25)
+    check_eq(_ids(db), every, 'rows 7 s after claimd started with --keep-done 0')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
+if __name__ == '__main__':
+    harness.main()
