@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "handler.h"
 #include "proc.h"
 #include "store.h"
 #include "supervisor.h"
@@ -36,6 +37,12 @@ int main(int argc, char **argv)
 	if (store_library_init() < 0) {
 		fprintf(stderr, "claimd: cannot initialise the MySQL client library\n");
 		return 1;
+	}
+	/* The supervisor checks the handler once (a so: library loads and speaks our ABI), so a
+	 * bad one is an error at start rather than workers failing over and over. */
+	if (cfg.worker_slot < 0 && handler_check(cfg.handler, err, sizeof(err)) < 0) {
+		fprintf(stderr, "claimd: %s\n", err);
+		return 2;
 	}
 	if (cfg.worker_slot >= 0)
 		r = worker_main(&cfg);

@@ -53,6 +53,8 @@ const char *config_usage(void)
 	"  --dsn DSN              mysql://user@host:port/db?socket=/path (or env CLAIMD_DSN);\n"
 	"                         password from env CLAIMD_DB_PASSWORD or ?password_file=PATH\n"
 	"  --handler SPEC         noop | exec:/path/to/cmd [args...] (run per item, no shell)\n"
+	"                         | pipe:/path/to/cmd [args...] (one co-process per worker, JSON lines)\n"
+	"                         | so:/path/to/plugin.so [args] (in-process plugin, claimd/handler.h)\n"
 	"  --workers N            worker processes (default 4)\n"
 	"  --queue NAME           queue to serve (default \"default\")\n"
 	"  --control PATH         control socket for claimctl (default $CLAIMD_CONTROL,\n"
@@ -255,7 +257,7 @@ bad:
 	return -EINVAL;
 }
 
-/* The first word of an exec: handler must be an absolute path to an executable file. */
+/* The first word of an exec: or pipe: handler must be an absolute path to an executable file. */
 static int check_exec_path(const char *cmd, char *err, size_t errlen)
 {
 	char path[CONFIG_HANDLER_MAX];
@@ -264,7 +266,7 @@ static int check_exec_path(const char *cmd, char *err, size_t errlen)
 	memcpy(path, cmd, n);
 	path[n] = '\0';
 	if (path[0] != '/') {
-		snprintf(err, errlen, "--handler: exec: needs an absolute path, got '%s'", path);
+		snprintf(err, errlen, "--handler: needs an absolute path, got '%s'", path);
 		return -EINVAL;
 	}
 	if (access(path, X_OK) < 0) {
@@ -283,17 +285,20 @@ static int check_handler(const char *h, char *err, size_t errlen)
 	}
 	if (!strcmp(h, "noop"))
 		return 0;
-	if (!strncmp(h, "exec:", 5)) {
+	if (!strncmp(h, "so:", 3))
+		return 0;  /* the library is loaded and checked by handler_check() at start-up */
+	if (!strncmp(h, "exec:", 5) || !strncmp(h, "pipe:", 5)) {
 		const char *p = h + 5;
 		while (*p == ' ')
 			p++;
 		if (*p == '\0') {
-			snprintf(err, errlen, "--handler: 'exec:' needs a command");
+			snprintf(err, errlen, "--handler: '%.5s' needs a command", h);
 			return -EINVAL;
 		}
 		return check_exec_path(p, err, errlen);
 	}
-	snprintf(err, errlen, "--handler: unknown kind '%s' (expected noop or exec:CMD)", h);
+	snprintf(err, errlen, "--handler: unknown kind '%s' (expected noop, exec:CMD, pipe:CMD or "
+		 "so:LIB)", h);
 	return -EINVAL;
 }
 

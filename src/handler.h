@@ -3,12 +3,22 @@
  * Kinds (the --handler SPEC):
  *   noop               completes every item at once (benchmarks, plumbing tests)
  *   exec:/path args    one process per item, no shell: argv split on spaces, payload on stdin,
- *                      CLAIMD_ITEM_ID, CLAIMD_QUEUE, CLAIMD_ATTEMPT, CLAIMD_MAX_ATTEMPTS and
- *                      CLAIMD_DEADLINE_MS (ms the handler has) in its environment, stdout
- *                      inherited, the tail of stderr kept for last_error. Exit 0 is success.
- *                      The process runs in its own process group and is killed (SIGKILL)
- *                      if the worker dies.
- * One item at a time per handler. Does not log. */
+ *                      CLAIMD_ITEM_ID, CLAIMD_QUEUE, CLAIMD_ATTEMPT, CLAIMD_MAX_ATTEMPTS,
+ *                      CLAIMD_DEADLINE_MS (ms the handler has), CLAIMD_SEQ, CLAIMD_GROUP (when
+ *                      the item has a group) and CLAIMD_ENQUEUED_AT (ISO 8601 UTC, when known)
+ *                      in its environment, stdout inherited, the tail of stderr kept for
+ *                      last_error. Exit 0 is success. The process runs in its own process
+ *                      group and is killed (SIGKILL) if the worker dies.
+ *   pipe:/path args    one long-lived co-process per worker, started on the first item, no
+ *                      shell, own process group, dies with the worker; one JSON request line
+ *                      per item on its stdin, one JSON reply line per item on its stdout
+ *                      (handler_pipe.h has the protocol). Restarted when it dies, writes a bad
+ *                      reply or runs past the timeout.
+ *   so:/path.so args   an in-process C plugin (include/claimd/handler.h), loaded once per
+ *                      worker; each item runs on a thread of its own. A plugin past the
+ *                      timeout cannot be stopped: the worker process exits (handler_so.h).
+ * One item at a time per handler. Does not log, except the so: kind right before it ends the
+ * process. */
 #ifndef CLAIMD_HANDLER_H
 #define CLAIMD_HANDLER_H
 
@@ -25,8 +35,12 @@ struct handler;
 struct handler_job {
 	uint64_t id;
 	const char *queue;
+	const char *group;          /* group key; NULL when the item has none */
 	uint32_t attempt;
 	uint32_t max_attempts;
+	uint64_t seq;               /* sequence number within the group (0 when unknown) */
+	int64_t enqueued_at_ms;     /* row's created_at, unix ms; 0 when unknown */
+	int64_t deadline_ms;        /* unix ms; 0: handler_run makes it now + timeout_ms */
 	const unsigned char *payload;
 	size_t payload_len;
 	unsigned timeout_ms;
@@ -34,23 +48,31 @@ struct handler_job {
 
 enum handler_status {
 	HANDLER_OK = 0,
-	HANDLER_FAILED,     /* non-zero exit, signal, or could not start */
-	HANDLER_TIMEOUT,    /* ran past timeout_ms and was killed */
-	HANDLER_CANCELLED,  /* handler_cancel() */
+	HANDLER_FAILED,       /* non-zero exit, signal, bad reply, or could not start */
+	HANDLER_TIMEOUT,      /* ran past timeout_ms and was killed */
+	HANDLER_CANCELLED,    /* handler_cancel() */
+	HANDLER_RETRY_LATER,  /* the handler asked to run it again in retry_in_ms: not a failure */
 };
 
 struct handler_result {
 	int status;                       /* enum handler_status */
+	unsigned retry_in_ms;             /* HANDLER_RETRY_LATER */
 	char error[HANDLER_ERR_MAX + 1];  /* what happened + tail of stderr; "" on success */
 };
 
 typedef void (*handler_cb)(void *data, const struct handler_result *r);
 
 /* Parse spec and make a handler on loop. kill_grace_ms: SIGTERM to SIGKILL on timeout or
- * cancel. Returns 0, or -EINVAL with a message in err. */
+ * cancel. so: loads the plugin and runs its init here. Returns 0, or -EINVAL (or -ENOMEM)
+ * with a message in err. */
 int handler_new(uv_loop_t *loop, const char *spec, unsigned kill_grace_ms,
 		struct handler **ret, char *err, size_t errlen);
 void handler_free(struct handler *h);
+
+/* Check spec without making a handler, for a clear error at start-up: the kind, the
+ * executable, and for so: that the library loads and speaks this ABI (it is loaded and
+ * unloaded, so its constructors run, but not its init). Returns 0 or -EINVAL with err. */
+int handler_check(const char *spec, char *err, size_t errlen);
 
 /* True for kinds that finish inside handler_run, before it returns (noop): the worker can run
  * a whole batch without going back to the loop. */
@@ -62,10 +84,13 @@ bool handler_inline(const struct handler *h);
 int handler_run(struct handler *h, const struct handler_job *job, handler_cb cb, void *data);
 
 /* Stop the running job: SIGTERM to its process group, SIGKILL after the kill grace; its
- * result comes through cb as HANDLER_CANCELLED. No-op when idle. */
+ * result comes through cb as HANDLER_CANCELLED. so: cannot be stopped: its result comes when
+ * the plugin returns, and if that takes longer than the kill grace the worker exits.
+ * No-op when idle. */
 void handler_cancel(struct handler *h);
 
-/* pid of the running handler process, or 0. */
+/* pid of the handler's process (group leader), or 0: the running exec process, the pipe
+ * co-process whenever it runs, 0 for noop and so. */
 pid_t handler_pid(const struct handler *h);
 
 #endif

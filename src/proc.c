@@ -63,8 +63,8 @@ static void on_guard_orphaned(int sig)
  * signal), and the guard kills the whole group, so nothing the handler started outlives the
  * worker. It ignores SIGTERM, so a SIGTERM to the group reaches the handler and the guard
  * stays to report how the handler ended. */
-static void guard_run(char *const argv[], char *const envp[], int in_fd, int err_fd,
-		      pid_t worker)
+static void guard_run(char *const argv[], char *const envp[], int in_fd, int out_fd,
+		      int err_fd, pid_t worker)
 {
 	sigset_t none;
 	int fd, status;
@@ -80,7 +80,7 @@ static void guard_run(char *const argv[], char *const envp[], int in_fd, int err
 	signal(SIGPIPE, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_IGN);
-	if (dup2(in_fd, 0) < 0 || dup2(err_fd, 2) < 0)
+	if (dup2(in_fd, 0) < 0 || dup2(err_fd, 2) < 0 || (out_fd >= 0 && dup2(out_fd, 1) < 0))
 		_exit(127);
 	for (fd = 3; fd < 1024; fd++)
 		close(fd);
@@ -93,6 +93,8 @@ static void guard_run(char *const argv[], char *const envp[], int in_fd, int err
 	fd = open("/dev/null", O_RDWR);
 	dup2(fd, 0);
 	dup2(fd, 2);
+	if (out_fd >= 0)
+		dup2(fd, 1);
 	if (fd > 2)
 		close(fd);
 	do
@@ -107,38 +109,56 @@ static void guard_run(char *const argv[], char *const envp[], int in_fd, int err
 	_exit(128 + WTERMSIG(status));
 }
 
-int proc_spawn(char *const argv[], char *const envp[], struct proc_child *ret)
+static void close_pair(int p[2])
 {
-	int in[2] = { -1, -1 }, err[2] = { -1, -1 };
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0)
+			close(p[i]);
+}
+
+static int nonblock(int fd)
+{
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	return fd;
+}
+
+int proc_spawn_io(char *const argv[], char *const envp[], bool pipe_stdout,
+		  struct proc_child *ret)
+{
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
 	pid_t parent = getpid(), pid;
 	int r;
 
-	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+	    (pipe_stdout && pipe2(out, O_CLOEXEC) < 0))
 		goto fail;
 	pid = fork();
 	if (pid < 0)
 		goto fail;
 	if (pid == 0)
-		guard_run(argv, envp, in[0], err[1], parent);
+		guard_run(argv, envp, in[0], out[1], err[1], parent);
 	/* Also set the group from the parent side: no race with an early kill of the group. */
 	setpgid(pid, pid);
 	close(in[0]);
 	close(err[1]);
-	fcntl(in[1], F_SETFL, fcntl(in[1], F_GETFL) | O_NONBLOCK);
-	fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
+	if (pipe_stdout)
+		close(out[1]);
 	ret->pid = pid;
-	ret->stdin_fd = in[1];
-	ret->stderr_fd = err[0];
+	ret->stdin_fd = nonblock(in[1]);
+	ret->stderr_fd = nonblock(err[0]);
+	ret->stdout_fd = pipe_stdout ? nonblock(out[0]) : -1;
 	return 0;
 fail:
 	r = -errno;
-	for (int i = 0; i < 2; i++) {
-		if (in[i] >= 0)
-			close(in[i]);
-		if (err[i] >= 0)
-			close(err[i]);
-	}
+	close_pair(in);
+	close_pair(out);
+	close_pair(err);
 	return r;
+}
+
+int proc_spawn(char *const argv[], char *const envp[], struct proc_child *ret)
+{
+	return proc_spawn_io(argv, envp, false, ret);
 }
 
 int proc_kill_group(pid_t pid, int sig)

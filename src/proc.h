@@ -23,6 +23,7 @@ struct proc_child {
 	pid_t pid;
 	int stdin_fd;   /* write end of the child's stdin, non-blocking, close-on-exec */
 	int stderr_fd;  /* read end of the child's stderr, non-blocking, close-on-exec */
+	int stdout_fd;  /* read end of its stdout (proc_spawn_io with pipe_stdout), else -1 */
 };
 
 /* Run argv[0] with argv and envp, no shell, under a guard process: ret->pid is the guard, which
@@ -33,6 +34,11 @@ struct proc_child {
  * Returns 0 and fills *ret, or -errno (nothing left behind). An exec failure shows as exit
  * status 127 with the reason on its stderr. */
 int proc_spawn(char *const argv[], char *const envp[], struct proc_child *ret);
+
+/* proc_spawn, and with pipe_stdout the handler's stdout is a new pipe too (ret->stdout_fd,
+ * non-blocking, close-on-exec) instead of inherited. */
+int proc_spawn_io(char *const argv[], char *const envp[], bool pipe_stdout,
+		  struct proc_child *ret);
 
 /* Send sig to the process group whose id is pid (a process proc_spawn started leads its own
  * group). Returns 0 or -errno. */

@@ -1,0 +1,98 @@
+/* claimd/handler.h — the interface of an in-process claimd handler plugin (--handler so:PATH).
+ *
+ * A plugin is a shared library that exports
+ *
+ *     const struct claimd_plugin *claimd_plugin_v1(void);
+ *
+ * returning a pointer to a static struct whose abi_version is CLAIMD_PLUGIN_ABI_VERSION.
+ * Build it with e.g. `cc -shared -fPIC -o myplugin.so myplugin.c`; run claimd with
+ * `--handler 'so:/abs/path/myplugin.so [args]'` (the rest of the spec after the path is
+ * given to init as ctx->args).
+ *
+ * Each worker process loads the plugin once (dlopen) and calls init on its main thread,
+ * then handle once per item, one item at a time, on a thread of its own (not the main one:
+ * the worker keeps answering its supervisor meanwhile), and fini when it stops normally.
+ * handle must be thread-safe with respect to nothing but itself: calls never overlap within
+ * one worker, but every worker process has its own copy of the plugin's globals.
+ *
+ * What the worker cannot protect you from, and what it does about it:
+ *   - a crash (SIGSEGV, abort, ...) in the plugin kills its worker process; the supervisor
+ *     replaces it and the item is released and retried (the attempt counts);
+ *   - handle running past the item's deadline (--timeout): a thread cannot be killed, so the
+ *     worker logs it and exits at once (_exit); the supervisor replaces it and the item is
+ *     retried as above. Return before deadline_ms if you can.
+ *
+ * ABI rules: struct layouts and meanings are fixed for a given CLAIMD_PLUGIN_ABI_VERSION;
+ * any change bumps it (and the exported symbol's suffix). claimd refuses to start with a
+ * plugin that lacks claimd_plugin_v1 or whose abi_version differs from its own.
+ */
+#ifndef CLAIMD_HANDLER_PLUGIN_H
+#define CLAIMD_HANDLER_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CLAIMD_PLUGIN_ABI_VERSION 1
+#define CLAIMD_PLUGIN_SYMBOL "claimd_plugin_v1"
+#define CLAIMD_ERROR_MAX 1024
+
+/* One item. Everything it points to is valid only during the handle call. */
+struct claimd_job {
+	uint64_t id;                   /* work_items.id */
+	const char *queue;             /* never NULL */
+	const char *group;             /* group key, NULL when the item has none */
+	uint32_t attempt;              /* 1 for the first run */
+	uint32_t max_attempts;         /* the run with attempt == max_attempts is the last */
+	uint64_t seq;                  /* sequence number within the group (0 without one) */
+	int64_t enqueued_at_ms;        /* when it was added, unix ms; 0 if unknown */
+	int64_t deadline_ms;           /* unix ms by which handle must have returned */
+	const unsigned char *payload;  /* the payload bytes (not NUL-terminated; may be NULL */
+	size_t payload_len;            /*  when payload_len is 0) */
+	void *user;                    /* what init stored in ctx->user */
+};
+
+enum claimd_status {
+	CLAIMD_OK = 0,           /* done */
+	CLAIMD_FAIL = 1,         /* failed: retried with back-off, dead after max_attempts */
+	CLAIMD_RETRY_LATER = 2,  /* not a failure: run it again in retry_in_ms */
+};
+
+/* Zeroed before each handle call (status CLAIMD_OK). */
+struct claimd_result {
+	int status;                    /* enum claimd_status */
+	uint32_t retry_in_ms;          /* with CLAIMD_RETRY_LATER */
+	char error[CLAIMD_ERROR_MAX];  /* with CLAIMD_FAIL: why (NUL-terminated), kept in last_error */
+};
+
+struct claimd_plugin_ctx {
+	uint32_t abi_version;          /* the worker's CLAIMD_PLUGIN_ABI_VERSION */
+	const char *args;              /* the spec after the library's path ("" if none) */
+	void *user;                    /* the plugin's: set in init, given back in each job */
+	char error[CLAIMD_ERROR_MAX];  /* init failing: why */
+};
+
+struct claimd_plugin {
+	uint32_t abi_version;          /* CLAIMD_PLUGIN_ABI_VERSION */
+	const char *name;              /* for log lines */
+	/* Optional. Called once per worker before any item. Return 0, or a negative value
+	 * with ctx->error filled: the worker then logs it and exits. */
+	int (*init)(struct claimd_plugin_ctx *ctx);
+	/* Required. Run one item; fill res (it starts zeroed: CLAIMD_OK). */
+	void (*handle)(const struct claimd_job *job, struct claimd_result *res);
+	/* Optional. Called once when the worker stops normally (not after a crash or timeout). */
+	void (*fini)(struct claimd_plugin_ctx *ctx);
+};
+
+typedef const struct claimd_plugin *(*claimd_plugin_v1_fn)(void);
+
+const struct claimd_plugin *claimd_plugin_v1(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

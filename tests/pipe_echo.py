@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""A pipe: co-process for the tests (stdlib only): reads one JSON request per line on stdin,
+answers one JSON reply per line on stdout, and logs to the file named by its argument:
+
+    boot 0 0 <time> <pid>                          when it starts
+    start <id> <attempt> <time> <pid> <queue> <group> <seq> <max_attempts> <deadline_ms> <hex>
+    end <id> <attempt> <time> <pid> <reply>
+
+(<hex> is the payload's bytes in hex, from "payload" or "payload_b64"; "-" when empty.)
+What it does depends on the payload:
+    fail     {"ok":false,"error":...}           garbage  writes a line that is not JSON
+    die      exits 3, after a line on stderr    wrongid  answers for another id
+    later    {"ok":false,"retry_in_ms":100}     huge     writes a 2 MiB line
+    sleep    sleeps 10 minutes                  anything else: {"ok":true}
+"""
+
+import base64
+import json
+import os
+import sys
+import time
+
+LOG = sys.argv[1]
+
+
+def log(*fields):
+    line = ' '.join(str(f) for f in fields) + '\n'
+    fd = os.open(LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def payload_bytes(req):
+    if req.get('payload_b64') is not None:
+        return base64.b64decode(req['payload_b64'], validate=True)
+    return req['payload'].encode('utf-8', 'surrogatepass')
+
+
+def reply(obj):
+    sys.stdout.write(json.dumps(obj) + '\n')
+    sys.stdout.flush()
+
+
+def handle(req):
+    pid = os.getpid()
+    body = payload_bytes(req)
+    log('start', req['id'], req['attempt'], f'{time.time():.6f}', pid, req['queue'],
+        req['group'] if req['group'] is not None else '-', req['seq'], req['max_attempts'],
+        req['deadline_ms'], body.hex() or '-')
+    out = {'id': req['id'], 'ok': True}
+    if body == b'fail':
+        out = {'id': req['id'], 'ok': False, 'error': 'pipe_echo: failing as asked'}
+    elif body == b'later':
+        out = {'id': req['id'], 'ok': False, 'retry_in_ms': 100}
+    elif body == b'wrongid':
+        out = {'id': req['id'] + 1, 'ok': True}
+    elif body == b'die':
+        sys.stderr.write('pipe_echo: dying as asked\n')
+        sys.stderr.flush()
+        os._exit(3)
+    elif body == b'sleep':
+        time.sleep(600)
+    if body == b'garbage':
+        sys.stdout.write('this is not json\n')
+        sys.stdout.flush()
+    elif body == b'huge':
+        sys.stdout.write('x' * (2 * 1024 * 1024) + '\n')
+        sys.stdout.flush()
+    else:
+        reply(out)
+    log('end', req['id'], req['attempt'], f'{time.time():.6f}', pid, json.dumps(out))
+
+
+def main():
+    log('boot', 0, 0, f'{time.time():.6f}', os.getpid())
+    for line in sys.stdin.buffer:
+        handle(json.loads(line))
+
+
+if __name__ == '__main__':
+    main()
