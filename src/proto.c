@@ -5,6 +5,7 @@
 
 #define ITEMS_HEAD 2u    /* u16 n in front of CLAIMED/FINISHED items */
 #define ITEM_OUTCOME 16u /* offset of a FINISHED item's outcome byte */
+#define CURSOR_SIZE 16u  /* struct proto_cursor on the wire */
 
 /* Body size per type: a fixed part, plus n * item bytes for the item lists (item 0: fixed). */
 struct body_rule {
@@ -17,9 +18,9 @@ static const struct body_rule body_rules[PROTO_TYPE_MAX + 1] = {
 	[PROTO_HELLO] = { 8, 0 },
 	[PROTO_PING] = { 8, 0 },
 	[PROTO_STATE] = { 13, 0 },
-	[PROTO_CLAIMED] = { ITEMS_HEAD, 16 },
+	[PROTO_CLAIMED] = { ITEMS_HEAD + CURSOR_SIZE, 16 },
 	[PROTO_FINISHED] = { ITEMS_HEAD, 17 },
-	[PROTO_WAKE] = { 0, 0 },
+	[PROTO_WAKE] = { CURSOR_SIZE, 0 },
 	[PROTO_STOP] = { 4, 0 },
 	[PROTO_WANT] = { 0, 0 },
 };
@@ -107,10 +108,18 @@ static int msg_valid(const struct proto_msg *m)
 	return 1;
 }
 
+static void put_cursor(uint8_t *p, const struct proto_cursor *c)
+{
+	put_u64(p, c->pos);
+	put_u64(p + 8, c->id);
+}
+
 static void put_items(uint8_t *p, const struct proto_msg *m)
 {
 	put_u16(p, m->u.items.n);
-	p += ITEMS_HEAD;
+	if (m->type == PROTO_CLAIMED)
+		put_cursor(p + ITEMS_HEAD, &m->u.items.cursor);
+	p += body_rules[m->type].fixed;
 	for (unsigned i = 0; i < m->u.items.n; i++) {
 		const struct proto_item *it = &m->u.items.items[i];
 		put_u64(p, it->id);
@@ -138,7 +147,8 @@ static void put_body(uint8_t *p, const struct proto_msg *m)
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED: put_items(p, m); break;
 	case PROTO_STOP: put_u32(p, m->u.stop.grace_ms); break;
-	default: break; /* WAKE: empty body */
+	case PROTO_WAKE: put_cursor(p, &m->u.wake.cursor); break;
+	default: break; /* WANT: empty body */
 	}
 }
 
@@ -207,15 +217,25 @@ static int check_body(unsigned type, const uint8_t *b, uint32_t len)
 	if (body_size(type, n) != len)
 		return -EBADMSG;
 	for (size_t i = 0; type == PROTO_FINISHED && i < n; i++)
-		if (b[ITEMS_HEAD + i * body_rules[type].item + ITEM_OUTCOME] > PROTO_OUT_MAX)
+		if (b[body_rules[type].fixed + i * body_rules[type].item + ITEM_OUTCOME] > PROTO_OUT_MAX)
 			return -EBADMSG;
 	return 0;
+}
+
+static void get_cursor(const uint8_t *b, struct proto_cursor *c)
+{
+	c->pos = get_u64(b);
+	c->id = get_u64(b + 8);
 }
 
 static void get_items(const uint8_t *b, uint8_t type, struct proto_msg *m)
 {
 	m->u.items.n = get_u16(b);
-	b += ITEMS_HEAD;
+	if (type == PROTO_CLAIMED)
+		get_cursor(b + ITEMS_HEAD, &m->u.items.cursor);
+	else
+		m->u.items.cursor = (struct proto_cursor){ 0, 0 };
+	b += body_rules[type].fixed;
 	for (unsigned i = 0; i < m->u.items.n; i++) {
 		struct proto_item *it = &m->u.items.items[i];
 		it->id = get_u64(b);
@@ -243,7 +263,8 @@ static void get_body(const uint8_t *b, uint8_t type, struct proto_msg *m)
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED: get_items(b, type, m); break;
 	case PROTO_STOP: m->u.stop.grace_ms = get_u32(b); break;
-	default: break; /* WAKE: empty body */
+	case PROTO_WAKE: get_cursor(b, &m->u.wake.cursor); break;
+	default: break; /* WANT: empty body */
 	}
 }
 

@@ -31,9 +31,10 @@ enum proto_type {
 	PROTO_PING,     /* supervisor -> worker: { u64 sent_ms } */
 	PROTO_STATE,    /* worker -> supervisor: { u8 state, u64 item_id (0 = none),
 	                 *                         u32 handler_pid (0 = none) } */
-	PROTO_CLAIMED,  /* worker -> supervisor: { u16 n, n * { u64 id, u64 token } } */
+	PROTO_CLAIMED,  /* worker -> supervisor: { u16 n, cursor, n * { u64 id, u64 token } } */
 	PROTO_FINISHED, /* worker -> supervisor: { u16 n, n * { u64 id, u64 token, u8 outcome } } */
-	PROTO_WAKE,     /* supervisor -> worker: {} claim now (a claim permit; answered by CLAIMED) */
+	PROTO_WAKE,     /* supervisor -> worker: { cursor } claim now (a claim permit; answered by
+	                 * CLAIMED), starting after cursor */
 	PROTO_STOP,     /* supervisor -> worker: { u32 grace_ms } drain and exit */
 	PROTO_WANT,     /* worker -> supervisor: {} ready for more work: asks for a WAKE */
 	PROTO_TYPE_MAX = PROTO_WANT,
@@ -59,6 +60,14 @@ enum proto_outcome {
 	PROTO_OUT_MAX = PROTO_OUT_LOST,
 };
 
+/* A place in claim order (the store's encoding of visible_at, then id); { u64 pos, u64 id }
+ * on the wire. All zero: none. The supervisor hands the newest place any of its workers
+ * claimed to the next claimer, so no worker's scan starts behind rows its siblings took. */
+struct proto_cursor {
+	uint64_t pos;
+	uint64_t id;
+};
+
 struct proto_item {
 	uint64_t id;
 	uint64_t token;
@@ -73,7 +82,12 @@ struct proto_msg {
 		struct { uint32_t pid; uint32_t slot; } hello;
 		struct { uint64_t sent_ms; } ping;
 		struct { uint8_t state; uint64_t item_id; uint32_t handler_pid; } state;
-		struct { uint16_t n; struct proto_item items[PROTO_MAX_ITEMS]; } items; /* CLAIMED, FINISHED */
+		struct {
+			uint16_t n;
+			struct proto_cursor cursor; /* CLAIMED only */
+			struct proto_item items[PROTO_MAX_ITEMS];
+		} items; /* CLAIMED, FINISHED */
+		struct { struct proto_cursor cursor; } wake;
 		struct { uint32_t grace_ms; } stop;
 	} u;
 };

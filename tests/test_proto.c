@@ -50,8 +50,16 @@ static void make_msg(unsigned type, int n, struct proto_msg *m)
 	case PROTO_PING: m->u.ping.sent_ms = 0x0102030405060708u; break;
 	case PROTO_STATE: m->u.state.state = PROTO_W_STOPPING; m->u.state.item_id = UINT64_MAX;
 		m->u.state.handler_pid = 0x8A0B0C0Du; break;
+	case PROTO_WAKE:
+		m->u.wake.cursor.pos = 0xA1A2A3A4A5A6A7A8u;
+		m->u.wake.cursor.id = 0x0102030405060708u;
+		break;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED:
+		if (type == PROTO_CLAIMED) {
+			m->u.items.cursor.pos = 0xB1B2B3B4B5B6B7B8u;
+			m->u.items.cursor.id = 0x1112131415161718u;
+		}
 		m->u.items.n = (uint16_t)(n == DEFAULT_N ? PROTO_OUT_MAX + 1 : n);
 		for (unsigned i = 0; i < m->u.items.n; i++) {
 			m->u.items.items[i].id = 0xF000000000000000u + i;
@@ -67,7 +75,8 @@ static void make_msg(unsigned type, int n, struct proto_msg *m)
 
 static int items_equal(const struct proto_msg *a, const struct proto_msg *b)
 {
-	if (a->u.items.n != b->u.items.n)
+	if (a->u.items.n != b->u.items.n || a->u.items.cursor.pos != b->u.items.cursor.pos ||
+	    a->u.items.cursor.id != b->u.items.cursor.id)
 		return 0;
 	for (unsigned i = 0; i < a->u.items.n; i++) {
 		const struct proto_item *x = &a->u.items.items[i], *y = &b->u.items.items[i];
@@ -91,13 +100,16 @@ static int msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED: return items_equal(a, b);
 	case PROTO_STOP: return a->u.stop.grace_ms == b->u.stop.grace_ms;
+	case PROTO_WAKE:
+		return a->u.wake.cursor.pos == b->u.wake.cursor.pos &&
+		       a->u.wake.cursor.id == b->u.wake.cursor.id;
 	default: return 1;
 	}
 }
 
 static size_t body_size(unsigned type, unsigned n)
 {
-	static const unsigned fixed[] = { 0, 4, 8, 8, 13, 2, 2, 0, 4, 0 };
+	static const unsigned fixed[] = { 0, 4, 8, 8, 13, 18, 2, 16, 4, 0 };
 	return fixed[type] + n * (type == PROTO_CLAIMED ? 16u : type == PROTO_FINISHED ? 17u : 0u);
 }
 
@@ -319,14 +331,15 @@ static const struct bad_case bad_cases[] = {
 	{ "rejects_ping_with_short_body", PROTO_PING, 8, 4, 4, HDR, -EBADMSG },
 	{ "rejects_state_with_short_body", PROTO_STATE, 8, 4, 12, HDR, -EBADMSG },
 	{ "rejects_state_with_v0_body", PROTO_STATE, 8, 4, 9, HDR, -EBADMSG },
-	{ "rejects_wake_with_body", PROTO_WAKE, 8, 4, 1, HDR, -EBADMSG },
+	{ "rejects_wake_without_cursor", PROTO_WAKE, 8, 4, 0, HDR, -EBADMSG },
+	{ "rejects_wake_with_long_body", PROTO_WAKE, 8, 4, 17, HDR, -EBADMSG },
 	{ "rejects_want_with_body", PROTO_WANT, 8, 4, 4, HDR, -EBADMSG },
 	{ "rejects_stop_with_empty_body", PROTO_STOP, 8, 4, 0, HDR, -EBADMSG },
 	{ "rejects_claimed_without_count", PROTO_CLAIMED, 8, 4, 1, HDR, -EBADMSG },
 	{ "rejects_claimed_partial_item", PROTO_CLAIMED, 8, 4, 2 + 16 + 1, HDR, -EBADMSG },
 	{ "rejects_claimed_finished_sized_items", PROTO_CLAIMED, 8, 4, 2 + 17, HDR, -EBADMSG },
 	{ "rejects_finished_partial_item", PROTO_FINISHED, 8, 4, 2 + 16, HDR, -EBADMSG },
-	{ "rejects_claimed_too_many_items", PROTO_CLAIMED, 8, 4, 2 + 257 * 16, HDR, -EBADMSG },
+	{ "rejects_claimed_too_many_items", PROTO_CLAIMED, 8, 4, 18 + 257 * 16, HDR, -EBADMSG },
 	{ "rejects_finished_too_many_items", PROTO_FINISHED, 8, 4, 2 + 257 * 17, HDR, -EBADMSG },
 	{ "rejects_claimed_count_above_length", PROTO_CLAIMED, HDR, 2, 6, FEED_ALL, -EBADMSG },
 	{ "rejects_claimed_count_below_length", PROTO_CLAIMED, HDR, 2, 4, FEED_ALL, -EBADMSG },
