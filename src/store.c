@@ -984,3 +984,72 @@ int store_prune(struct store *s, unsigned keep_done_s, unsigned limit, char *err
 		return final(r);
 	return rr.rows[0] > INT32_MAX ? INT32_MAX : (int)rr.rows[0];
 }
+
+/* ---- the claim cursor, shared between the workers of one host ---- */
+
+/* "YYYY-MM-DD HH:MM:SS[.ffffff]" <-> one integer in the same order (mixed radix). */
+static bool pack_datetime(const char *s, uint64_t *ret)
+{
+	unsigned y, mo, d, h, mi, sec, us = 0;
+	char frac[8] = "";
+	int n = 0;
+
+	if (sscanf(s, "%4u-%2u-%2u %2u:%2u:%2u%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6)
+		return false;
+	if (s[n] == '.' && sscanf(s + n + 1, "%6[0-9]", frac) == 1) {
+		for (size_t k = strlen(frac); k < 6; k++)
+			frac[k] = '0';
+		frac[6] = '\0';
+		us = (unsigned)strtoul(frac, NULL, 10);
+	}
+	if (mo > 12 || d > 31 || h > 23 || mi > 59 || sec > 59)
+		return false;
+	*ret = (((((uint64_t)y * 13 + mo) * 32 + d) * 24 + h) * 60 + mi) * 60 + sec;
+	*ret = *ret * 1000000u + us;
+	return true;
+}
+
+static void unpack_datetime(uint64_t v, char *out, size_t outlen)
+{
+	unsigned us = (unsigned)(v % 1000000u), sec, mi, h, d, mo;
+
+	v /= 1000000u;
+	sec = (unsigned)(v % 60), v /= 60;
+	mi = (unsigned)(v % 60), v /= 60;
+	h = (unsigned)(v % 24), v /= 24;
+	d = (unsigned)(v % 32), v /= 32;
+	mo = (unsigned)(v % 13), v /= 13;
+	snprintf(out, outlen, "%04u-%02u-%02u %02u:%02u:%02u.%06u", (unsigned)v, mo, d, h, mi, sec,
+		 us);
+}
+
+bool store_cursor(const struct store *s, uint64_t *ret_pos, uint64_t *ret_id)
+{
+	uint64_t pos;
+
+	if (!s->cursor.set || !pack_datetime(s->cursor.pos.visible_at, &pos))
+		return false;
+	*ret_pos = pos;
+	*ret_id = s->cursor.pos.id;
+	return true;
+}
+
+void store_cursor_hint(struct store *s, const char *queue, uint64_t pos, uint64_t id)
+{
+	uint64_t own, own_id;
+	bool same = s->cursor.set && !strcmp(s->cursor.queue, queue);
+
+	if (strlen(queue) > STORE_QUEUE_MAX)
+		return;
+	/* The host decides when the scan from the head is due: now (no place given), or not
+	 * before the next hint. */
+	s->cursor.head_scan_ms = pos == 0 ? 0 : mono_ms();
+	if (pos == 0)
+		return;
+	if (same && store_cursor(s, &own, &own_id) && (own > pos || (own == pos && own_id >= id)))
+		return;
+	unpack_datetime(pos, s->cursor.pos.visible_at, sizeof(s->cursor.pos.visible_at));
+	s->cursor.pos.id = id;
+	snprintf(s->cursor.queue, sizeof(s->cursor.queue), "%s", queue);
+	s->cursor.set = true;
+}

@@ -124,6 +124,19 @@ int store_poll(struct store *s, const char *queue, char *err, size_t errlen);
 int store_counts(struct store *s, struct store_count **ret, size_t *ret_n,
 		 char *err, size_t errlen);
 
+/* Where this store's next claim starts: after its last claimed row's (visible_at, id), with
+ * visible_at packed into an integer that sorts the same way. Returns false when it has no
+ * such place yet. */
+bool store_cursor(const struct store *s, uint64_t *ret_pos, uint64_t *ret_id);
+
+/* Move the cursor forward to (pos, id), a place a sibling claimer on this host reached, if it
+ * is past this store's own: the next claim then skips rows the siblings took (their old index
+ * entries wait for purge at the head of the range and each costs a lookup). With a hint, the
+ * host also schedules the scan from the head that finds rows left behind: pos 0 asks for it
+ * on the next claim, any other hint puts it off (one host-wide scan a second instead of one
+ * per worker). */
+void store_cursor_hint(struct store *s, const char *queue, uint64_t pos, uint64_t id);
+
 /* Insert one ready row of queue with payload (len bytes, at most STORE_PAYLOAD_MAX) and write
  * its id to *ret_id. Returns 0 or a negative error (-EMSGSIZE for a payload too large). */
 int store_add(struct store *s, const char *queue, const unsigned char *payload, size_t len,

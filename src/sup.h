@@ -13,6 +13,7 @@
 #include "config.h"
 #include "control.h"
 #include "dbq.h"
+#include "proto.h"
 #include "store.h"
 
 #define SLOT_UNRESPONSIVE 100  /* beyond enum proto_wstate: our own verdict */
@@ -59,6 +60,8 @@ struct sup {
 	uint64_t started;
 	unsigned poll_rr;
 	unsigned claiming;       /* permits out */
+	struct proto_cursor cursor; /* newest place in claim order any worker reached */
+	uint64_t head_scan_at;      /* when a claimer was last told to scan from the head */
 	int *want;               /* slots waiting for a permit, oldest first */
 	size_t nwant;
 	/* database */

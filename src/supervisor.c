@@ -22,6 +22,7 @@
 #define RESPAWN_MAX_MS 30000
 #define PRUNE_FIRST_MS 5000
 #define PRUNE_EVERY_MS 60000
+#define HEAD_SCAN_MS 1000      /* see store_cursor_hint() */
 #define DRAIN_MS 1000          /* wait for a dead worker's channel to reach EOF */
 
 static uint64_t now_ms(const struct sup *s)
@@ -186,6 +187,10 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 	}
 	if (m->type != PROTO_CLAIMED)
 		return;
+	/* The newest place any worker claimed is where the next claimer starts. */
+	if (m->u.items.cursor.pos > s->cursor.pos ||
+	    (m->u.items.cursor.pos == s->cursor.pos && m->u.items.cursor.id > s->cursor.id))
+		s->cursor = m->u.items.cursor;
 	/* CLAIMED answers a permit. A worker that found work: there may be more. */
 	if (sl->granted) {
 		sl->granted = false;
@@ -287,6 +292,13 @@ static void grant(struct slot *sl)
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_WAKE;
+	/* Once a second one claimer scans from the head, for rows behind the cursor. */
+	if (now_ms(sl->sup) - sl->sup->head_scan_at >= HEAD_SCAN_MS) {
+		sl->sup->head_scan_at = now_ms(sl->sup);
+		m.u.wake.cursor = (struct proto_cursor){ 0, 0 };
+	} else {
+		m.u.wake.cursor = sl->sup->cursor;
+	}
 	send_to(sl, &m);
 	sl->granted = true;
 	sl->sup->claiming++;

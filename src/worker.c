@@ -240,6 +240,8 @@ static void handle_claimed(struct worker *w, size_t n)
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_CLAIMED;
 	m.u.items.n = (uint16_t)n;
+	if (!store_cursor(w->store, &m.u.items.cursor.pos, &m.u.items.cursor.id))
+		m.u.items.cursor = (struct proto_cursor){ 0, 0 };
 	for (size_t i = 0; i < n; i++) {
 		m.u.items.items[i].id = w->items[i].id;
 		m.u.items.items[i].token = w->items[i].token;
@@ -481,8 +483,9 @@ static void on_msg(void *data, const struct proto_msg *m)
 			break;
 		}
 		w->granted = true;
-		w->asked = false;
 		w->wanted = true;
+		store_cursor_hint(w->store, w->cfg->queue, m->u.wake.cursor.pos,
+				  m->u.wake.cursor.id);
 		kick(w);
 		break;
 	case PROTO_STOP:
