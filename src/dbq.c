@@ -62,25 +62,6 @@ void dbq_push(struct dbq *q, struct dbq_job *j)
 	kick(q);
 }
 
-/* Only the supervisor holding the prune lock deletes; in chunks, so no statement holds many
- * locks or runs long. */
-static int prune(struct store *s, struct dbq_job *j)
-{
-	int r = store_leader(s, DBQ_PRUNE_LOCK, j->err, sizeof(j->err)), total = 0;
-
-	if (r <= 0)
-		return r;
-	for (int i = 0; i < DBQ_PRUNE_ROUNDS; i++) {
-		r = store_prune(s, j->keep_s, DBQ_PRUNE_CHUNK, j->err, sizeof(j->err));
-		if (r < 0)
-			return r;
-		total += r;
-		if ((unsigned)r < DBQ_PRUNE_CHUNK)
-			break;
-	}
-	return total;
-}
-
 /* On a thread-pool thread: only the store and the job are touched here. */
 static void on_work(uv_work_t *req)
 {
@@ -104,7 +85,7 @@ static void on_work(uv_work_t *req)
 		j->rc = store_poll(s, j->queue, j->err, sizeof(j->err));
 		break;
 	case DBQ_PRUNE:
-		j->rc = prune(s, j);
+		j->rc = store_prune(s, j->keep_s, DBQ_PRUNE_CHUNK, j->err, sizeof(j->err));
 		break;
 	case DBQ_ADD:
 		j->rc = store_add(s, j->queue, j->payload, j->payload_len, &j->id, j->err,

@@ -13,16 +13,14 @@
 #include "store.h"
 
 #define DBQ_RETRY_MS 1000
-#define DBQ_PRUNE_LOCK "claimd.prune"
 #define DBQ_PRUNE_CHUNK 5000u
-#define DBQ_PRUNE_ROUNDS 20
 
 enum dbq_kind {
 	DBQ_RELEASE,  /* in: refs, n, reason. out: rc = rows released. Retried until done. */
 	DBQ_COUNTS,   /* out: counts, ncounts (caller frees counts) */
 	DBQ_POLL,     /* in: queue. out: rc = 1 if a row is claimable now */
 	DBQ_ADD,      /* in: queue, payload, len. out: id */
-	DBQ_PRUNE,    /* in: keep_s. out: rc = rows deleted (0 when another supervisor leads) */
+	DBQ_PRUNE,    /* in: keep_s. out: rc = rows deleted (0 when another supervisor prunes) */
 };
 
 struct dbq_job {

@@ -46,6 +46,7 @@
 #define QUOTED_QUEUE_MAX (2 * STORE_QUEUE_MAX + 3)
 #define RUN_MAX_STMTS 4
 #define IS_DEAD "attempts >= max_attempts"
+#define PRUNE_LOCK "CONCAT('claimd.prune.', MD5(DATABASE()))"
 
 /* A place in claim_idx order; visible_at as the server printed it. */
 struct claim_pos {
@@ -942,33 +943,6 @@ int store_add(struct store *s, const char *queue, const unsigned char *payload, 
 	return 0;
 }
 
-int store_leader(struct store *s, const char *name, char *err, size_t errlen)
-{
-	int r = check(s, "store_leader", NULL, 0, NULL, err, errlen);
-	char q[QUOTED_QUEUE_MAX];
-	MYSQL_ROW row;
-	struct run rr;
-
-	if (r < 0)
-		return r;
-	if (!name || strlen(name) > STORE_QUEUE_MAX)
-		return fail_msg(-EINVAL, err, errlen, "store_leader: bad lock name");
-	quote(s->conn, q, name, strlen(name));
-	sql_reset(s);
-	/* Lock names are server-wide: the database's name makes the lock per database. And
-	 * IS_USED_LOCK first: taking a lock this session holds would nest it. */
-	sql_add(s, "SET @claimd_lock = CONCAT(%s, '.', MD5(DATABASE()));"
-		"SELECT IF(IS_USED_LOCK(@claimd_lock) = CONNECTION_ID(), 1, "
-		"GET_LOCK(@claimd_lock, 0))", q);
-	r = run(s, "store_leader", &rr, err, errlen);
-	if (r < 0)
-		return final(r);
-	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
-	r = row && row[0] && row[0][0] == '1';
-	mysql_free_result(rr.res);
-	return r;
-}
-
 int store_prune(struct store *s, unsigned keep_done_s, unsigned limit, char *err, size_t errlen)
 {
 	int r = check(s, "store_prune", NULL, 0, NULL, err, errlen);
@@ -977,8 +951,13 @@ int store_prune(struct store *s, unsigned keep_done_s, unsigned limit, char *err
 	if (r < 0)
 		return r;
 	sql_reset(s);
+	/* One statement, election included: only the session holding the prune lock deletes.
+	 * Lock names are server-wide, hence the database's name in it; IS_USED_LOCK first, as
+	 * taking a lock this session holds would nest it. */
 	sql_add(s, "DELETE FROM work_items WHERE finished_at < NOW(6) - INTERVAL %u SECOND "
-		"AND state = 'done' ORDER BY finished_at LIMIT %u", keep_done_s, limit ? limit : 1);
+		"AND state = 'done' AND IF(IS_USED_LOCK(" PRUNE_LOCK ") = CONNECTION_ID(), 1, "
+		"GET_LOCK(" PRUNE_LOCK ", 0)) = 1 ORDER BY finished_at LIMIT %u", keep_done_s,
+		limit ? limit : 1);
 	r = run(s, "store_prune", &rr, err, errlen);
 	if (r < 0)
 		return final(r);

@@ -142,13 +142,11 @@ void store_cursor_hint(struct store *s, const char *queue, uint64_t pos, uint64_
 int store_add(struct store *s, const char *queue, const unsigned char *payload, size_t len,
 	      uint64_t *ret_id, char *err, size_t errlen);
 
-/* Take (or confirm we hold) the session lock GET_LOCK(name + this database, 0): one supervisor
- * among all those sharing the database does maintenance. The lock goes with the connection. Returns
- * 1 if this session holds it, 0 if another does, or a negative error. */
-int store_leader(struct store *s, const char *name, char *err, size_t errlen);
-
 /* Delete up to limit rows in state 'done' that finished more than keep_done_s seconds ago,
- * oldest first. Dead rows are never deleted. Returns how many rows went, or a negative error. */
+ * oldest first, in one statement, if this session holds (or can take) the database's prune
+ * lock (GET_LOCK, released with the connection): among supervisors sharing the database one
+ * prunes. Dead rows are never deleted. Returns how many rows went (0 also when another
+ * session holds the lock), or a negative error. */
 int store_prune(struct store *s, unsigned keep_done_s, unsigned limit, char *err, size_t errlen);
 
 #endif

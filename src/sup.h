@@ -69,6 +69,7 @@ struct sup {
 	struct dbq *dbq;
 	bool poll_inflight;
 	bool prune_inflight;
+	bool prune_due;
 	uv_timer_t prune_timer;
 	/* status */
 	struct store_count *counts;

@@ -150,6 +150,8 @@ static void on_pruned(struct dbq_job *j)
 	s->prune_inflight = false;
 	if (j->rc > 0)
 		log_info("pruned %d done rows older than %u s", j->rc, j->keep_s);
+	if (j->rc == (int)DBQ_PRUNE_CHUNK)
+		s->prune_due = true; /* more to go: the next tick continues */
 	else if (j->rc < 0)
 		log_warn("pruning done rows failed: %s; trying again later", j->err);
 	free(j);
@@ -158,13 +160,23 @@ static void on_pruned(struct dbq_job *j)
 static void on_prune_timer(uv_timer_t *t)
 {
 	struct sup *s = t->data;
+
+	s->prune_due = true;
+}
+
+/* A prune statement takes the place of one idle poll: the database sees at most one
+ * statement per poll interval from an idle supervisor, maintenance included. */
+static bool prune_now(struct sup *s)
+{
 	struct dbq_job *j;
 
-	if (s->stopping || s->prune_inflight || !(j = sup_new_job(s, DBQ_PRUNE, on_pruned)))
-		return;
+	if (!s->prune_due || s->prune_inflight || !(j = sup_new_job(s, DBQ_PRUNE, on_pruned)))
+		return false;
+	s->prune_due = false;
 	s->prune_inflight = true;
 	j->keep_s = s->cfg->keep_done_ms / 1000;
 	dbq_push(s->dbq, j);
+	return true;
 }
 
 /* ---- messages from workers ---- */
@@ -582,9 +594,11 @@ static void on_poll(uv_timer_t *t)
 	struct dbq_job *j;
 	bool idle = false;
 
+	if (s->stopping || prune_now(s))
+		return;
 	for (unsigned i = 0; i < s->cfg->workers; i++)
 		idle |= s->slots[i].state == PROTO_W_IDLE && s->slots[i].chan;
-	if (s->stopping || !idle || s->poll_inflight || !(j = sup_new_job(s, DBQ_POLL, on_polled)))
+	if (!idle || s->poll_inflight || !(j = sup_new_job(s, DBQ_POLL, on_polled)))
 		return;
 	s->poll_inflight = true;
 	dbq_push(s->dbq, j);
