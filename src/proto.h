@@ -57,7 +57,8 @@ enum proto_outcome {
 	PROTO_OUT_DEAD,      /* handler failed on its last attempt, row is dead */
 	PROTO_OUT_RELEASED,  /* not run (or cut short by shutdown), row back to ready now */
 	PROTO_OUT_LOST,      /* the row's claim was no longer ours (fenced out), nothing written */
-	PROTO_OUT_MAX = PROTO_OUT_LOST,
+	PROTO_OUT_DEFERRED,  /* the handler asked to run it again later: not a failure */
+	PROTO_OUT_MAX = PROTO_OUT_DEFERRED,
 };
 
 /* A place in claim order (the store's encoding of visible_at, then id); { u64 pos, u64 id }

@@ -831,6 +831,22 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 	return run_update(s, "store_release", n, err, errlen);
 }
 
+int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *err,
+		size_t errlen)
+{
+	int r = check(s, "store_defer", &ref, 1, NULL, err, errlen);
+
+	if (r < 0)
+		return r;
+	sql_reset(s);
+	sql_add(s, "UPDATE work_items SET state = 'ready', "
+		"visible_at = NOW(6) + INTERVAL %llu MICROSECOND, "
+		"attempts = IF(attempts > 0, attempts - 1, 0) WHERE ",
+		(unsigned long long)delay_ms * 1000u);
+	sql_add_fence(s, &ref, 1);
+	return run_update(s, "store_defer", 1, err, errlen);
+}
+
 int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsigned lease_ms,
 		 char *err, size_t errlen)
 {

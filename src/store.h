@@ -110,6 +110,12 @@ int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const c
 int store_release(struct store *s, const struct store_ref *refs, size_t n, bool count_attempt,
 		  const char *reason, char *err, size_t errlen);
 
+/* The handler asked for the row to run again in delay_ms, and that is not a failure: back to
+ * 'ready', visible at NOW(6) + delay_ms, the attempt given back (fenced). Returns 1 if
+ * applied, 0 if fenced out, or a negative error. */
+int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *err,
+		size_t errlen);
+
 /* Push the lease of claimed rows to NOW(6) + lease_ms (fenced). Returns how many rows were
  * still ours, or a negative error. */
 int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsigned lease_ms,

@@ -200,13 +200,15 @@ static int flush_slow(struct worker *w, char *err, size_t errlen)
 		}
 		if (p->outcome == PROTO_OUT_RELEASED)
 			r = store_release(w->store, &p->ref, 1, false, NULL, err, errlen);
+		else if (p->outcome == PROTO_OUT_DEFERRED)
+			r = store_defer(w->store, p->ref, p->retry_ms, err, errlen);
 		else
 			r = store_fail(w->store, p->ref, p->retry_ms, p->error, err, errlen);
 		if (r < 0) {
 			w->pend[keep++] = *p;
 			continue;
 		}
-		if (p->outcome != PROTO_OUT_RELEASED)
+		if (p->outcome == PROTO_OUT_RETRY || p->outcome == PROTO_OUT_DEAD)
 			p->outcome = r == 2 ? PROTO_OUT_DEAD : r == 1 ? PROTO_OUT_RETRY : PROTO_OUT_LOST;
 		else if (r == 0)
 			p->outcome = PROTO_OUT_LOST;
@@ -305,6 +307,10 @@ static int write_and_claim(struct worker *w, unsigned max)
 	if (n > 0) {
 		set_state(w, PROTO_W_BUSY, w->items[0].id);
 		w->wanted = true;
+		/* An inline batch takes microseconds: ask for the next permit now, so it is
+		 * already here when the batch is done. */
+		if (handler_inline(w->handler))
+			ask_for_work(w);
 		kick(w);
 		return 0;
 	}
@@ -364,6 +370,11 @@ static void on_result(void *data, const struct handler_result *res)
 		break;
 	case HANDLER_CANCELLED:
 		add_pend(w, it, PROTO_OUT_RELEASED, 0, NULL);
+		break;
+	case HANDLER_RETRY_LATER:
+		log_debug("item id=%llu asks to run again in %u ms", (unsigned long long)it->id,
+			  res->retry_in_ms);
+		add_pend(w, it, PROTO_OUT_DEFERRED, res->retry_in_ms, NULL);
 		break;
 	default:
 		log_info("item id=%llu attempt=%u/%u failed error=%s", (unsigned long long)it->id,
@@ -475,7 +486,8 @@ static void on_msg(void *data, const struct proto_msg *m)
 	case PROTO_WAKE:
 		/* A claim permit. One we cannot use now goes straight back. */
 		w->asked = false;
-		if (w->granted || w->stopping || w->running || w->next < w->nitems || !w->db_ok) {
+		if (w->granted || w->stopping || !w->db_ok ||
+		    (!handler_inline(w->handler) && (w->running || w->next < w->nitems))) {
 			struct proto_msg back;
 			memset(&back, 0, sizeof(back));
 			back.type = PROTO_CLAIMED;

@@ -10,7 +10,8 @@ answers one JSON reply per line on stdout, and logs to the file named by its arg
 What it does depends on the payload:
     fail     {"ok":false,"error":...}           garbage  writes a line that is not JSON
     die      exits 3, after a line on stderr    wrongid  answers for another id
-    later    {"ok":false,"retry_in_ms":100}     huge     writes a 2 MiB line
+    later    {"ok":false,"retry_in_ms":300} the first 3 times it sees the id, then ok
+                                                huge     writes a 2 MiB line
     sleep    sleeps 10 minutes                  anything else: {"ok":true}
 """
 
@@ -43,17 +44,26 @@ def reply(obj):
     sys.stdout.flush()
 
 
+def starts_logged(item_id):
+    try:
+        with open(LOG) as f:
+            return sum(1 for line in f if line.startswith(f'start {item_id} '))
+    except FileNotFoundError:
+        return 0
+
+
 def handle(req):
     pid = os.getpid()
     body = payload_bytes(req)
+    seen = starts_logged(req['id'])
     log('start', req['id'], req['attempt'], f'{time.time():.6f}', pid, req['queue'],
         req['group'] if req['group'] is not None else '-', req['seq'], req['max_attempts'],
         req['deadline_ms'], body.hex() or '-')
     out = {'id': req['id'], 'ok': True}
     if body == b'fail':
         out = {'id': req['id'], 'ok': False, 'error': 'pipe_echo: failing as asked'}
-    elif body == b'later':
-        out = {'id': req['id'], 'ok': False, 'retry_in_ms': 100}
+    elif body == b'later' and seen < 3:
+        out = {'id': req['id'], 'ok': False, 'retry_in_ms': 300}
     elif body == b'wrongid':
         out = {'id': req['id'] + 1, 'ok': True}
     elif body == b'die':

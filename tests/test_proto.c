@@ -341,8 +341,8 @@ static const struct bad_case bad_cases[] = {
 	{ "rejects_finished_partial_item", PROTO_FINISHED, 8, 4, 2 + 16, HDR, -EBADMSG },
 	{ "rejects_claimed_too_many_items", PROTO_CLAIMED, 8, 4, 18 + 257 * 16, HDR, -EBADMSG },
 	{ "rejects_finished_too_many_items", PROTO_FINISHED, 8, 4, 2 + 257 * 17, HDR, -EBADMSG },
-	{ "rejects_claimed_count_above_length", PROTO_CLAIMED, HDR, 2, 6, FEED_ALL, -EBADMSG },
-	{ "rejects_claimed_count_below_length", PROTO_CLAIMED, HDR, 2, 4, FEED_ALL, -EBADMSG },
+	{ "rejects_claimed_count_above_length", PROTO_CLAIMED, HDR, 2, PROTO_OUT_MAX + 2, FEED_ALL, -EBADMSG },
+	{ "rejects_claimed_count_below_length", PROTO_CLAIMED, HDR, 2, PROTO_OUT_MAX, FEED_ALL, -EBADMSG },
 	{ "rejects_claimed_count_over_max", PROTO_CLAIMED, HDR, 2, PROTO_MAX_ITEMS + 1, FEED_ALL, -EBADMSG },
 	{ "rejects_finished_count_65535", PROTO_FINISHED, HDR, 2, 0xFFFF, FEED_ALL, -EBADMSG },
 	{ "rejects_state_out_of_range", PROTO_STATE, HDR, 1, PROTO_W_MAX + 1, FEED_ALL, -EBADMSG },
@@ -459,6 +459,7 @@ static const char *run_names(void)
 		{ proto_wstate_name, PROTO_W_MAX + 1, "?" },
 		{ proto_outcome_name, PROTO_OUT_DONE, "done" },
 		{ proto_outcome_name, PROTO_OUT_LOST, "lost" },
+		{ proto_outcome_name, PROTO_OUT_DEFERRED, "deferred" },
 		{ proto_outcome_name, PROTO_OUT_MAX + 1, "?" },
 	};
 

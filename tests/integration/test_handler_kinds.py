@@ -112,6 +112,21 @@ def it_pipe_failure_is_retried_then_dead(t):
     check_eq(len(h.events('boot')), 1, 'co-process starts (a failure reply is no reason to restart)')
 
 
+def it_pipe_retry_in_ms_runs_it_later_without_using_an_attempt(t):
+    db = t.database()
+    later = db.insert_item('later', max_attempts=2)
+    h, spec = _pipe(t)
+    t.claimd(db, '--workers', '1', '--handler', spec, '--poll-interval', '50ms')
+    _finished(db, 1)
+    state, attempts, last_error = db.row(later)
+    check_eq((state, attempts, last_error), ('done', '1', None),
+             f'row {later} after three deferrals with max_attempts 2')
+    starts = h.starts(later)
+    check_eq([e.attempt for e in starts], [1, 1, 1, 1], f'attempt numbers of row {later}')
+    gaps = [round(b.time - a.time, 3) for a, b in zip(starts, starts[1:])]
+    check(all(g >= 0.29 for g in gaps), f'runs at least retry_in_ms (300 ms) apart: {gaps}')
+
+
 def it_pipe_coprocess_death_fails_the_item_and_it_is_restarted(t):
     db = t.database()
     before = db.insert_items(3)
