@@ -19,6 +19,8 @@ CREATE TABLE IF NOT EXISTS work_items (
     attempts      INT UNSIGNED NOT NULL DEFAULT 0,
     max_attempts  INT UNSIGNED NOT NULL DEFAULT 5,
     run_at        DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+    period_s      INT UNSIGNED NULL DEFAULT NULL,
+    timeout_s     INT UNSIGNED NULL DEFAULT NULL,
     visible_at    DATETIME(6) NULL DEFAULT NULL,
     claim_token   BIGINT UNSIGNED NOT NULL DEFAULT 0,
     claimed_by    VARCHAR(255) NULL DEFAULT NULL,
@@ -37,3 +39,11 @@ CREATE TABLE IF NOT EXISTS work_items (
 DROP TRIGGER IF EXISTS work_items_bi;
 CREATE TRIGGER work_items_bi BEFORE INSERT ON work_items FOR EACH ROW
     SET NEW.visible_at = IF(NEW.state = 'ready', NEW.run_at, NULL);
+
+-- Columns added after the first release, for tables created by an older schema.sql.
+--   period_s   recurring: after each successful run the row is ready again period_s seconds
+--              after it finished (0 = at once) instead of done
+--   timeout_s  this row's handler time limit, overriding claimd --timeout
+ALTER TABLE work_items
+    ADD COLUMN IF NOT EXISTS period_s INT UNSIGNED NULL DEFAULT NULL AFTER run_at,
+    ADD COLUMN IF NOT EXISTS timeout_s INT UNSIGNED NULL DEFAULT NULL AFTER period_s;

@@ -32,11 +32,22 @@
 /* The claim query. The second %s is "" (scan from the oldest row), CLAIM_AFTER or
  * CLAIM_UPTO (see struct claim_cursor). */
 #define CLAIM_SELECT \
-	"SELECT id, claim_token, attempts, max_attempts, payload, visible_at FROM work_items " \
+	"SELECT id, claim_token, attempts, max_attempts, payload, visible_at, timeout_s, " \
+	"ROUND(UNIX_TIMESTAMP(created_at) * 1000) FROM work_items " \
 	"FORCE INDEX (claim_idx) WHERE queue = %s AND visible_at <= NOW(6)%s " \
 	"ORDER BY visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
 #define CLAIM_AFTER " AND (visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
 #define CLAIM_UPTO " AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
+#define CLAIM_FIELDS 8
+/* A successful run: done, or for a recurring row (period_s set) ready again period_s after
+ * it finished, with a fresh count of attempts. Visible at NOW(6) + period_s, recurring rows
+ * are claimed least recently finished first. */
+#define COMPLETE \
+	"UPDATE work_items SET state = IF(period_s IS NULL, 'done', 'ready'), " \
+	"finished_at = NOW(6), " \
+	"visible_at = IF(period_s IS NULL, NULL, NOW(6) + INTERVAL period_s SECOND), " \
+	"attempts = IF(period_s IS NULL, attempts, 0), " \
+	"last_error = IF(period_s IS NULL, last_error, NULL)"
 #define CLAIM_HEAD_SCAN_MS 1000u /* scan from the oldest row at least this often */
 
 #define RETRIES_DEADLOCK 5      /* tries in all for 1213 */
@@ -493,13 +504,18 @@ static bool parse_u64(const char *p, unsigned long len, uint64_t *ret)
 static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue,
 		     struct store_item *it, struct claim_pos *pos)
 {
-	uint64_t attempts, max_attempts;
+	uint64_t attempts, max_attempts, timeout_s = 0, created_ms = 0;
 
 	if (!parse_u64(row[0], lens[0], &it->id) || !parse_u64(row[1], lens[1], &it->token) ||
 	    !parse_u64(row[2], lens[2], &attempts) || !parse_u64(row[3], lens[3], &max_attempts) ||
 	    attempts >= UINT32_MAX || max_attempts > UINT32_MAX || !row[5] || lens[5] == 0 ||
-	    lens[5] >= sizeof(pos->visible_at) || strspn(row[5], "0123456789-:. ") != lens[5])
+	    lens[5] >= sizeof(pos->visible_at) || strspn(row[5], "0123456789-:. ") != lens[5] ||
+	    (row[6] && !parse_u64(row[6], lens[6], &timeout_s)) ||
+	    (row[7] && !parse_u64(row[7], lens[7], &created_ms)))
 		return -EIO;
+	/* Over ~49 days a limit is no limit. */
+	it->timeout_ms = timeout_s > UINT32_MAX / 1000u ? UINT32_MAX : (uint32_t)timeout_s * 1000u;
+	it->enqueued_at_ms = created_ms > INT64_MAX ? 0 : (int64_t)created_ms;
 	it->token++;
 	it->attempt = (uint32_t)attempts + 1;
 	it->max_attempts = (uint32_t)max_attempts;
@@ -556,7 +572,7 @@ static int run_claim(struct store *s, const struct claim_args *a, struct run *rr
 
 	if (r < 0)
 		return r;
-	if (!rr->res || mysql_num_fields(rr->res) != 6) {
+	if (!rr->res || mysql_num_fields(rr->res) != CLAIM_FIELDS) {
 		mysql_free_result(rr->res);
 		rr->res = NULL;
 		return fail_msg(-EIO, err, errlen, "store_claim: unexpected result shape");
@@ -593,8 +609,7 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	sql_reset(s);
 	sql_add(s, "START TRANSACTION;");
 	if (a->ndone) {
-		sql_add(s, "UPDATE work_items SET state = 'done', finished_at = NOW(6), "
-			"visible_at = NULL WHERE ");
+		sql_add(s, COMPLETE " WHERE ");
 		sql_add_fence(s, a->done, a->ndone);
 		sql_add(s, ";");
 	}
@@ -666,8 +681,7 @@ static int claim_once(struct store *s, const struct claim_args *a, size_t *ret_n
 
 	if (a->max == 0) { /* complete only: one autocommit statement */
 		sql_reset(s);
-		sql_add(s, "UPDATE work_items SET state = 'done', finished_at = NOW(6), "
-			"visible_at = NULL WHERE ");
+		sql_add(s, COMPLETE " WHERE ");
 		sql_add_fence(s, a->done, a->ndone);
 		r = run(s, "store_claim", &rr, err, errlen);
 		*ret_n = 0;

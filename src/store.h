@@ -40,6 +40,8 @@ struct store_item {
 	char queue[STORE_QUEUE_MAX + 1];
 	unsigned char *payload;  /* malloc'd, NUL-terminated for convenience; may be NULL */
 	size_t payload_len;
+	uint32_t timeout_ms;     /* the row's own time limit (timeout_s); 0 = none */
+	int64_t enqueued_at_ms;  /* created_at, unix ms */
 };
 
 /* A reference to a claimed row for complete/release/extend. */

@@ -333,7 +333,9 @@ static void run_next(struct worker *w)
 	struct handler_job job = {
 		.id = it->id, .queue = it->queue, .attempt = it->attempt,
 		.max_attempts = it->max_attempts, .payload = it->payload,
-		.payload_len = it->payload_len, .timeout_ms = w->cfg->timeout_ms,
+		.payload_len = it->payload_len,
+		.timeout_ms = it->timeout_ms ? it->timeout_ms : w->cfg->timeout_ms,
+		.enqueued_at_ms = it->enqueued_at_ms,
 	};
 	int r;
 

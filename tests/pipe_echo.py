@@ -55,14 +55,13 @@ def starts_logged(item_id):
 def handle(req):
     pid = os.getpid()
     body = payload_bytes(req)
-    seen = starts_logged(req['id'])
     log('start', req['id'], req['attempt'], f'{time.time():.6f}', pid, req['queue'],
         req['group'] if req['group'] is not None else '-', req['seq'], req['max_attempts'],
         req['deadline_ms'], body.hex() or '-')
     out = {'id': req['id'], 'ok': True}
     if body == b'fail':
         out = {'id': req['id'], 'ok': False, 'error': 'pipe_echo: failing as asked'}
-    elif body == b'later' and seen < 3:
+    elif body == b'later' and starts_logged(req['id']) <= 3:
         out = {'id': req['id'], 'ok': False, 'retry_in_ms': 300}
     elif body == b'wrongid':
         out = {'id': req['id'] + 1, 'ok': True}
