@@ -20,11 +20,14 @@ static void usage(FILE *f)
 {
 	fputs("usage: claimctl [--control PATH] status [--json]\n"
 	      "       claimctl [--control PATH] add [--queue NAME] [PAYLOAD]\n"
+	      "       claimctl [--control PATH] retry ID | retry --queue NAME --dead\n"
 	      "\n"
 	      "  status         the worker pool and the queue counts, as a table\n"
 	      "  status --json  the same as one JSON object\n"
 	      "  add            enqueue one item (payload from the argument, else stdin) through\n"
 	      "                 claimd, which wakes an idle worker for it; prints the new id\n"
+	      "  retry          put a dead row (or every dead row of a queue) back to ready with\n"
+	      "                 its attempts reset; prints how many rows\n"
 	      "\n"
 	      "The control socket defaults to $CLAIMD_CONTROL, $XDG_RUNTIME_DIR/claimd.sock or\n"
 	      "/tmp/claimd-UID.sock, as for claimd.\n", f);
@@ -142,6 +145,26 @@ static char *add_request(const char *queue, const unsigned char *payload, size_t
 	return req;
 }
 
+/* retry ID | retry --queue NAME --dead */
+static char *retry_request(int argc, char **argv, int i)
+{
+	char *req = NULL;
+
+	if (i + 1 == argc && strspn(argv[i], "0123456789") == strlen(argv[i]) && *argv[i]) {
+		if (asprintf(&req, "retry %s\n", argv[i]) < 0)
+			return NULL;
+		return req;
+	}
+	if (i + 3 == argc && !strcmp(argv[i], "--queue") && !strcmp(argv[i + 2], "--dead") &&
+	    *argv[i + 1] && !strchr(argv[i + 1], '\n')) {
+		if (asprintf(&req, "retry-dead %s\n", argv[i + 1]) < 0)
+			return NULL;
+		return req;
+	}
+	fprintf(stderr, "claimctl: retry takes an item id, or --queue NAME --dead\n");
+	return NULL;
+}
+
 /* Builds the request for argv[i...]; NULL after printing why. */
 static char *build_request(int argc, char **argv, int i)
 {
@@ -157,6 +180,8 @@ static char *build_request(int argc, char **argv, int i)
 		}
 		return strdup(i + 1 < argc ? "status --json\n" : "status\n");
 	}
+	if (!strcmp(argv[i], "retry"))
+		return retry_request(argc, argv, i + 1);
 	if (strcmp(argv[i], "add") != 0) {
 		fprintf(stderr, "claimctl: unknown command '%s'\n", argv[i]);
 		return NULL;

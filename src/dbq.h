@@ -21,6 +21,7 @@ enum dbq_kind {
 	DBQ_POLL,     /* in: queue. out: rc = 1 if a row is claimable now */
 	DBQ_ADD,      /* in: queue, payload, len. out: id */
 	DBQ_PRUNE,    /* in: keep_s. out: rc = rows deleted (0 when another supervisor prunes) */
+	DBQ_RETRY,    /* in: id, or queue with all_dead. out: rc = rows put back */
 };
 
 struct dbq_job {
@@ -33,12 +34,13 @@ struct dbq_job {
 	unsigned char *payload;
 	size_t payload_len;
 	unsigned keep_s;
+	bool all_dead;
 	/* out */
 	int rc;
 	char err[STORE_ERR_MAX];
 	struct store_count *counts;
 	size_t ncounts;
-	uint64_t id;
+	uint64_t id;              /* out for ADD, in for RETRY */
 	/* called on the loop thread when the job is over; it may free the job */
 	void (*done)(struct dbq_job *j);
 	void *data;

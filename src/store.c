@@ -973,6 +973,29 @@ int store_add(struct store *s, const char *queue, const unsigned char *payload, 
 	return 0;
 }
 
+int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err, size_t errlen)
+{
+	int r = check(s, "store_retry_dead", NULL, 0, queue, err, errlen);
+	char q[QUOTED_QUEUE_MAX];
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	sql_reset(s);
+	sql_add(s, "UPDATE work_items SET state = 'ready', attempts = 0, visible_at = NOW(6), "
+		"finished_at = NULL WHERE state = 'dead' AND ");
+	if (queue) {
+		quote(s->conn, q, queue, strlen(queue));
+		sql_add(s, "queue = %s", q);
+	} else {
+		sql_add(s, "id = %llu", (unsigned long long)id);
+	}
+	r = run(s, "store_retry_dead", &rr, err, errlen);
+	if (r < 0)
+		return final(r);
+	return rr.rows[0] > INT32_MAX ? INT32_MAX : (int)rr.rows[0];
+}
+
 int store_prune(struct store *s, unsigned keep_done_s, unsigned limit, char *err, size_t errlen)
 {
 	int r = check(s, "store_prune", NULL, 0, NULL, err, errlen);

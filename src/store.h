@@ -150,6 +150,10 @@ void store_cursor_hint(struct store *s, const char *queue, uint64_t pos, uint64_
 int store_add(struct store *s, const char *queue, const unsigned char *payload, size_t len,
 	      uint64_t *ret_id, char *err, size_t errlen);
 
+/* Put dead rows back: row id (queue NULL) or every dead row of queue, ready now with
+ * attempts 0 (last_error stays until the next failure). Returns how many rows. */
+int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err, size_t errlen);
+
 /* Delete up to limit rows in state 'done' that finished more than keep_done_s seconds ago,
  * oldest first, in one statement, if this session holds (or can take) the database's prune
  * lock (GET_LOCK, released with the connection): among supervisors sharing the database one

@@ -1,5 +1,6 @@
 /* supctl — the supervisor's answers on the control socket: status (with queue counts read
  * through the database queue, at most once a second) and add (insert, then wake a worker). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,11 +156,58 @@ bad:
 	control_reply(conn, bad, sizeof(bad) - 1);
 }
 
+static void on_retried(struct dbq_job *j)
+{
+	struct sup *s = j->data;
+	char reply[STORE_ERR_MAX + 32];
+	int n;
+
+	if (j->rc < 0) {
+		n = snprintf(reply, sizeof(reply), "error: %s\n", j->err);
+	} else {
+		n = snprintf(reply, sizeof(reply), "%d\n", j->rc);
+		if (j->rc > 0)
+			sup_wake_one(s, NULL);
+	}
+	control_reply(j->data2, reply, n > 0 && (size_t)n < sizeof(reply) ? (size_t)n
+									: strlen(reply));
+	free(j);
+}
+
+/* "retry ID" or "retry-dead QUEUE": dead rows back to ready; answers how many. */
+static void request_retry(struct sup *s, struct control_conn *conn, const char *arg, bool all)
+{
+	static const char bad[] = "error: usage: retry ID | retry-dead QUEUE\n";
+	struct dbq_job *j;
+	char *end;
+	unsigned long long id = 0;
+
+	if (!all) {
+		errno = 0;
+		id = strtoull(arg, &end, 10);
+		if (errno || end == arg || *end || *arg < '0' || *arg > '9' || id == 0)
+			goto bad;
+	} else if (!*arg || strlen(arg) > STORE_QUEUE_MAX) {
+		goto bad;
+	}
+	if (!(j = sup_new_job(s, DBQ_RETRY, on_retried)))
+		goto bad;
+	j->id = id;
+	j->all_dead = all;
+	if (all)
+		snprintf(j->queue, sizeof(j->queue), "%s", arg);
+	j->data2 = conn;
+	dbq_push(s->dbq, j);
+	return;
+bad:
+	control_reply(conn, bad, sizeof(bad) - 1);
+}
+
 void supctl_on_request(void *data, struct control_conn *conn, const char *line)
 {
 	struct sup *s = data;
-	static const char usage[] = "error: unknown request; try 'status', 'status --json' or "
-				    "'add QUEUE HEX-PAYLOAD'\n";
+	static const char usage[] = "error: unknown request; try 'status', 'status --json', "
+				    "'add QUEUE HEX-PAYLOAD', 'retry ID' or 'retry-dead QUEUE'\n";
 	bool json;
 
 	if (!strcmp(line, "status") || !strcmp(line, "status --json")) {
@@ -172,6 +220,14 @@ void supctl_on_request(void *data, struct control_conn *conn, const char *line)
 	}
 	if (!strncmp(line, "add ", 4)) {
 		request_add(s, conn, line + 4);
+		return;
+	}
+	if (!strncmp(line, "retry ", 6)) {
+		request_retry(s, conn, line + 6, false);
+		return;
+	}
+	if (!strncmp(line, "retry-dead ", 11)) {
+		request_retry(s, conn, line + 11, true);
 		return;
 	}
 	control_reply(conn, usage, sizeof(usage) - 1);

@@ -66,5 +66,34 @@ def it_logs_a_failure_with_multiline_stderr_as_one_line(t):
     check(any('line two' in ln for ln in lines), 'the failure\'s stderr is not in the log')
 
 
+def it_claimctl_retry_puts_dead_rows_back(t):
+    db = t.database()
+    one = db.insert_item('a', max_attempts=1)
+    rest = [db.insert_item(p, max_attempts=1) for p in ('b', 'c')]
+    other = db.insert_item('d', max_attempts=1, queue="'other'")
+    broken = os.path.join(t.tmpdir, 'broken')
+    open(broken, 'w').close()
+    h = t.log_handler(f'if [ -e {broken} ]; then echo "broken" >&2; rc=1; fi')
+    c = t.claimd(db, '--workers', '2', '--handler', h.spec, '--poll-interval', '10s')
+    wait_for(db.states, 15, '3 rows dead', until=lambda s: s['dead'] == 3)
+    os.unlink(broken)
+
+    r = c.ctl('retry', str(one))
+    check_eq((r.returncode, r.stdout.strip()), (0, '1'), 'claimctl retry ID: exit code, rows')
+    wait_for(lambda: db.row(one, 'state, attempts'), 5, f'row {one} done on its retry',
+             until=lambda r: r == ('done', '1'))
+    r = c.ctl('retry', str(one))
+    check_eq((r.returncode, r.stdout.strip()), (0, '0'), 'claimctl retry of a row that is not dead')
+
+    r = c.ctl('retry', '--queue', 'default', '--dead')
+    check_eq((r.returncode, r.stdout.strip()), (0, '2'), 'claimctl retry --queue default --dead')
+    for item in rest:
+        wait_for(lambda: db.row(item, 'state'), 5, f'row {item} done', until=lambda r: r == ('done',))
+    check_eq(db.row(other, 'state'), ('ready',), 'row of another queue, never served')
+    r = c.ctl('retry', 'nope')
+    check(r.returncode != 0 and 'retry' in r.stderr, f'claimctl retry nope: {r.returncode} {r.stderr!r}')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
 if __name__ == '__main__':
     harness.main()
