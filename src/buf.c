@@ -18,6 +18,14 @@ void buf_free(struct buf *b)
 	buf_init(b);
 }
 
+void buf_reset(struct buf *b)
+{
+	b->len = 0;
+	b->failed = false;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
 static bool reserve(struct buf *b, size_t extra)
 {
 	size_t need, cap;

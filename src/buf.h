@@ -16,6 +16,8 @@ struct buf {
 
 void buf_init(struct buf *b);
 void buf_free(struct buf *b);
+/* Empty it for reuse, keeping the memory; clears a failure. */
+void buf_reset(struct buf *b);
 void buf_append(struct buf *b, const void *p, size_t n);
 void buf_puts(struct buf *b, const char *s);
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

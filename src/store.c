@@ -20,6 +20,8 @@
  */
 #include "store.h"
 
+#include "buf.h"
+
 #include <errno.h>
 #include <mysql.h>
 #include <stdarg.h>
@@ -86,9 +88,7 @@ struct store {
 	struct dsn dsn;
 	char claimer[256];
 	char claimer_sql[2 * 255 + 3]; /* quoted for the current connection */
-	char *sql;                   /* the statement(s) being built */
-	size_t len, cap;
-	bool oom;
+	struct buf sql;              /* the statement(s) being built */
 	struct store_item *scratch;  /* rows of a claim until its COMMIT succeeded */
 	size_t scratch_cap;
 	struct claim_cursor cursor;
@@ -110,7 +110,6 @@ struct claim_args {
 
 static int fail_msg(int code, char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-static void sql_add(struct store *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Fills err (if any) and returns code. */
 static int fail_msg(int code, char *err, size_t errlen, const char *fmt, ...)
@@ -129,37 +128,10 @@ static int fail_msg(int code, char *err, size_t errlen, const char *fmt, ...)
 
 static void sql_reset(struct store *s)
 {
-	s->len = 0;
-	s->oom = false;
+	buf_reset(&s->sql);
 }
 
-static void sql_add(struct store *s, const char *fmt, ...)
-{
-	size_t cap = s->cap ? s->cap : 1024;
-	va_list ap;
-	char *p;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || s->oom)
-		return;
-	while (cap < s->len + (size_t)n + 1)
-		cap *= 2;
-	if (cap != s->cap) {
-		if (!(p = realloc(s->sql, cap))) {
-			s->oom = true;
-			return;
-		}
-		s->sql = p;
-		s->cap = cap;
-	}
-	va_start(ap, fmt);
-	vsnprintf(s->sql + s->len, s->cap - s->len, fmt, ap);
-	va_end(ap);
-	s->len += (size_t)n;
-}
+#define sql_add(s, ...) buf_printf(&(s)->sql, __VA_ARGS__)
 
 /* Writes str quoted and escaped to out (2 * len + 3 bytes); returns its length. */
 static size_t quote(MYSQL *c, char *out, const char *str, size_t len)
@@ -279,9 +251,9 @@ static int run(struct store *s, const char *op, struct run *rr, char *err, size_
 	int status, r;
 
 	memset(rr, 0, sizeof(*rr));
-	if (s->oom)
+	if (buf_failed(&s->sql))
 		return fail_msg(-ENOMEM, err, errlen, "%s: out of memory", op);
-	if (mysql_real_query(s->conn, s->sql, (unsigned long)s->len) != 0)
+	if (mysql_real_query(s->conn, s->sql.data, (unsigned long)s->sql.len) != 0)
 		return db_error(s, op, err, errlen);
 	do {
 		res = mysql_store_result(s->conn);
@@ -389,7 +361,7 @@ void store_free(struct store *s)
 	drop(s);
 	store_items_clear(s->scratch, s->scratch_cap);
 	free(s->scratch);
-	free(s->sql);
+	buf_free(&s->sql);
 	free(s);
 }
 
