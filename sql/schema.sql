@@ -21,6 +21,8 @@ CREATE TABLE IF NOT EXISTS work_items (
     run_at        DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
     period_s      INT UNSIGNED NULL DEFAULT NULL,
     timeout_s     INT UNSIGNED NULL DEFAULT NULL,
+    dedupe_key    VARCHAR(255) NULL DEFAULT NULL,
+    dedupe_until  DATETIME(6) NULL DEFAULT NULL,
     visible_at    DATETIME(6) NULL DEFAULT NULL,
     claim_token   BIGINT UNSIGNED NOT NULL DEFAULT 0,
     claimed_by    VARCHAR(255) NULL DEFAULT NULL,
@@ -30,7 +32,9 @@ CREATE TABLE IF NOT EXISTS work_items (
     created_at    DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
     PRIMARY KEY (id),
     KEY claim_idx (queue, visible_at, id),
-    KEY finished_idx (finished_at)
+    KEY finished_idx (finished_at),
+    UNIQUE KEY dedupe_idx (queue, dedupe_key),
+    KEY dedupe_expiry_idx (dedupe_until)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
 
 -- A row inserted as 'ready' becomes visible at its run_at (a column DEFAULT cannot read
@@ -44,6 +48,13 @@ CREATE TRIGGER work_items_bi BEFORE INSERT ON work_items FOR EACH ROW
 --   period_s   recurring: after each successful run the row is ready again period_s seconds
 --              after it finished (0 = at once) instead of done
 --   timeout_s  this row's handler time limit, overriding claimd --timeout
+--   dedupe_key a row whose (queue, dedupe_key) another row holds is not inserted (INSERT
+--              IGNORE): while that row is ready or claimed, and for a window (claimd
+--              --dedupe-window, 5 min) after it finished, until dedupe_until
 ALTER TABLE work_items
     ADD COLUMN IF NOT EXISTS period_s INT UNSIGNED NULL DEFAULT NULL AFTER run_at,
-    ADD COLUMN IF NOT EXISTS timeout_s INT UNSIGNED NULL DEFAULT NULL AFTER period_s;
+    ADD COLUMN IF NOT EXISTS timeout_s INT UNSIGNED NULL DEFAULT NULL AFTER period_s,
+    ADD COLUMN IF NOT EXISTS dedupe_key VARCHAR(255) NULL DEFAULT NULL AFTER timeout_s,
+    ADD COLUMN IF NOT EXISTS dedupe_until DATETIME(6) NULL DEFAULT NULL AFTER dedupe_key,
+    ADD UNIQUE KEY IF NOT EXISTS dedupe_idx (queue, dedupe_key),
+    ADD KEY IF NOT EXISTS dedupe_expiry_idx (dedupe_until);

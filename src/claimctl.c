@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "config.h"
 #include "control.h"
 
@@ -19,13 +20,16 @@
 static void usage(FILE *f)
 {
 	fputs("usage: claimctl [--control PATH] status [--json]\n"
-	      "       claimctl [--control PATH] add [--queue NAME] [PAYLOAD]\n"
+	      "       claimctl [--control PATH] add [--queue NAME] [--run-at 'YYYY-MM-DD HH:MM:SS']\n"
+	      "                [--delay DUR] [--period DUR] [--max-attempts N] [--timeout DUR]\n"
+	      "                [--dedupe KEY] [PAYLOAD]\n"
 	      "       claimctl [--control PATH] retry ID | retry --queue NAME --dead\n"
 	      "\n"
 	      "  status         the worker pool and the queue counts, as a table\n"
 	      "  status --json  the same as one JSON object\n"
 	      "  add            enqueue one item (payload from the argument, else stdin) through\n"
-	      "                 claimd, which wakes an idle worker for it; prints the new id\n"
+	      "                 claimd, which wakes an idle worker for it; prints the new id (with\n"
+	      "                 --dedupe, the id of the row holding KEY if there is one)\n"
 	      "  retry          put a dead row (or every dead row of a queue) back to ready with\n"
 	      "                 its attempts reset; prints how many rows\n"
 	      "\n"
@@ -126,23 +130,79 @@ fail:
 	return NULL;
 }
 
-/* "add QUEUE HEX\n" into a malloc'd string. */
-static char *add_request(const char *queue, const unsigned char *payload, size_t len)
+static void put_hex(struct buf *b, const void *p, size_t len)
 {
 	static const char digits[] = "0123456789abcdef";
-	size_t qlen = strlen(queue), o;
-	char *req = malloc(4 + qlen + 1 + 2 * len + 2);
+	const unsigned char *u = p;
 
-	if (!req)
-		return NULL;
-	o = (size_t)sprintf(req, "add %s ", queue);
 	for (size_t i = 0; i < len; i++) {
-		req[o++] = digits[payload[i] >> 4];
-		req[o++] = digits[payload[i] & 15];
+		char two[2] = { digits[u[i] >> 4], digits[u[i] & 15] };
+		buf_append(b, two, 2);
 	}
-	req[o++] = '\n';
-	req[o] = '\0';
-	return req;
+}
+
+/* "add QUEUE HEX [name=value ...]\n" into a malloc'd string; opts already "name=value"
+ * words each starting with a space. */
+static char *add_request(const char *queue, const unsigned char *payload, size_t len,
+			 const struct buf *opts)
+{
+	struct buf b;
+
+	buf_init(&b);
+	buf_printf(&b, "add %s ", queue);
+	put_hex(&b, payload, len);
+	if (opts->len)
+		buf_append(&b, opts->data, opts->len);
+	buf_puts(&b, "\n");
+	if (buf_failed(&b)) {
+		buf_free(&b);
+		return NULL;
+	}
+	return b.data;
+}
+
+static bool whole_number(const char *v, unsigned long max)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	return *v >= '0' && *v <= '9' && !*end && !errno && n <= max;
+}
+
+/* One add option (argv[i], its value argv[i + 1]) onto opts. Returns false after saying why. */
+static bool add_option(const char *name, const char *v, struct buf *opts, const char **queue)
+{
+	unsigned ms;
+
+	if (!strcmp(name, "--queue")) {
+		*queue = v;
+	} else if (!strcmp(name, "--run-at") || !strcmp(name, "--dedupe")) {
+		if (!*v || strlen(v) > 255)
+			goto bad;
+		buf_puts(opts, name[2] == 'r' ? " run_at=" : " dedupe=");
+		put_hex(opts, v, strlen(v));
+	} else if (!strcmp(name, "--delay")) {
+		if (config_parse_duration(v, &ms) < 0)
+			goto bad;
+		buf_printf(opts, " delay_ms=%u", ms);
+	} else if (!strcmp(name, "--period") || !strcmp(name, "--timeout")) {
+		if (config_parse_duration(v, &ms) < 0 || (ms == 0 && name[2] == 't'))
+			goto bad;
+		buf_printf(opts, name[2] == 'p' ? " period_s=%u" : " timeout_s=%u", ms / 1000);
+	} else if (!strcmp(name, "--max-attempts")) {
+		if (!whole_number(v, 1000000))
+			goto bad;
+		buf_printf(opts, " max_attempts=%s", v);
+	} else {
+		fprintf(stderr, "claimctl: add: unknown option '%s'\n", name);
+		return false;
+	}
+	return true;
+bad:
+	fprintf(stderr, "claimctl: add: bad value for %s: '%s'\n", name, v);
+	return false;
 }
 
 /* retry ID | retry --queue NAME --dead */
@@ -170,6 +230,7 @@ static char *build_request(int argc, char **argv, int i)
 {
 	const char *queue = "default";
 	unsigned char *payload;
+	struct buf opts;
 	size_t len;
 	char *req;
 
@@ -186,18 +247,22 @@ static char *build_request(int argc, char **argv, int i)
 		fprintf(stderr, "claimctl: unknown command '%s'\n", argv[i]);
 		return NULL;
 	}
-	i++;
-	if (i + 1 < argc && !strcmp(argv[i], "--queue")) {
-		queue = argv[i + 1];
-		i += 2;
+	buf_init(&opts);
+	for (i++; i < argc && !strncmp(argv[i], "--", 2); i += 2) {
+		if (i + 1 >= argc) {
+			fprintf(stderr, "claimctl: add: %s needs a value\n", argv[i]);
+			goto fail;
+		}
+		if (!add_option(argv[i], argv[i + 1], &opts, &queue))
+			goto fail;
 	}
 	if (!*queue || strlen(queue) > 64 || strchr(queue, ' ') || strchr(queue, '\n')) {
 		fprintf(stderr, "claimctl: add: bad queue name '%s'\n", queue);
-		return NULL;
+		goto fail;
 	}
 	if (i + 1 < argc) {
 		fprintf(stderr, "claimctl: add: unexpected argument '%s'\n", argv[i + 1]);
-		return NULL;
+		goto fail;
 	}
 	if (i < argc) {
 		payload = (unsigned char *)strdup(argv[i]);
@@ -205,11 +270,15 @@ static char *build_request(int argc, char **argv, int i)
 	} else if (!(payload = read_stdin(ADD_PAYLOAD_MAX, &len))) {
 		fprintf(stderr, "claimctl: add: cannot read the payload from stdin (at most %u "
 			"bytes)\n", ADD_PAYLOAD_MAX);
-		return NULL;
+		goto fail;
 	}
-	req = add_request(queue, payload, len);
+	req = add_request(queue, payload, len, &opts);
 	free(payload);
+	buf_free(&opts);
 	return req;
+fail:
+	buf_free(&opts);
+	return NULL;
 }
 
 int main(int argc, char **argv)

@@ -87,12 +87,15 @@ static void on_work(uv_work_t *req)
 	case DBQ_PRUNE:
 		j->rc = store_prune(s, j->keep_s, DBQ_PRUNE_CHUNK, j->err, sizeof(j->err));
 		break;
+	case DBQ_DEDUPE:
+		j->rc = store_dedupe_expire(s, DBQ_PRUNE_CHUNK, j->err, sizeof(j->err));
+		break;
 	case DBQ_RETRY:
 		j->rc = store_retry_dead(s, j->id, j->all_dead ? j->queue : NULL, j->err,
 					 sizeof(j->err));
 		break;
 	case DBQ_ADD:
-		j->rc = store_add(s, j->queue, j->payload, j->payload_len, &j->id, j->err,
+		j->rc = store_add(s, j->queue, j->payload, j->payload_len, &j->add, &j->id, j->err,
 				  sizeof(j->err));
 		break;
 	}

@@ -19,9 +19,10 @@ enum dbq_kind {
 	DBQ_RELEASE,  /* in: refs, n, reason. out: rc = rows released. Retried until done. */
 	DBQ_COUNTS,   /* out: counts, ncounts (caller frees counts) */
 	DBQ_POLL,     /* in: queue. out: rc = 1 if a row is claimable now */
-	DBQ_ADD,      /* in: queue, payload, len. out: id */
+	DBQ_ADD,      /* in: queue, payload, len, add. out: id; rc = 1 for a duplicate */
 	DBQ_PRUNE,    /* in: keep_s. out: rc = rows deleted (0 when another supervisor prunes) */
 	DBQ_RETRY,    /* in: id, or queue with all_dead. out: rc = rows put back */
+	DBQ_DEDUPE,   /* out: rc = rows whose dedupe key expired */
 };
 
 struct dbq_job {
@@ -35,6 +36,9 @@ struct dbq_job {
 	size_t payload_len;
 	unsigned keep_s;
 	bool all_dead;
+	struct store_add_opts add;     /* its strings point into run_at and dedupe_key below */
+	char run_at[65];
+	char dedupe_key[STORE_DEDUPE_KEY_MAX + 1];
 	/* out */
 	int rc;
 	char err[STORE_ERR_MAX];

@@ -49,7 +49,9 @@
 	"finished_at = NOW(6), " \
 	"visible_at = IF(period_s IS NULL, NULL, NOW(6) + INTERVAL period_s SECOND), " \
 	"attempts = IF(period_s IS NULL, attempts, 0), " \
-	"last_error = IF(period_s IS NULL, last_error, NULL)"
+	"last_error = IF(period_s IS NULL, last_error, NULL), " \
+	"dedupe_until = IF(period_s IS NULL AND dedupe_key IS NOT NULL, " \
+	"NOW(6) + INTERVAL %u SECOND, NULL)"
 #define CLAIM_HEAD_SCAN_MS 1000u /* scan from the oldest row at least this often */
 
 #define RETRIES_DEADLOCK 5      /* tries in all for 1213 */
@@ -89,6 +91,7 @@ struct store {
 	char claimer[256];
 	char claimer_sql[2 * 255 + 3]; /* quoted for the current connection */
 	struct buf sql;              /* the statement(s) being built */
+	unsigned dedupe_window_s;    /* a finished row keeps its dedupe_key this long */
 	struct store_item *scratch;  /* rows of a claim until its COMMIT succeeded */
 	size_t scratch_cap;
 	struct claim_cursor cursor;
@@ -350,8 +353,14 @@ int store_new(const struct dsn *dsn, const char *claimer, struct store **ret)
 	/* claimed_by is VARCHAR(255): cut on a character boundary. */
 	utf8_sanitize(claimer ? claimer : "", s->claimer, 255);
 	s->seed = (unsigned)getpid() ^ (unsigned)time(NULL) ^ (unsigned)(uintptr_t)s;
+	s->dedupe_window_s = STORE_DEDUPE_WINDOW_S;
 	*ret = s;
 	return 0;
+}
+
+void store_set_dedupe_window(struct store *s, unsigned seconds)
+{
+	s->dedupe_window_s = seconds;
 }
 
 void store_free(struct store *s)
@@ -581,7 +590,7 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	sql_reset(s);
 	sql_add(s, "START TRANSACTION;");
 	if (a->ndone) {
-		sql_add(s, COMPLETE " WHERE ");
+		sql_add(s, COMPLETE " WHERE ", s->dedupe_window_s);
 		sql_add_fence(s, a->done, a->ndone);
 		sql_add(s, ";");
 	}
@@ -653,7 +662,7 @@ static int claim_once(struct store *s, const struct claim_args *a, size_t *ret_n
 
 	if (a->max == 0) { /* complete only: one autocommit statement */
 		sql_reset(s);
-		sql_add(s, COMPLETE " WHERE ");
+		sql_add(s, COMPLETE " WHERE ", s->dedupe_window_s);
 		sql_add_fence(s, a->done, a->ndone);
 		r = run(s, "store_claim", &rr, err, errlen);
 		*ret_n = 0;
@@ -747,8 +756,10 @@ static void sql_add_finish(struct store *s, unsigned delay_ms, const char *text,
 {
 	sql_add(s, "UPDATE work_items SET state = IF(" IS_DEAD ", 'dead', 'ready'), "
 		"visible_at = IF(" IS_DEAD ", NULL, NOW(6) + INTERVAL %llu MICROSECOND), "
-		"finished_at = IF(" IS_DEAD ", NOW(6), NULL), last_error = ",
-		(unsigned long long)delay_ms * 1000u);
+		"finished_at = IF(" IS_DEAD ", NOW(6), NULL), "
+		"dedupe_until = IF(" IS_DEAD " AND dedupe_key IS NOT NULL, "
+		"NOW(6) + INTERVAL %u SECOND, NULL), last_error = ",
+		(unsigned long long)delay_ms * 1000u, s->dedupe_window_s);
 	if (keep)
 		sql_add(s, "IF(" IS_DEAD ", ");
 	sql_add_error_text(s, text);
@@ -917,32 +928,97 @@ int store_counts(struct store *s, struct store_count **ret, size_t *ret_n,
 
 /* ---- enqueue and maintenance ---- */
 
-int store_add(struct store *s, const char *queue, const unsigned char *payload, size_t len,
-	      uint64_t *ret_id, char *err, size_t errlen)
+/* "SET @claimd_dup = 0; INSERT ... ON DUPLICATE KEY UPDATE ...; SELECT @claimd_dup,
+ * LAST_INSERT_ID()": a row holding the dedupe key is left as it is, and its id is the one
+ * returned. Not INSERT IGNORE, which would turn a bad value into a warning. */
+static int sql_add_new_row(struct store *s, const char *queue, const unsigned char *payload,
+			   size_t len, const struct store_add_opts *o)
 {
+	char q[QUOTED_QUEUE_MAX], k[2 * STORE_DEDUPE_KEY_MAX + 3], when[2 * 64 + 3];
+	char *p = malloc(2 * len + 3);
+
+	if (!p)
+		return -ENOMEM;
+	quote(s->conn, q, queue, strlen(queue));
+	quote(s->conn, p, (const char *)(payload ? payload : (const unsigned char *)""), len);
+	if (o->dedupe_key) {
+		/* A key whose window has passed is free now, not at the next maintenance pass. */
+		quote(s->conn, k, o->dedupe_key, strlen(o->dedupe_key));
+		sql_add(s, "UPDATE work_items SET dedupe_key = NULL, dedupe_until = NULL "
+			"WHERE queue = %s AND dedupe_key = %s AND dedupe_until < NOW(6);", q, k);
+	}
+	sql_add(s, "SET @claimd_dup = 0;INSERT INTO work_items (queue, payload%s%s%s%s%s) "
+		"VALUES (%s, %s", o->run_at || o->delay_ms ? ", run_at" : "",
+		o->period_s >= 0 ? ", period_s" : "", o->max_attempts ? ", max_attempts" : "",
+		o->timeout_s ? ", timeout_s" : "", o->dedupe_key ? ", dedupe_key" : "", q, p);
+	free(p);
+	if (o->run_at) {
+		quote(s->conn, when, o->run_at, strlen(o->run_at));
+		sql_add(s, ", %s", when);
+	} else if (o->delay_ms) {
+		sql_add(s, ", NOW(6) + INTERVAL %llu MICROSECOND", (unsigned long long)o->delay_ms * 1000u);
+	}
+	if (o->period_s >= 0)
+		sql_add(s, ", %ld", o->period_s);
+	if (o->max_attempts)
+		sql_add(s, ", %u", o->max_attempts);
+	if (o->timeout_s)
+		sql_add(s, ", %u", o->timeout_s);
+	if (o->dedupe_key)
+		sql_add(s, ", %s", k);
+	sql_add(s, ") ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@claimd_dup := 1);"
+		"SELECT @claimd_dup, LAST_INSERT_ID()");
+	return 0;
+}
+
+int store_add(struct store *s, const char *queue, const unsigned char *payload, size_t len,
+	      const struct store_add_opts *opts, uint64_t *ret_id, char *err, size_t errlen)
+{
+	static const struct store_add_opts none = { .period_s = -1 };
+	const struct store_add_opts *o = opts ? opts : &none;
 	int r = check(s, "store_add", NULL, 0, queue ? queue : "", err, errlen);
-	char q[QUOTED_QUEUE_MAX];
-	char *p;
+	MYSQL_ROW row;
 	struct run rr;
+	uint64_t id;
 
 	if (r < 0)
 		return r;
 	if (len > STORE_PAYLOAD_MAX)
 		return fail_msg(-EMSGSIZE, err, errlen, "store_add: payload of %zu bytes is over "
 				"the %u byte limit", len, STORE_PAYLOAD_MAX);
-	p = malloc(2 * len + 3);
-	if (!p)
-		return fail_msg(-ENOMEM, err, errlen, "store_add: out of memory");
-	quote(s->conn, q, queue, strlen(queue));
-	quote(s->conn, p, (const char *)(payload ? payload : (const unsigned char *)""), len);
+	if ((o->dedupe_key && strlen(o->dedupe_key) > STORE_DEDUPE_KEY_MAX) ||
+	    (o->run_at && strlen(o->run_at) > 64))
+		return fail_msg(-EINVAL, err, errlen, "store_add: dedupe key or run_at too long");
 	sql_reset(s);
-	sql_add(s, "INSERT INTO work_items (queue, payload) VALUES (%s, %s)", q, p);
-	free(p);
+	if (sql_add_new_row(s, queue, payload, len, o) < 0)
+		return fail_msg(-ENOMEM, err, errlen, "store_add: out of memory");
 	r = run(s, "store_add", &rr, err, errlen);
 	if (r < 0)
 		return final(r);
-	*ret_id = (uint64_t)mysql_insert_id(s->conn);
-	return 0;
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	r = row && row[0] && row[1] && parse_u64(row[1], strlen(row[1]), &id) && id > 0 ?
+	    row[0][0] == '1' : -EIO;
+	mysql_free_result(rr.res);
+	if (r < 0)
+		return fail_msg(r, err, errlen, "store_add: no id came back");
+	*ret_id = id;
+	return r;
+}
+
+int store_dedupe_expire(struct store *s, unsigned limit, char *err, size_t errlen)
+{
+	int r = check(s, "store_dedupe_expire", NULL, 0, NULL, err, errlen);
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	sql_reset(s);
+	sql_add(s, "UPDATE work_items SET dedupe_key = NULL, dedupe_until = NULL "
+		"WHERE dedupe_until < NOW(6) LIMIT %u", limit ? limit : 1);
+	r = run(s, "store_dedupe_expire", &rr, err, errlen);
+	if (r < 0)
+		return final(r);
+	return rr.rows[0] > INT32_MAX ? INT32_MAX : (int)rr.rows[0];
 }
 
 int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err, size_t errlen)

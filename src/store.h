@@ -28,6 +28,8 @@
 #define STORE_QUEUE_MAX 64
 #define STORE_ERR_MAX 512
 #define STORE_PAYLOAD_MAX (16u * 1024 * 1024 - 1) /* MEDIUMBLOB */
+#define STORE_DEDUPE_KEY_MAX 255
+#define STORE_DEDUPE_WINDOW_S 300
 
 struct store;
 
@@ -145,10 +147,33 @@ bool store_cursor(const struct store *s, uint64_t *ret_pos, uint64_t *ret_id);
  * per worker). */
 void store_cursor_hint(struct store *s, const char *queue, uint64_t pos, uint64_t id);
 
-/* Insert one ready row of queue with payload (len bytes, at most STORE_PAYLOAD_MAX) and write
- * its id to *ret_id. Returns 0 or a negative error (-EMSGSIZE for a payload too large). */
+/* What an add may set besides queue and payload; zero (and period_s -1) leaves the column's
+ * default. */
+struct store_add_opts {
+	const char *run_at;      /* a DATETIME literal in the database's time zone, or NULL */
+	unsigned delay_ms;       /* run_at = NOW(6) + delay (when run_at is NULL) */
+	long period_s;           /* recurring every period_s; -1 = not recurring */
+	unsigned max_attempts;
+	unsigned timeout_s;
+	const char *dedupe_key;  /* at most STORE_DEDUPE_KEY_MAX bytes, or NULL */
+};
+
+/* Insert one ready row of queue with payload (len bytes, at most STORE_PAYLOAD_MAX) and the
+ * options (NULL: none), and write its id to *ret_id. With a dedupe key that a row of the
+ * queue holds (ready, claimed, or finished less than the dedupe window ago), nothing is
+ * inserted and *ret_id is that row's id. Returns 0 if a row was inserted, 1 if it was a
+ * duplicate, or a negative error (-EMSGSIZE for a payload too large, -EIO for a value the
+ * database refuses). */
 int store_add(struct store *s, const char *queue, const unsigned char *payload, size_t len,
-	      uint64_t *ret_id, char *err, size_t errlen);
+	      const struct store_add_opts *opts, uint64_t *ret_id, char *err, size_t errlen);
+
+/* A row finished (done or dead) keeps its dedupe_key for seconds (default
+ * STORE_DEDUPE_WINDOW_S), so the same key is still refused meanwhile. */
+void store_set_dedupe_window(struct store *s, unsigned seconds);
+
+/* Forget the dedupe keys of rows whose window has passed, up to limit rows. Returns how
+ * many, or a negative error. */
+int store_dedupe_expire(struct store *s, unsigned limit, char *err, size_t errlen);
 
 /* Put dead rows back: row id (queue NULL) or every dead row of queue, ready now with
  * attempts 0 (last_error stays until the next failure). Returns how many rows. */

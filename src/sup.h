@@ -70,6 +70,7 @@ struct sup {
 	bool poll_inflight;
 	bool prune_inflight;
 	bool prune_due;
+	bool dedupe_due;
 	uv_timer_t prune_timer;
 	/* status */
 	struct store_count *counts;

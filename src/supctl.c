@@ -104,7 +104,8 @@ static void on_added(struct dbq_job *j)
 		n = snprintf(reply, sizeof(reply), "error: %s\n", j->err);
 	} else {
 		n = snprintf(reply, sizeof(reply), "%llu\n", (unsigned long long)j->id);
-		sup_wake_one(s, NULL);
+		if (j->rc == 0)
+			sup_wake_one(s, NULL);
 	}
 	control_reply(j->data2, reply, n > 0 && (size_t)n < sizeof(reply) ? (size_t)n
 									: strlen(reply));
@@ -119,40 +120,103 @@ static int hexval(char c)
 }
 
 /* "add QUEUE HEXPAYLOAD": insert a row, answer its id, wake a worker for it. */
+/* Decodes hex (hlen chars) into out (hlen / 2 bytes). Returns false on a bad digit. */
+static bool unhex(const char *hex, size_t hlen, unsigned char *out)
+{
+	for (size_t i = 0; i < hlen / 2; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return false;
+		out[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return hlen % 2 == 0;
+}
+
+static bool parse_num(const char *v, unsigned long max, unsigned long *ret)
+{
+	char *end;
+
+	errno = 0;
+	*ret = strtoul(v, &end, 10);
+	return *v >= '0' && *v <= '9' && !errno && !*end && *ret <= max;
+}
+
+/* One "name=value" option of an add into j->add. */
+static bool add_option(struct dbq_job *j, char *opt)
+{
+	char *v = strchr(opt, '=');
+	unsigned long n = 0;
+	size_t len;
+
+	if (!v)
+		return false;
+	*v++ = '\0';
+	len = strlen(v);
+	if (!strcmp(opt, "run_at") || !strcmp(opt, "dedupe")) {
+		bool run_at = opt[0] == 'r';
+		char *dst = run_at ? j->run_at : j->dedupe_key;
+		size_t cap = run_at ? sizeof(j->run_at) : sizeof(j->dedupe_key);
+		if (len == 0 || len / 2 >= cap || !unhex(v, len, (unsigned char *)dst))
+			return false;
+		dst[len / 2] = '\0';
+		if (strlen(dst) != len / 2)
+			return false;
+		if (run_at)
+			j->add.run_at = dst;
+		else
+			j->add.dedupe_key = dst;
+		return true;
+	}
+	if (!parse_num(v, UINT32_MAX, &n))
+		return false;
+	if (!strcmp(opt, "delay_ms"))
+		j->add.delay_ms = (unsigned)n;
+	else if (!strcmp(opt, "period_s"))
+		j->add.period_s = (long)n;
+	else if (!strcmp(opt, "max_attempts"))
+		j->add.max_attempts = (unsigned)n;
+	else if (!strcmp(opt, "timeout_s"))
+		j->add.timeout_s = (unsigned)n;
+	else
+		return false;
+	return true;
+}
+
+/* "add QUEUE HEX-PAYLOAD [name=value ...]": insert a row, answer its id (that of the row
+ * holding the dedupe key, for a duplicate), wake a worker for it. Values of run_at and
+ * dedupe are hex too. */
 static void request_add(struct sup *s, struct control_conn *conn, const char *args)
 {
-	static const char bad[] = "error: usage: add QUEUE HEX-PAYLOAD\n";
-	const char *sp = strchr(args, ' '), *hex;
-	size_t qlen, hlen;
-	struct dbq_job *j;
+	static const char bad[] = "error: usage: add QUEUE HEX-PAYLOAD [run_at=HEX] "
+				  "[delay_ms=N] [period_s=N] [max_attempts=N] [timeout_s=N] "
+				  "[dedupe=HEX]\n";
+	char *line = strdup(args), *save = NULL, *queue, *hex, *opt;
+	struct dbq_job *j = sup_new_job(s, DBQ_ADD, on_added);
 
-	if (!sp || sp == args || (qlen = (size_t)(sp - args)) > STORE_QUEUE_MAX)
+	if (!line || !j)
 		goto bad;
-	hex = sp + 1;
-	hlen = strlen(hex);
-	if (hlen % 2 || !(j = sup_new_job(s, DBQ_ADD, on_added)))
+	j->add.period_s = -1;
+	queue = strtok_r(line, " ", &save);
+	hex = strtok_r(NULL, " ", &save);
+	if (!queue || strlen(queue) > STORE_QUEUE_MAX || !hex)
 		goto bad;
-	memcpy(j->queue, args, qlen);
-	j->queue[qlen] = '\0';
-	j->payload = malloc(hlen / 2 + 1);
-	for (size_t i = 0; j->payload && i < hlen / 2; i++) {
-		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0) {
-			free(j->payload);
-			free(j);
+	snprintf(j->queue, sizeof(j->queue), "%s", queue);
+	j->payload_len = strlen(hex) / 2;
+	j->payload = malloc(j->payload_len + 1);
+	if (!j->payload || !unhex(hex, strlen(hex), j->payload))
+		goto bad;
+	while ((opt = strtok_r(NULL, " ", &save)))
+		if (!add_option(j, opt))
 			goto bad;
-		}
-		j->payload[i] = (unsigned char)(hi << 4 | lo);
-	}
-	if (!j->payload) {
-		free(j);
-		goto bad;
-	}
-	j->payload_len = hlen / 2;
+	free(line);
 	j->data2 = conn;
 	dbq_push(s->dbq, j);
 	return;
 bad:
+	free(line);
+	if (j)
+		free(j->payload);
+	free(j);
 	control_reply(conn, bad, sizeof(bad) - 1);
 }
 

@@ -157,22 +157,43 @@ static void on_pruned(struct dbq_job *j)
 	free(j);
 }
 
+static void on_deduped(struct dbq_job *j)
+{
+	struct sup *s = j->data;
+
+	s->prune_inflight = false;
+	if (j->rc > 0)
+		log_debug("forgot %d expired dedupe keys", j->rc);
+	else if (j->rc < 0)
+		log_warn("expiring dedupe keys failed: %s; trying again later", j->err);
+	if (j->rc == (int)DBQ_PRUNE_CHUNK)
+		s->dedupe_due = true;
+	free(j);
+}
+
 static void on_prune_timer(uv_timer_t *t)
 {
 	struct sup *s = t->data;
 
-	s->prune_due = true;
+	s->prune_due = s->cfg->keep_done_ms > 0;
+	s->dedupe_due = true;
 }
 
-/* A prune statement takes the place of one idle poll: the database sees at most one
- * statement per poll interval from an idle supervisor, maintenance included. */
-static bool prune_now(struct sup *s)
+/* Maintenance (pruning done rows, then forgetting expired dedupe keys) takes the place of
+ * one idle poll per statement: the database sees at most one statement per poll interval from
+ * an idle supervisor, maintenance included. */
+static bool maintain_now(struct sup *s)
 {
+	bool prune = s->prune_due;
 	struct dbq_job *j;
 
-	if (!s->prune_due || s->prune_inflight || !(j = sup_new_job(s, DBQ_PRUNE, on_pruned)))
+	if ((!s->prune_due && !s->dedupe_due) || s->prune_inflight ||
+	    !(j = sup_new_job(s, prune ? DBQ_PRUNE : DBQ_DEDUPE, prune ? on_pruned : on_deduped)))
 		return false;
-	s->prune_due = false;
+	if (prune)
+		s->prune_due = false;
+	else
+		s->dedupe_due = false;
 	s->prune_inflight = true;
 	j->keep_s = s->cfg->keep_done_ms / 1000;
 	dbq_push(s->dbq, j);
@@ -594,7 +615,7 @@ static void on_poll(uv_timer_t *t)
 	struct dbq_job *j;
 	bool idle = false;
 
-	if (s->stopping || prune_now(s))
+	if (s->stopping || maintain_now(s))
 		return;
 	for (unsigned i = 0; i < s->cfg->workers; i++)
 		idle |= s->slots[i].state == PROTO_W_IDLE && s->slots[i].chan;
@@ -703,6 +724,7 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 	r = store_new(&cfg->dsn, "supervisor", &s->store);
 	if (r < 0)
 		return r;
+	store_set_dedupe_window(s->store, cfg->dedupe_window_ms / 1000);
 	r = dbq_new(s->loop, s->store, &s->dbq);
 	if (r < 0)
 		return r;
@@ -785,8 +807,7 @@ int supervisor_main(const struct config *cfg, int argc, char **argv)
 		spawn_worker(&s.slots[i]);
 	uv_timer_start(&s.hb_timer, on_heartbeat, cfg->heartbeat_ms, cfg->heartbeat_ms);
 	uv_timer_start(&s.poll_timer, on_poll, cfg->poll_ms, cfg->poll_ms);
-	if (cfg->keep_done_ms)
-		uv_timer_start(&s.prune_timer, on_prune_timer, PRUNE_FIRST_MS, PRUNE_EVERY_MS);
+	uv_timer_start(&s.prune_timer, on_prune_timer, PRUNE_FIRST_MS, PRUNE_EVERY_MS);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	sup_teardown(&s);
 	r = uv_loop_close(&loop);

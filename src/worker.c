@@ -564,6 +564,7 @@ static int worker_init(struct worker *w, const struct config *cfg)
 	r = store_new(&cfg->dsn, w->claimer, &w->store);
 	if (r < 0)
 		return r;
+	store_set_dedupe_window(w->store, cfg->dedupe_window_ms / 1000);
 	r = chan_open(&w->loop, cfg->worker_fd, &worker_chan_ops, w, &w->chan);
 	if (r < 0) {
 		log_error("cannot open the supervisor channel on fd %d: %s", cfg->worker_fd,

@@ -102,5 +102,26 @@ def it_polls_plain_sql_inserts(t):
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 
+def it_add_sets_the_row_options(t):
+    db = t.database()
+    c = t.claimd(db, '--workers', '1', '--handler', 'noop')
+    c.wait_ready()
+    r = c.ctl('add', '--queue', 'mail', '--delay', '1h', '--max-attempts', '9', '--timeout', '20s',
+              '--period', '30m', 'x')
+    check_eq(r.returncode, 0, f'claimctl add with options ({r.stderr.strip()})')
+    row = db.row(int(r.stdout), 'queue, max_attempts, timeout_s, period_s, state, '
+                                'TIMESTAMPDIFF(SECOND, created_at, run_at)')
+    check_eq(row, ('mail', '9', '20', '1800', 'ready', '3600'), 'queue, max_attempts, timeout_s, '
+             'period_s, state, run_at - created_at')
+    r = c.ctl('add', '--run-at', '2030-01-02 03:04:05', 'y')
+    check_eq(db.row(int(r.stdout), 'run_at')[0], '2030-01-02 03:04:05.000000', 'run_at')
+    r = c.ctl('add', '--run-at', 'soon', 'z')
+    check(r.returncode != 0 and 'run_at' in r.stderr, f'bad --run-at: {r.returncode} {r.stderr!r}')
+    r = c.ctl('add', '--frobnicate', '1', 'z')
+    check(r.returncode == 2 and 'frobnicate' in r.stderr, f'unknown option: {r.returncode} {r.stderr!r}')
+    check_eq(db.scalar('SELECT COUNT(*) FROM work_items'), '2', 'rows added')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
 if __name__ == '__main__':
     harness.main()
