@@ -58,3 +58,14 @@ ALTER TABLE work_items
     ADD COLUMN IF NOT EXISTS dedupe_until DATETIME(6) NULL DEFAULT NULL AFTER dedupe_key,
     ADD UNIQUE KEY IF NOT EXISTS dedupe_idx (queue, dedupe_key),
     ADD KEY IF NOT EXISTS dedupe_expiry_idx (dedupe_until);
+
+-- Per-queue settings, one row per queue that has any (a queue without a row has the defaults).
+--   paused  1: no new starts on any supervisor (claimctl pause NAME, or
+--           INSERT INTO queues (name, paused) VALUES ('NAME', 1) ON DUPLICATE KEY UPDATE paused = 1);
+--           items already running finish
+CREATE TABLE IF NOT EXISTS queues (
+    name        VARCHAR(64) NOT NULL,
+    paused      TINYINT(1) NOT NULL DEFAULT 0,
+    updated_at  DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
+    PRIMARY KEY (name)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;

@@ -24,6 +24,7 @@ static void usage(FILE *f)
 	      "                [--delay DUR] [--period DUR] [--max-attempts N] [--timeout DUR]\n"
 	      "                [--dedupe KEY] [PAYLOAD]\n"
 	      "       claimctl [--control PATH] retry ID | retry --queue NAME --dead\n"
+	      "       claimctl [--control PATH] pause NAME | resume NAME\n"
 	      "\n"
 	      "  status         the worker pool and the queue counts, as a table\n"
 	      "  status --json  the same as one JSON object\n"
@@ -32,6 +33,8 @@ static void usage(FILE *f)
 	      "                 --dedupe, the id of the row holding KEY if there is one)\n"
 	      "  retry          put a dead row (or every dead row of a queue) back to ready with\n"
 	      "                 its attempts reset; prints how many rows\n"
+	      "  pause, resume  stop and restart new starts of a queue's items on every claimd\n"
+	      "                 sharing the database (running items finish)\n"
 	      "\n"
 	      "The control socket defaults to $CLAIMD_CONTROL, $XDG_RUNTIME_DIR/claimd.sock or\n"
 	      "/tmp/claimd-UID.sock, as for claimd.\n", f);
@@ -243,6 +246,17 @@ static char *build_request(int argc, char **argv, int i)
 	}
 	if (!strcmp(argv[i], "retry"))
 		return retry_request(argc, argv, i + 1);
+	if (!strcmp(argv[i], "pause") || !strcmp(argv[i], "resume")) {
+		req = NULL;
+		if (i + 2 != argc || !*argv[i + 1] || strlen(argv[i + 1]) > 64 ||
+		    strpbrk(argv[i + 1], " \n")) {
+			fprintf(stderr, "claimctl: %s takes one queue name\n", argv[i]);
+			return NULL;
+		}
+		if (asprintf(&req, "%s %s\n", argv[i], argv[i + 1]) < 0)
+			return NULL;
+		return req;
+	}
 	if (strcmp(argv[i], "add") != 0) {
 		fprintf(stderr, "claimctl: unknown command '%s'\n", argv[i]);
 		return NULL;

@@ -23,6 +23,7 @@ enum dbq_kind {
 	DBQ_PRUNE,    /* in: keep_s. out: rc = rows deleted (0 when another supervisor prunes) */
 	DBQ_RETRY,    /* in: id, or queue with all_dead. out: rc = rows put back */
 	DBQ_DEDUPE,   /* out: rc = rows whose dedupe key expired */
+	DBQ_PAUSE,    /* in: queue, pause */
 };
 
 struct dbq_job {
@@ -36,6 +37,7 @@ struct dbq_job {
 	size_t payload_len;
 	unsigned keep_s;
 	bool all_dead;
+	bool pause;
 	struct store_add_opts add;     /* its strings point into run_at and dedupe_key below */
 	char run_at[65];
 	char dedupe_key[STORE_DEDUPE_KEY_MAX + 1];

@@ -179,6 +179,13 @@ int store_dedupe_expire(struct store *s, unsigned limit, char *err, size_t errle
  * attempts 0 (last_error stays until the next failure). Returns how many rows. */
 int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err, size_t errlen);
 
+/* Is queue paused (queues.paused)? Returns 1, 0, or a negative error. Claims and polls skip
+ * a paused queue's rows by themselves; a worker asks before starting a prefetched item. */
+int store_paused(struct store *s, const char *queue, char *err, size_t errlen);
+
+/* Pause or resume queue for every supervisor. Returns 0 or a negative error. */
+int store_set_paused(struct store *s, const char *queue, bool paused, char *err, size_t errlen);
+
 /* Delete up to limit rows in state 'done' that finished more than keep_done_s seconds ago,
  * oldest first, in one statement, if this session holds (or can take) the database's prune
  * lock (GET_LOCK, released with the connection): among supervisors sharing the database one

@@ -267,11 +267,49 @@ bad:
 	control_reply(conn, bad, sizeof(bad) - 1);
 }
 
+static void on_paused(struct dbq_job *j)
+{
+	struct sup *s = j->data;
+	char reply[STORE_ERR_MAX + 64];
+	int n;
+
+	if (j->rc < 0) {
+		n = snprintf(reply, sizeof(reply), "error: %s\n", j->err);
+	} else {
+		n = snprintf(reply, sizeof(reply), "queue %s %s\n", j->queue,
+			     j->pause ? "paused" : "resumed");
+		log_info("queue '%s' %s", j->queue, j->pause ? "paused" : "resumed");
+		if (!j->pause)
+			sup_wake_one(s, NULL);
+	}
+	control_reply(j->data2, reply, n > 0 && (size_t)n < sizeof(reply) ? (size_t)n
+									: strlen(reply));
+	free(j);
+}
+
+/* "pause QUEUE" / "resume QUEUE": for every supervisor sharing the database. */
+static void request_pause(struct sup *s, struct control_conn *conn, const char *queue, bool pause)
+{
+	static const char bad[] = "error: usage: pause QUEUE | resume QUEUE\n";
+	struct dbq_job *j;
+
+	if (!*queue || strlen(queue) > STORE_QUEUE_MAX || strchr(queue, ' ') ||
+	    !(j = sup_new_job(s, DBQ_PAUSE, on_paused))) {
+		control_reply(conn, bad, sizeof(bad) - 1);
+		return;
+	}
+	snprintf(j->queue, sizeof(j->queue), "%s", queue);
+	j->pause = pause;
+	j->data2 = conn;
+	dbq_push(s->dbq, j);
+}
+
 void supctl_on_request(void *data, struct control_conn *conn, const char *line)
 {
 	struct sup *s = data;
 	static const char usage[] = "error: unknown request; try 'status', 'status --json', "
-				    "'add QUEUE HEX-PAYLOAD', 'retry ID' or 'retry-dead QUEUE'\n";
+				    "'add QUEUE HEX-PAYLOAD', 'retry ID', 'retry-dead QUEUE', "
+				    "'pause QUEUE' or 'resume QUEUE'\n";
 	bool json;
 
 	if (!strcmp(line, "status") || !strcmp(line, "status --json")) {
@@ -284,6 +322,10 @@ void supctl_on_request(void *data, struct control_conn *conn, const char *line)
 	}
 	if (!strncmp(line, "add ", 4)) {
 		request_add(s, conn, line + 4);
+		return;
+	}
+	if (!strncmp(line, "pause ", 6) || !strncmp(line, "resume ", 7)) {
+		request_pause(s, conn, strchr(line, ' ') + 1, line[0] == 'p');
 		return;
 	}
 	if (!strncmp(line, "retry ", 6)) {

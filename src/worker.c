@@ -397,6 +397,26 @@ static void release_unstarted(struct worker *w)
 	}
 }
 
+/* Returns true when the rest of the batch is not to run now: the queue was paused (its
+ * items go back, attempts given back), or the database failed (db_failed took over). */
+static bool release_if_paused(struct worker *w)
+{
+	char err[STORE_ERR_MAX] = "";
+	int r = store_paused(w->store, w->cfg->queue, err, sizeof(err));
+
+	if (r < 0) {
+		db_failed(w, r, "checking for a pause", err);
+		return true;
+	}
+	if (r == 0)
+		return false;
+	log_info("queue '%s' paused: %zu prefetched items go back", w->cfg->queue,
+		 w->nitems - w->next);
+	release_unstarted(w);
+	kick(w);
+	return true;
+}
+
 static void finish_exit(struct worker *w)
 {
 	w->exiting = true;
@@ -413,9 +433,11 @@ static void step(struct worker *w)
 		return;  /* the reconnect timer kicks us */
 	if (w->next < w->nitems) {
 		if (!handler_inline(w->handler)) {
-			/* A slow item's outcome is written before the next one starts. */
-			if (write_and_claim(w, 0) == 0)
-				run_next(w);
+			/* A slow item's outcome is written before the next one starts, and a
+			 * prefetched item does not start in a queue paused meanwhile. */
+			if (write_and_claim(w, 0) < 0 || (w->next > 0 && release_if_paused(w)))
+				return;
+			run_next(w);
 			return;
 		}
 		while (w->next < w->nitems)

@@ -19,9 +19,11 @@ def c_macro(name):
         text = f.read()
     m = re.search(r'^#define ' + name + r'\b((?:.*\\\n)*.*)$', text, re.M)
     check(m, f'#define {name} not found in {STORE_C}')
-    literals = re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))
-    check(literals, f'{name} is not a string literal')
-    return ''.join(literals).replace('%llu', '%d').replace('%u', '%d')
+    # String literals, and names of other macros spliced between them (NOT_PAUSED).
+    parts = re.findall(r'"((?:[^"\\]|\\.)*)"|\b([A-Z][A-Z_]+)\b', m.group(1))
+    check(parts, f'{name} is not a string literal')
+    return ''.join(lit if lit else c_macro(ref).replace('%d', '%u') for lit, ref in parts) \
+        .replace('%llu', '%d').replace('%u', '%d')
 
 
 def fill(db):
