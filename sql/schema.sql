@@ -63,9 +63,18 @@ ALTER TABLE work_items
 --   paused  1: no new starts on any supervisor (claimctl pause NAME, or
 --           INSERT INTO queues (name, paused) VALUES ('NAME', 1) ON DUPLICATE KEY UPDATE paused = 1);
 --           items already running finish
+--   min_interval_ms  starts of the queue's items, across every supervisor on every host, at
+--           least this far apart (claimctl limit NAME --interval MS); next_start_at is the
+--           next free start slot, taken by workers with one UPDATE each
 CREATE TABLE IF NOT EXISTS queues (
     name        VARCHAR(64) NOT NULL,
     paused      TINYINT(1) NOT NULL DEFAULT 0,
+    min_interval_ms INT UNSIGNED NOT NULL DEFAULT 0,
+    next_start_at   DATETIME(6) NULL DEFAULT NULL,
     updated_at  DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
     PRIMARY KEY (name)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
+
+ALTER TABLE queues
+    ADD COLUMN IF NOT EXISTS min_interval_ms INT UNSIGNED NOT NULL DEFAULT 0 AFTER paused,
+    ADD COLUMN IF NOT EXISTS next_start_at DATETIME(6) NULL DEFAULT NULL AFTER min_interval_ms;

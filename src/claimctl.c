@@ -25,6 +25,7 @@ static void usage(FILE *f)
 	      "                [--dedupe KEY] [PAYLOAD]\n"
 	      "       claimctl [--control PATH] retry ID | retry --queue NAME --dead\n"
 	      "       claimctl [--control PATH] pause NAME | resume NAME\n"
+	      "       claimctl [--control PATH] limit NAME --interval MS\n"
 	      "\n"
 	      "  status         the worker pool and the queue counts, as a table\n"
 	      "  status --json  the same as one JSON object\n"
@@ -35,6 +36,8 @@ static void usage(FILE *f)
 	      "                 its attempts reset; prints how many rows\n"
 	      "  pause, resume  stop and restart new starts of a queue's items on every claimd\n"
 	      "                 sharing the database (running items finish)\n"
+	      "  limit          start the queue's items at least MS apart across every claimd\n"
+	      "                 sharing the database (0: no limit)\n"
 	      "\n"
 	      "The control socket defaults to $CLAIMD_CONTROL, $XDG_RUNTIME_DIR/claimd.sock or\n"
 	      "/tmp/claimd-UID.sock, as for claimd.\n", f);
@@ -246,6 +249,22 @@ static char *build_request(int argc, char **argv, int i)
 	}
 	if (!strcmp(argv[i], "retry"))
 		return retry_request(argc, argv, i + 1);
+	if (!strcmp(argv[i], "limit")) {
+		unsigned ms;
+		req = NULL;
+		if (i + 4 != argc || strcmp(argv[i + 2], "--interval") != 0 || !*argv[i + 1] ||
+		    strlen(argv[i + 1]) > 64 || strpbrk(argv[i + 1], " \n") ||
+		    config_parse_duration(argv[i + 3], &ms) < 0) {
+			fprintf(stderr, "claimctl: usage: limit NAME --interval DUR (0 = no limit; "
+				"a bare number is milliseconds here)\n");
+			return NULL;
+		}
+		if (strspn(argv[i + 3], "0123456789") == strlen(argv[i + 3]))
+			ms = (unsigned)strtoul(argv[i + 3], NULL, 10);
+		if (asprintf(&req, "limit %s %u\n", argv[i + 1], ms) < 0)
+			return NULL;
+		return req;
+	}
 	if (!strcmp(argv[i], "pause") || !strcmp(argv[i], "resume")) {
 		req = NULL;
 		if (i + 2 != argc || !*argv[i + 1] || strlen(argv[i + 1]) > 64 ||

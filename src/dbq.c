@@ -87,6 +87,9 @@ static void on_work(uv_work_t *req)
 	case DBQ_PRUNE:
 		j->rc = store_prune(s, j->keep_s, DBQ_PRUNE_CHUNK, j->err, sizeof(j->err));
 		break;
+	case DBQ_LIMIT:
+		j->rc = store_set_interval(s, j->queue, j->interval_ms, j->err, sizeof(j->err));
+		break;
 	case DBQ_PAUSE:
 		j->rc = store_set_paused(s, j->queue, j->pause, j->err, sizeof(j->err));
 		break;

@@ -24,6 +24,7 @@ enum dbq_kind {
 	DBQ_RETRY,    /* in: id, or queue with all_dead. out: rc = rows put back */
 	DBQ_DEDUPE,   /* out: rc = rows whose dedupe key expired */
 	DBQ_PAUSE,    /* in: queue, pause */
+	DBQ_LIMIT,    /* in: queue, interval_ms */
 };
 
 struct dbq_job {
@@ -38,6 +39,7 @@ struct dbq_job {
 	unsigned keep_s;
 	bool all_dead;
 	bool pause;
+	unsigned interval_ms;
 	struct store_add_opts add;     /* its strings point into run_at and dedupe_key below */
 	char run_at[65];
 	char dedupe_key[STORE_DEDUPE_KEY_MAX + 1];

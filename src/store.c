@@ -39,12 +39,14 @@
 	"NOT EXISTS (SELECT 1 FROM queues WHERE queues.name = work_items.queue AND queues.paused)"
 #define CLAIM_SELECT \
 	"SELECT id, claim_token, attempts, max_attempts, payload, visible_at, timeout_s, " \
-	"ROUND(UNIX_TIMESTAMP(created_at) * 1000) FROM work_items " \
+	"ROUND(UNIX_TIMESTAMP(created_at) * 1000), " \
+	"(SELECT min_interval_ms FROM queues WHERE queues.name = work_items.queue) " \
+	"FROM work_items " \
 	"FORCE INDEX (claim_idx) WHERE queue = %s AND visible_at <= NOW(6)%s AND " NOT_PAUSED \
 	" ORDER BY visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
 #define CLAIM_AFTER " AND (visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
 #define CLAIM_UPTO " AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
-#define CLAIM_FIELDS 8
+#define CLAIM_FIELDS 9
 /* A successful run: done, or for a recurring row (period_s set) ready again period_s after
  * it finished, with a fresh count of attempts. Visible at NOW(6) + period_s, recurring rows
  * are claimed least recently finished first. */
@@ -489,18 +491,20 @@ static bool parse_u64(const char *p, unsigned long len, uint64_t *ret)
 static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue,
 		     struct store_item *it, struct claim_pos *pos)
 {
-	uint64_t attempts, max_attempts, timeout_s = 0, created_ms = 0;
+	uint64_t attempts, max_attempts, timeout_s = 0, created_ms = 0, interval = 0;
 
 	if (!parse_u64(row[0], lens[0], &it->id) || !parse_u64(row[1], lens[1], &it->token) ||
 	    !parse_u64(row[2], lens[2], &attempts) || !parse_u64(row[3], lens[3], &max_attempts) ||
 	    attempts >= UINT32_MAX || max_attempts > UINT32_MAX || !row[5] || lens[5] == 0 ||
 	    lens[5] >= sizeof(pos->visible_at) || strspn(row[5], "0123456789-:. ") != lens[5] ||
 	    (row[6] && !parse_u64(row[6], lens[6], &timeout_s)) ||
-	    (row[7] && !parse_u64(row[7], lens[7], &created_ms)))
+	    (row[7] && !parse_u64(row[7], lens[7], &created_ms)) ||
+	    (row[8] && !parse_u64(row[8], lens[8], &interval)))
 		return -EIO;
 	/* Over ~49 days a limit is no limit. */
 	it->timeout_ms = timeout_s > UINT32_MAX / 1000u ? UINT32_MAX : (uint32_t)timeout_s * 1000u;
 	it->enqueued_at_ms = created_ms > INT64_MAX ? 0 : (int64_t)created_ms;
+	it->min_interval_ms = interval > UINT32_MAX ? UINT32_MAX : (uint32_t)interval;
 	it->token++;
 	it->attempt = (uint32_t)attempts + 1;
 	it->max_attempts = (uint32_t)max_attempts;
@@ -1082,6 +1086,55 @@ int store_set_paused(struct store *s, const char *queue, bool paused, char *err,
 	sql_add(s, "INSERT INTO queues (name, paused) VALUES (%s, %d) "
 		"ON DUPLICATE KEY UPDATE paused = VALUES(paused)", q, paused ? 1 : 0);
 	r = run(s, "store_set_paused", &rr, err, errlen);
+	return r < 0 ? final(r) : 0;
+}
+
+int store_take_slot(struct store *s, const char *queue, unsigned *ret_wait_ms, char *err,
+		    size_t errlen)
+{
+	int r = check(s, "store_take_slot", NULL, 0, queue, err, errlen);
+	char q[QUOTED_QUEUE_MAX];
+	uint64_t us = 0;
+	MYSQL_ROW row;
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	quote(s->conn, q, queue, strlen(queue));
+	sql_reset(s);
+	/* The queue's next free slot is ours (now, if it has passed); the one after it moves on
+	 * by the interval. One autocommit UPDATE: the row is locked for microseconds. */
+	sql_add(s, "UPDATE queues SET next_start_at = (@claimd_slot := GREATEST("
+		"COALESCE(next_start_at, NOW(6)), NOW(6))) + INTERVAL min_interval_ms * 1000 "
+		"MICROSECOND WHERE name = %s AND min_interval_ms > 0;"
+		"SELECT IF(ROW_COUNT() > 0, GREATEST(TIMESTAMPDIFF(MICROSECOND, NOW(6), "
+		"@claimd_slot), 0), 0)", q);
+	r = run(s, "store_take_slot", &rr, err, errlen);
+	if (r < 0)
+		return final(r);
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	r = row && row[0] && parse_u64(row[0], strlen(row[0]), &us) ? 0 : -EIO;
+	mysql_free_result(rr.res);
+	if (r < 0)
+		return fail_msg(r, err, errlen, "store_take_slot: no slot came back");
+	*ret_wait_ms = (unsigned)((us + 999) / 1000);
+	return 0;
+}
+
+int store_set_interval(struct store *s, const char *queue, unsigned interval_ms, char *err,
+		       size_t errlen)
+{
+	int r = check(s, "store_set_interval", NULL, 0, queue, err, errlen);
+	char q[QUOTED_QUEUE_MAX];
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	quote(s->conn, q, queue, strlen(queue));
+	sql_reset(s);
+	sql_add(s, "INSERT INTO queues (name, min_interval_ms) VALUES (%s, %u) "
+		"ON DUPLICATE KEY UPDATE min_interval_ms = VALUES(min_interval_ms)", q, interval_ms);
+	r = run(s, "store_set_interval", &rr, err, errlen);
 	return r < 0 ? final(r) : 0;
 }
 

@@ -44,6 +44,7 @@ struct store_item {
 	size_t payload_len;
 	uint32_t timeout_ms;     /* the row's own time limit (timeout_s); 0 = none */
 	int64_t enqueued_at_ms;  /* created_at, unix ms */
+	uint32_t min_interval_ms; /* its queue's shared rate limit (queues.min_interval_ms), 0 = none */
 };
 
 /* A reference to a claimed row for complete/release/extend. */
@@ -185,6 +186,16 @@ int store_paused(struct store *s, const char *queue, char *err, size_t errlen);
 
 /* Pause or resume queue for every supervisor. Returns 0 or a negative error. */
 int store_set_paused(struct store *s, const char *queue, bool paused, char *err, size_t errlen);
+
+/* Take the next start slot of queue's shared rate limit: *ret_wait_ms is how long to wait
+ * before starting (0 = now, also when the queue has no limit). Slots are min_interval_ms apart
+ * for every claimer of every supervisor sharing the database. Returns 0 or a negative error. */
+int store_take_slot(struct store *s, const char *queue, unsigned *ret_wait_ms, char *err,
+		    size_t errlen);
+
+/* Set queue's shared rate limit (0 = none). Returns 0 or a negative error. */
+int store_set_interval(struct store *s, const char *queue, unsigned interval_ms, char *err,
+		       size_t errlen);
 
 /* Delete up to limit rows in state 'done' that finished more than keep_done_s seconds ago,
  * oldest first, in one statement, if this session holds (or can take) the database's prune

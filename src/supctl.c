@@ -276,10 +276,14 @@ static void on_paused(struct dbq_job *j)
 	if (j->rc < 0) {
 		n = snprintf(reply, sizeof(reply), "error: %s\n", j->err);
 	} else {
-		n = snprintf(reply, sizeof(reply), "queue %s %s\n", j->queue,
-			     j->pause ? "paused" : "resumed");
-		log_info("queue '%s' %s", j->queue, j->pause ? "paused" : "resumed");
-		if (!j->pause)
+		if (j->kind == DBQ_LIMIT)
+			n = snprintf(reply, sizeof(reply), "queue %s min_interval_ms %u\n", j->queue,
+				     j->interval_ms);
+		else
+			n = snprintf(reply, sizeof(reply), "queue %s %s\n", j->queue,
+				     j->pause ? "paused" : "resumed");
+		log_info("queue '%s': %.*s", j->queue, n > 0 ? n - 1 : 0, reply);
+		if (j->kind == DBQ_PAUSE && !j->pause)
 			sup_wake_one(s, NULL);
 	}
 	control_reply(j->data2, reply, n > 0 && (size_t)n < sizeof(reply) ? (size_t)n
@@ -304,12 +308,33 @@ static void request_pause(struct sup *s, struct control_conn *conn, const char *
 	dbq_push(s->dbq, j);
 }
 
+/* "limit QUEUE INTERVAL_MS": the queue's shared rate limit (0 = none). */
+static void request_limit(struct sup *s, struct control_conn *conn, const char *args)
+{
+	static const char bad[] = "error: usage: limit QUEUE INTERVAL_MS\n";
+	const char *sp = strchr(args, ' ');
+	unsigned long ms;
+	struct dbq_job *j;
+	size_t qlen;
+
+	if (!sp || sp == args || (qlen = (size_t)(sp - args)) > STORE_QUEUE_MAX ||
+	    !parse_num(sp + 1, 24u * 3600u * 1000u, &ms) || !(j = sup_new_job(s, DBQ_LIMIT, on_paused))) {
+		control_reply(conn, bad, sizeof(bad) - 1);
+		return;
+	}
+	memcpy(j->queue, args, qlen);
+	j->queue[qlen] = '\0';
+	j->interval_ms = (unsigned)ms;
+	j->data2 = conn;
+	dbq_push(s->dbq, j);
+}
+
 void supctl_on_request(void *data, struct control_conn *conn, const char *line)
 {
 	struct sup *s = data;
 	static const char usage[] = "error: unknown request; try 'status', 'status --json', "
 				    "'add QUEUE HEX-PAYLOAD', 'retry ID', 'retry-dead QUEUE', "
-				    "'pause QUEUE' or 'resume QUEUE'\n";
+				    "'pause QUEUE', 'resume QUEUE' or 'limit QUEUE MS'\n";
 	bool json;
 
 	if (!strcmp(line, "status") || !strcmp(line, "status --json")) {
@@ -326,6 +351,10 @@ void supctl_on_request(void *data, struct control_conn *conn, const char *line)
 	}
 	if (!strncmp(line, "pause ", 6) || !strncmp(line, "resume ", 7)) {
 		request_pause(s, conn, strchr(line, ' ') + 1, line[0] == 'p');
+		return;
+	}
+	if (!strncmp(line, "limit ", 6)) {
+		request_limit(s, conn, line + 6);
 		return;
 	}
 	if (!strncmp(line, "retry ", 6)) {

@@ -61,7 +61,8 @@ struct worker {
 	unsigned db_backoff_ms;
 	int exit_code;
 
-	uv_timer_t kick_timer, db_timer, lease_timer, grace_timer;
+	bool slot_ready;  /* the next item's rate-limit slot is taken: run it when its timer fires */
+	uv_timer_t kick_timer, db_timer, lease_timer, grace_timer, slot_timer;
 };
 
 static void step(struct worker *w);
@@ -391,10 +392,38 @@ static void on_result(void *data, const struct handler_result *res)
 /* Items of the batch that will not run now go back, their attempt given back. */
 static void release_unstarted(struct worker *w)
 {
+	w->slot_ready = false;
+	uv_timer_stop(&w->slot_timer);
 	while (w->next < w->nitems) {
 		add_pend(w, &w->items[w->next], PROTO_OUT_RELEASED, 0, NULL);
 		w->next++;
 	}
+}
+
+/* The next item's queue has a shared rate limit: take its start slot (one UPDATE on the
+ * queues row, serialised across every supervisor). Returns true when the item must wait:
+ * the slot timer (or, on a database error, the reconnect timer) calls step again. */
+static bool wait_for_slot(struct worker *w)
+{
+	const struct store_item *it = &w->items[w->next];
+	char err[STORE_ERR_MAX] = "";
+	unsigned wait_ms = 0;
+	int r;
+
+	if (!it->min_interval_ms || w->slot_ready) {
+		w->slot_ready = false;
+		return false;
+	}
+	r = store_take_slot(w->store, it->queue, &wait_ms, err, sizeof(err));
+	if (r < 0) {
+		db_failed(w, r, "taking a rate-limit slot", err);
+		return true;
+	}
+	if (wait_ms == 0)
+		return false;
+	w->slot_ready = true;
+	uv_timer_start(&w->slot_timer, on_kick, wait_ms, 0);
+	return true;
 }
 
 /* Returns true when the rest of the batch is not to run now: the queue was paused (its
@@ -435,13 +464,17 @@ static void step(struct worker *w)
 		if (!handler_inline(w->handler)) {
 			/* A slow item's outcome is written before the next one starts, and a
 			 * prefetched item does not start in a queue paused meanwhile. */
-			if (write_and_claim(w, 0) < 0 || (w->next > 0 && release_if_paused(w)))
+			if (write_and_claim(w, 0) < 0 || (w->next > 0 && release_if_paused(w)) ||
+			    wait_for_slot(w))
 				return;
 			run_next(w);
 			return;
 		}
-		while (w->next < w->nitems)
+		while (w->next < w->nitems) {
+			if (wait_for_slot(w))
+				return;
 			run_next(w);
+		}
 		/* Inline outcomes ride on the next claim. */
 	}
 	if (w->stopping) {
@@ -573,7 +606,8 @@ static int worker_init(struct worker *w, const struct config *cfg)
 	r = uv_loop_init(&w->loop);
 	if (r < 0)
 		return r;
-	uv_timer_t *timers[] = { &w->kick_timer, &w->db_timer, &w->lease_timer, &w->grace_timer };
+	uv_timer_t *timers[] = { &w->kick_timer, &w->db_timer, &w->lease_timer, &w->grace_timer,
+				 &w->slot_timer };
 	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
 		uv_timer_init(&w->loop, timers[i]);
 		timers[i]->data = w;
