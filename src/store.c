@@ -33,14 +33,13 @@
 
 /* The claim query. The second %s is "" (scan from the oldest row), CLAIM_AFTER or
  * CLAIM_UPTO (see struct claim_cursor). */
-/* A paused queue's rows are not claimed (nor polled for). One lookup per statement: MariaDB
- * caches the subquery's result for the one queue. */
-#define NOT_PAUSED \
-	"NOT EXISTS (SELECT 1 FROM queues WHERE queues.name = work_items.queue AND queues.paused)"
+/* A paused queue's rows are not claimed (nor polled for). The subqueries name the queue
+ * itself, not work_items.queue: uncorrelated, each runs once per statement. */
+#define NOT_PAUSED "NOT EXISTS (SELECT 1 FROM queues WHERE name = %s AND paused)"
 #define CLAIM_SELECT \
 	"SELECT id, claim_token, attempts, max_attempts, payload, visible_at, timeout_s, " \
 	"ROUND(UNIX_TIMESTAMP(created_at) * 1000), " \
-	"(SELECT min_interval_ms FROM queues WHERE queues.name = work_items.queue) " \
+	"(SELECT min_interval_ms FROM queues WHERE name = %s) " \
 	"FROM work_items " \
 	"FORCE INDEX (claim_idx) WHERE queue = %s AND visible_at <= NOW(6)%s AND " NOT_PAUSED \
 	" ORDER BY visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
@@ -547,7 +546,7 @@ static void sql_add_claim(struct store *s, const char *queue, enum claim_scan sc
 		snprintf(c, sizeof(c), CLAIM_UPTO, at->visible_at, at->visible_at,
 			 (unsigned long long)at->id);
 	quote(s->conn, q, queue, strlen(queue));
-	sql_add(s, CLAIM_SELECT, q, c, limit);
+	sql_add(s, CLAIM_SELECT, q, q, c, q, limit);
 }
 
 /* Runs s->sql and appends the rows of its result to s->scratch[*n..max); *last = the place
@@ -879,7 +878,7 @@ int store_poll(struct store *s, const char *queue, char *err, size_t errlen)
 	quote(s->conn, q, queue, strlen(queue));
 	sql_reset(s);
 	sql_add(s, "SELECT 1 FROM work_items FORCE INDEX (claim_idx) WHERE queue = %s "
-		"AND visible_at <= NOW(6) AND " NOT_PAUSED " LIMIT 1", q);
+		"AND visible_at <= NOW(6) AND " NOT_PAUSED " LIMIT 1", q, q);
 	r = run(s, "store_poll", &rr, err, errlen);
 	if (r < 0)
 		return final(r);

@@ -44,10 +44,11 @@ def claim_queries(db):
     """The three forms store.c sends: from the head, after a cursor, up to a cursor."""
     select, after, upto = c_macro('CLAIM_SELECT'), c_macro('CLAIM_AFTER'), c_macro('CLAIM_UPTO')
     vis, rid = db.sql('SELECT visible_at, id FROM work_items WHERE id = 45000')[0]
+    q = "'default'"  # the queue, in the select list, the WHERE and the pause check
     return {
-        'head': select % ("'default'", '', 16),
-        'after cursor': select % ("'default'", after % (vis, vis, int(rid)), 16),
-        'up to cursor': select % ("'default'", upto % (vis, vis, int(rid)), 16),
+        'head': select % (q, q, '', q, 16),
+        'after cursor': select % (q, q, after % (vis, vis, int(rid)), q, 16),
+        'up to cursor': select % (q, q, upto % (vis, vis, int(rid)), q, 16),
     }
 
 
