@@ -1,4 +1,6 @@
-/* store — all SQL of claimd, over MariaDB Connector/C's text protocol.
+/* store — all SQL of claimd, over MariaDB Connector/C's text protocol. This file: connections,
+ * the claim, and what a claimed row goes through; store_admin.c has the rest, both on
+ * store_int.h.
  *
  * Text protocol with multi-statements, not prepared statements: a claim costs round trips,
  * not parsing. "START TRANSACTION; complete; SELECT ... FOR UPDATE SKIP LOCKED" is one round
@@ -19,11 +21,9 @@
  * and without SIMULTANEOUS_ASSIGNMENT in sql_mode.
  */
 #include "store.h"
-
-#include "buf.h"
+#include "store_int.h"
 
 #include <errno.h>
-#include <mysql.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,9 +33,6 @@
 
 /* The claim query. The second %s is "" (scan from the oldest row), CLAIM_AFTER or
  * CLAIM_UPTO (see struct claim_cursor). */
-/* A paused queue's rows are not claimed (nor polled for). The subqueries name the queue
- * itself, not work_items.queue: uncorrelated, each runs once per statement. */
-#define NOT_PAUSED "NOT EXISTS (SELECT 1 FROM queues WHERE name = %s AND paused)"
 #define CLAIM_SELECT \
 	"SELECT id, claim_token, attempts, max_attempts, payload, visible_at, timeout_s, " \
 	"ROUND(UNIX_TIMESTAMP(created_at) * 1000), " \
@@ -63,51 +60,7 @@
 #define RETRIES_LOCK_WAIT 2     /* tries in all for 1205 */
 #define MAX_REFS 65536u         /* rows in one call: keeps statements small */
 #define ERROR_TEXT_MAX 4000     /* bytes of last_error */
-#define QUOTED_QUEUE_MAX (2 * STORE_QUEUE_MAX + 3)
-#define RUN_MAX_STMTS 4
 #define IS_DEAD "attempts >= max_attempts"
-#define PRUNE_LOCK "CONCAT('claimd.prune.', MD5(DATABASE()))"
-
-/* A place in claim_idx order; visible_at as the server printed it. */
-struct claim_pos {
-	char visible_at[32];
-	uint64_t id;
-};
-
-/* Why a cursor: a claim moves its rows' claim_idx entries from the head of the range to
- * the end of their lease, and the old entries stay at the head, delete-marked, until purge
- * removes them. A locking scan from the head looks at every one (a clustered index lookup
- * apiece): thousands of entries and milliseconds per claim at 15,000 claims/s, more as the
- * rate grows. Starting after the row this store claimed last skips them (2-3x the claims/s
- * at batch 16..64). Rows that become due behind the cursor (a lease that ran out, a
- * backdated run_at, a claim rolled back) are found by the scan from the head, which runs
- * whenever the part after the cursor comes back short and at least every
- * CLAIM_HEAD_SCAN_MS. */
-struct claim_cursor {
-	char queue[STORE_QUEUE_MAX + 1];
-	struct claim_pos pos;
-	bool set;
-	uint64_t head_scan_ms;
-};
-
-struct store {
-	MYSQL *conn;                 /* NULL when not connected */
-	struct dsn dsn;
-	char claimer[256];
-	char claimer_sql[2 * 255 + 3]; /* quoted for the current connection */
-	struct buf sql;              /* the statement(s) being built */
-	unsigned dedupe_window_s;    /* a finished row keeps its dedupe_key this long */
-	struct store_item *scratch;  /* rows of a claim until its COMMIT succeeded */
-	size_t scratch_cap;
-	struct claim_cursor cursor;
-	unsigned seed;
-};
-
-/* What run() read: rows affected (or returned) per statement, and the one result set. */
-struct run {
-	uint64_t rows[RUN_MAX_STMTS];
-	MYSQL_RES *res;
-};
 
 struct claim_args {
 	const char *queue;
@@ -116,11 +69,8 @@ struct claim_args {
 	size_t ndone;
 };
 
-static int fail_msg(int code, char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
 /* Fills err (if any) and returns code. */
-static int fail_msg(int code, char *err, size_t errlen, const char *fmt, ...)
+int sq_fail_msg(int code, char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -134,15 +84,9 @@ static int fail_msg(int code, char *err, size_t errlen, const char *fmt, ...)
 
 /* ---- building SQL ---- */
 
-static void sql_reset(struct store *s)
-{
-	buf_reset(&s->sql);
-}
-
-#define sql_add(s, ...) buf_printf(&(s)->sql, __VA_ARGS__)
 
 /* Writes str quoted and escaped to out (2 * len + 3 bytes); returns its length. */
-static size_t quote(MYSQL *c, char *out, const char *str, size_t len)
+size_t sq_quote(MYSQL *c, char *out, const char *str, size_t len)
 {
 	size_t n = mysql_real_escape_string(c, out + 1, str, (unsigned long)len);
 
@@ -169,7 +113,7 @@ static void sql_add_fence(struct store *s, const struct store_ref *refs, size_t 
 /* Copies at most max bytes of src to dst (max + 1 bytes), never ending inside a UTF-8
  * sequence, with each byte that is not valid UTF-8 made '?': the columns are utf8mb4 and a
  * strict server would refuse the whole UPDATE. Returns the length written. */
-static size_t utf8_sanitize(const char *src, char *dst, size_t max)
+size_t sq_utf8_sanitize(const char *src, char *dst, size_t max)
 {
 	const unsigned char *p = (const unsigned char *)src;
 	size_t in = 0, out = 0, k, n;
@@ -206,7 +150,7 @@ static void sql_add_error_text(struct store *s, const char *text)
 		sql_add(s, "NULL");
 		return;
 	}
-	quote(s->conn, quoted, clean, utf8_sanitize(text, clean, ERROR_TEXT_MAX));
+	sq_quote(s->conn, quoted, clean, sq_utf8_sanitize(text, clean, ERROR_TEXT_MAX));
 	sql_add(s, "%s", quoted);
 }
 
@@ -242,7 +186,7 @@ static int db_error(struct store *s, const char *op, char *err, size_t errlen)
 {
 	unsigned e = mysql_errno(s->conn);
 
-	fail_msg(0, err, errlen, "%s: mysql error %u: %s", op, e, mysql_error(s->conn));
+	sq_fail_msg(0, err, errlen, "%s: mysql error %u: %s", op, e, mysql_error(s->conn));
 	if (conn_lost(e)) {
 		drop(s);
 		return -ENOTCONN;
@@ -252,7 +196,7 @@ static int db_error(struct store *s, const char *op, char *err, size_t errlen)
 
 /* Sends s->sql (one or more statements) and reads every result: the row count of each
  * statement into rr->rows, the one result set (callers send at most one) into rr->res. */
-static int run(struct store *s, const char *op, struct run *rr, char *err, size_t errlen)
+int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t errlen)
 {
 	MYSQL_RES *res;
 	unsigned i = 0;
@@ -260,7 +204,7 @@ static int run(struct store *s, const char *op, struct run *rr, char *err, size_
 
 	memset(rr, 0, sizeof(*rr));
 	if (buf_failed(&s->sql))
-		return fail_msg(-ENOMEM, err, errlen, "%s: out of memory", op);
+		return sq_fail_msg(-ENOMEM, err, errlen, "%s: out of memory", op);
 	if (mysql_real_query(s->conn, s->sql.data, (unsigned long)s->sql.len) != 0)
 		return db_error(s, op, err, errlen);
 	do {
@@ -312,27 +256,27 @@ static bool retry(struct store *s, int r, unsigned *attempt)
 }
 
 /* What callers see: retryable errors that ran out of tries are plain SQL errors. */
-static int final(int r)
+int sq_final(int r)
 {
 	return r == -EDEADLK || r == -ETIMEDOUT ? -EIO : r;
 }
 
 /* Common argument checks: a store, a sane row list, a queue name if queue is not NULL,
  * a connection. */
-static int check(struct store *s, const char *op, const struct store_ref *refs, size_t n,
+int sq_check(struct store *s, const char *op, const struct store_ref *refs, size_t n,
 		 const char *queue, char *err, size_t errlen)
 {
 	size_t qlen = queue ? strlen(queue) : 1;
 
 	if (!s)
-		return fail_msg(-EINVAL, err, errlen, "%s: no store", op);
+		return sq_fail_msg(-EINVAL, err, errlen, "%s: no store", op);
 	if (n > MAX_REFS || (n > 0 && !refs))
-		return fail_msg(-EINVAL, err, errlen, "%s: bad row list (%zu rows)", op, n);
+		return sq_fail_msg(-EINVAL, err, errlen, "%s: bad row list (%zu rows)", op, n);
 	if (qlen == 0 || qlen > STORE_QUEUE_MAX)
-		return fail_msg(-EINVAL, err, errlen, "%s: queue name must be 1..%d bytes", op,
+		return sq_fail_msg(-EINVAL, err, errlen, "%s: queue name must be 1..%d bytes", op,
 				STORE_QUEUE_MAX);
 	if (!s->conn)
-		return fail_msg(-ENOTCONN, err, errlen, "%s: not connected", op);
+		return sq_fail_msg(-ENOTCONN, err, errlen, "%s: not connected", op);
 	return 0;
 }
 
@@ -356,7 +300,7 @@ int store_new(const struct dsn *dsn, const char *claimer, struct store **ret)
 		return -ENOMEM;
 	s->dsn = *dsn;
 	/* claimed_by is VARCHAR(255): cut on a character boundary. */
-	utf8_sanitize(claimer ? claimer : "", s->claimer, 255);
+	sq_utf8_sanitize(claimer ? claimer : "", s->claimer, 255);
 	s->seed = (unsigned)getpid() ^ (unsigned)time(NULL) ^ (unsigned)(uintptr_t)s;
 	s->dedupe_window_s = STORE_DEDUPE_WINDOW_S;
 	*ret = s;
@@ -399,7 +343,7 @@ static int read_password(const struct store *s, char *pw, size_t pwlen, char *er
 		return 0;
 	f = fopen(s->dsn.password_file, "re");
 	if (!f)
-		return fail_msg(-EIO, err, errlen, "store_connect: cannot open password_file "
+		return sq_fail_msg(-EIO, err, errlen, "store_connect: cannot open password_file "
 				"\"%s\": %s", s->dsn.password_file, strerror(errno));
 	if (!fgets(pw, (int)pwlen, f))
 		pw[0] = '\0';
@@ -437,7 +381,7 @@ int store_connect(struct store *s, char *err, size_t errlen)
 		return r;
 	s->conn = mysql_init(NULL);
 	if (!s->conn) {
-		r = fail_msg(-ENOMEM, err, errlen, "store_connect: out of memory");
+		r = sq_fail_msg(-ENOMEM, err, errlen, "store_connect: out of memory");
 		goto fail;
 	}
 	set_options(s->conn);
@@ -447,7 +391,7 @@ int store_connect(struct store *s, char *err, size_t errlen)
 		r = r == -ENOTCONN ? r : -EIO;
 		goto fail;
 	}
-	quote(s->conn, s->claimer_sql, s->claimer, strlen(s->claimer));
+	sq_quote(s->conn, s->claimer_sql, s->claimer, strlen(s->claimer));
 	explicit_bzero(pw, sizeof(pw));
 	return 0;
 fail:
@@ -469,7 +413,7 @@ void store_items_clear(struct store_item *items, size_t n)
 	}
 }
 
-static bool parse_u64(const char *p, unsigned long len, uint64_t *ret)
+bool sq_parse_u64(const char *p, unsigned long len, uint64_t *ret)
 {
 	uint64_t v = 0;
 	unsigned long i;
@@ -492,13 +436,13 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 {
 	uint64_t attempts, max_attempts, timeout_s = 0, created_ms = 0, interval = 0;
 
-	if (!parse_u64(row[0], lens[0], &it->id) || !parse_u64(row[1], lens[1], &it->token) ||
-	    !parse_u64(row[2], lens[2], &attempts) || !parse_u64(row[3], lens[3], &max_attempts) ||
+	if (!sq_parse_u64(row[0], lens[0], &it->id) || !sq_parse_u64(row[1], lens[1], &it->token) ||
+	    !sq_parse_u64(row[2], lens[2], &attempts) || !sq_parse_u64(row[3], lens[3], &max_attempts) ||
 	    attempts >= UINT32_MAX || max_attempts > UINT32_MAX || !row[5] || lens[5] == 0 ||
 	    lens[5] >= sizeof(pos->visible_at) || strspn(row[5], "0123456789-:. ") != lens[5] ||
-	    (row[6] && !parse_u64(row[6], lens[6], &timeout_s)) ||
-	    (row[7] && !parse_u64(row[7], lens[7], &created_ms)) ||
-	    (row[8] && !parse_u64(row[8], lens[8], &interval)))
+	    (row[6] && !sq_parse_u64(row[6], lens[6], &timeout_s)) ||
+	    (row[7] && !sq_parse_u64(row[7], lens[7], &created_ms)) ||
+	    (row[8] && !sq_parse_u64(row[8], lens[8], &interval)))
 		return -EIO;
 	/* Over ~49 days a limit is no limit. */
 	it->timeout_ms = timeout_s > UINT32_MAX / 1000u ? UINT32_MAX : (uint32_t)timeout_s * 1000u;
@@ -545,7 +489,7 @@ static void sql_add_claim(struct store *s, const char *queue, enum claim_scan sc
 	else if (scan == SCAN_UPTO)
 		snprintf(c, sizeof(c), CLAIM_UPTO, at->visible_at, at->visible_at,
 			 (unsigned long long)at->id);
-	quote(s->conn, q, queue, strlen(queue));
+	sq_quote(s->conn, q, queue, strlen(queue));
 	sql_add(s, CLAIM_SELECT, q, q, c, q, limit);
 }
 
@@ -556,14 +500,14 @@ static int run_claim(struct store *s, const struct claim_args *a, struct run *rr
 {
 	size_t i = *n;
 	MYSQL_ROW row;
-	int r = run(s, "store_claim", rr, err, errlen);
+	int r = sq_run(s, "store_claim", rr, err, errlen);
 
 	if (r < 0)
 		return r;
 	if (!rr->res || mysql_num_fields(rr->res) != CLAIM_FIELDS) {
 		mysql_free_result(rr->res);
 		rr->res = NULL;
-		return fail_msg(-EIO, err, errlen, "store_claim: unexpected result shape");
+		return sq_fail_msg(-EIO, err, errlen, "store_claim: unexpected result shape");
 	}
 	while (r == 0 && i < a->max && (row = mysql_fetch_row(rr->res))) {
 		r = parse_row(row, mysql_fetch_lengths(rr->res), a->queue, &s->scratch[i], last);
@@ -573,8 +517,8 @@ static int run_claim(struct store *s, const struct claim_args *a, struct run *rr
 	rr->res = NULL;
 	if (r < 0) {
 		store_items_clear(s->scratch + *n, i - *n);
-		return r == -ENOMEM ? fail_msg(r, err, errlen, "store_claim: out of memory") :
-		       fail_msg(-EIO, err, errlen, "store_claim: bad value in a claimed row");
+		return r == -ENOMEM ? sq_fail_msg(r, err, errlen, "store_claim: out of memory") :
+		       sq_fail_msg(-EIO, err, errlen, "store_claim: bad value in a claimed row");
 	}
 	*n = i;
 	return 0;
@@ -594,7 +538,7 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	struct run rr;
 	int r;
 
-	sql_reset(s);
+	sq_reset(s);
 	sql_add(s, "START TRANSACTION;");
 	if (a->ndone) {
 		sql_add(s, COMPLETE " WHERE ", s->dedupe_window_s);
@@ -610,7 +554,7 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	if (after && n < a->max) {
 		n_after = n;
 		last_after = last;
-		sql_reset(s);
+		sq_reset(s);
 		sql_add_claim(s, a->queue, SCAN_UPTO, a->max - (unsigned)n);
 		r = run_claim(s, a, &rr, &n, &last, err, errlen);
 		if (r < 0) {
@@ -639,7 +583,7 @@ static int claim_commit(struct store *s, const struct claim_args *a, size_t n,
 	size_t i;
 	int r;
 
-	sql_reset(s);
+	sq_reset(s);
 	if (n > 0) {
 		sql_add(s, "UPDATE work_items SET state = 'claimed', claim_token = claim_token + 1, "
 			"attempts = attempts + 1, claimed_by = %s, claimed_at = NOW(6), "
@@ -650,11 +594,11 @@ static int claim_commit(struct store *s, const struct claim_args *a, size_t n,
 		sql_add(s, ");");
 	}
 	sql_add(s, "COMMIT");
-	r = run(s, "store_claim", &rr, err, errlen);
+	r = sq_run(s, "store_claim", &rr, err, errlen);
 	/* Cannot differ while we hold the row locks; if it did, the tokens handed out would be
 	 * wrong. The COMMIT went through: the rows stay claimed until their lease ends. */
 	if (r == 0 && n > 0 && rr.rows[0] != n)
-		r = fail_msg(-EIO, err, errlen, "store_claim: locked %zu rows but updated %llu",
+		r = sq_fail_msg(-EIO, err, errlen, "store_claim: locked %zu rows but updated %llu",
 			     n, (unsigned long long)rr.rows[0]);
 	return r;
 }
@@ -668,10 +612,10 @@ static int claim_once(struct store *s, const struct claim_args *a, size_t *ret_n
 	int r;
 
 	if (a->max == 0) { /* complete only: one autocommit statement */
-		sql_reset(s);
+		sq_reset(s);
 		sql_add(s, COMPLETE " WHERE ", s->dedupe_window_s);
 		sql_add_fence(s, a->done, a->ndone);
-		r = run(s, "store_claim", &rr, err, errlen);
+		r = sq_run(s, "store_claim", &rr, err, errlen);
 		*ret_n = 0;
 		*ret_completed = (size_t)rr.rows[0];
 		return r;
@@ -718,18 +662,18 @@ int store_claim(struct store *s, const char *queue, unsigned max, unsigned lease
 	int r;
 
 	if (!ret_n || !ret_completed || (max > 0 && !items) || max > MAX_REFS)
-		return fail_msg(-EINVAL, err, errlen, "store_claim: bad arguments");
-	r = check(s, "store_claim", done, ndone, queue ? queue : "", err, errlen);
+		return sq_fail_msg(-EINVAL, err, errlen, "store_claim: bad arguments");
+	r = sq_check(s, "store_claim", done, ndone, queue ? queue : "", err, errlen);
 	if (r < 0)
 		return r;
 	if (scratch_reserve(s, max) < 0)
-		return fail_msg(-ENOMEM, err, errlen, "store_claim: out of memory");
+		return sq_fail_msg(-ENOMEM, err, errlen, "store_claim: out of memory");
 	if (max > 0 || ndone > 0) {
 		do
 			r = claim_once(s, &a, &n, &completed, err, errlen);
 		while (r < 0 && retry(s, r, &attempt));
 		if (r < 0)
-			return final(r);
+			return sq_final(r);
 	}
 	if (n > 0) {
 		memcpy(items, s->scratch, n * sizeof(*items));
@@ -750,10 +694,10 @@ static int run_update(struct store *s, const char *op, size_t n, char *err, size
 	int r;
 
 	do
-		r = run(s, op, &rr, err, errlen);
+		r = sq_run(s, op, &rr, err, errlen);
 	while (r < 0 && retry(s, r, &attempt));
 	if (r < 0)
-		return final(r);
+		return sq_final(r);
 	return rr.rows[0] > n ? (int)n : (int)rr.rows[0];
 }
 
@@ -782,13 +726,13 @@ static int fail_once(struct store *s, struct store_ref ref, unsigned retry_ms, c
 	struct run rr;
 	int r;
 
-	sql_reset(s);
+	sq_reset(s);
 	sql_add(s, "START TRANSACTION;");
 	sql_add_finish(s, retry_ms, error, false);
 	sql_add_fence(s, &ref, 1);
 	sql_add(s, ";SELECT state FROM work_items WHERE id = %llu;COMMIT",
 		(unsigned long long)ref.id);
-	r = run(s, "store_fail", &rr, err, errlen);
+	r = sq_run(s, "store_fail", &rr, err, errlen);
 	if (r < 0) {
 		abort_trx(s);
 		return r;
@@ -799,7 +743,7 @@ static int fail_once(struct store *s, struct store_ref ref, unsigned retry_ms, c
 	    strcmp(row[0], "ready") == 0 ? 1 : -EIO;
 	mysql_free_result(rr.res);
 	if (r < 0)
-		fail_msg(r, err, errlen, "store_fail: row %llu changed but its state is unexpected",
+		sq_fail_msg(r, err, errlen, "store_fail: row %llu changed but its state is unexpected",
 			 (unsigned long long)ref.id);
 	return r;
 }
@@ -808,24 +752,24 @@ int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const c
 	       char *err, size_t errlen)
 {
 	unsigned attempt = 0;
-	int r = check(s, "store_fail", &ref, 1, NULL, err, errlen);
+	int r = sq_check(s, "store_fail", &ref, 1, NULL, err, errlen);
 
 	if (r < 0)
 		return r;
 	do
 		r = fail_once(s, ref, retry_ms, error, err, errlen);
 	while (r < 0 && retry(s, r, &attempt));
-	return final(r);
+	return sq_final(r);
 }
 
 int store_release(struct store *s, const struct store_ref *refs, size_t n, bool count_attempt,
 		  const char *reason, char *err, size_t errlen)
 {
-	int r = check(s, "store_release", refs, n, NULL, err, errlen);
+	int r = sq_check(s, "store_release", refs, n, NULL, err, errlen);
 
 	if (r < 0 || n == 0)
 		return r;
-	sql_reset(s);
+	sq_reset(s);
 	if (count_attempt)
 		sql_add_finish(s, 0, reason, true);
 	else
@@ -838,11 +782,11 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *err,
 		size_t errlen)
 {
-	int r = check(s, "store_defer", &ref, 1, NULL, err, errlen);
+	int r = sq_check(s, "store_defer", &ref, 1, NULL, err, errlen);
 
 	if (r < 0)
 		return r;
-	sql_reset(s);
+	sq_reset(s);
 	sql_add(s, "UPDATE work_items SET state = 'ready', "
 		"visible_at = NOW(6) + INTERVAL %llu MICROSECOND, "
 		"attempts = IF(attempts > 0, attempts - 1, 0) WHERE ",
@@ -854,11 +798,11 @@ int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *
 int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsigned lease_ms,
 		 char *err, size_t errlen)
 {
-	int r = check(s, "store_extend", refs, n, NULL, err, errlen);
+	int r = sq_check(s, "store_extend", refs, n, NULL, err, errlen);
 
 	if (r < 0 || n == 0)
 		return r;
-	sql_reset(s);
+	sq_reset(s);
 	sql_add(s, "UPDATE work_items SET visible_at = NOW(6) + INTERVAL %llu MICROSECOND WHERE ",
 		(unsigned long long)lease_ms * 1000u);
 	sql_add_fence(s, refs, n);
@@ -869,293 +813,21 @@ int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsign
 
 int store_poll(struct store *s, const char *queue, char *err, size_t errlen)
 {
-	int r = check(s, "store_poll", NULL, 0, queue ? queue : "", err, errlen);
+	int r = sq_check(s, "store_poll", NULL, 0, queue ? queue : "", err, errlen);
 	char q[QUOTED_QUEUE_MAX];
 	struct run rr;
 
 	if (r < 0)
 		return r;
-	quote(s->conn, q, queue, strlen(queue));
-	sql_reset(s);
+	sq_quote(s->conn, q, queue, strlen(queue));
+	sq_reset(s);
 	sql_add(s, "SELECT 1 FROM work_items FORCE INDEX (claim_idx) WHERE queue = %s "
 		"AND visible_at <= NOW(6) AND " NOT_PAUSED " LIMIT 1", q, q);
-	r = run(s, "store_poll", &rr, err, errlen);
+	r = sq_run(s, "store_poll", &rr, err, errlen);
 	if (r < 0)
-		return final(r);
+		return sq_final(r);
 	mysql_free_result(rr.res);
 	return rr.rows[0] > 0;
-}
-
-static int take_counts(MYSQL_RES *res, struct store_count **ret, size_t *ret_n,
-		       char *err, size_t errlen)
-{
-	size_t n = (size_t)mysql_num_rows(res), i;
-	struct store_count *c = calloc(n ? n : 1, sizeof(*c));
-	MYSQL_ROW row;
-
-	if (!c)
-		return fail_msg(-ENOMEM, err, errlen, "store_counts: out of memory");
-	for (i = 0; i < n && (row = mysql_fetch_row(res)); i++) {
-		if (!row[0] || !row[1] || !parse_u64(row[2], mysql_fetch_lengths(res)[2],
-						     &c[i].count)) {
-			free(c);
-			return fail_msg(-EIO, err, errlen, "store_counts: bad value in the result");
-		}
-		/* 64 characters can be more bytes than fit: cut on a character boundary. */
-		utf8_sanitize(row[0], c[i].queue, STORE_QUEUE_MAX);
-		snprintf(c[i].state, sizeof(c[i].state), "%s", row[1]);
-	}
-	*ret = c;
-	*ret_n = i;
-	return 0;
-}
-
-int store_counts(struct store *s, struct store_count **ret, size_t *ret_n,
-		 char *err, size_t errlen)
-{
-	int r = check(s, "store_counts", NULL, 0, NULL, err, errlen);
-	struct run rr;
-
-	if (r < 0)
-		return r;
-	if (!ret || !ret_n)
-		return fail_msg(-EINVAL, err, errlen, "store_counts: bad arguments");
-	sql_reset(s);
-	sql_add(s, "SELECT queue, state, COUNT(*) FROM work_items GROUP BY queue, state "
-		"ORDER BY queue, state");
-	r = run(s, "store_counts", &rr, err, errlen);
-	if (r < 0)
-		return final(r);
-	if (!rr.res)
-		return fail_msg(-EIO, err, errlen, "store_counts: no result");
-	r = take_counts(rr.res, ret, ret_n, err, errlen);
-	mysql_free_result(rr.res);
-	return r;
-}
-
-/* ---- enqueue and maintenance ---- */
-
-/* "SET @claimd_dup = 0; INSERT ... ON DUPLICATE KEY UPDATE ...; SELECT @claimd_dup,
- * LAST_INSERT_ID()": a row holding the dedupe key is left as it is, and its id is the one
- * returned. Not INSERT IGNORE, which would turn a bad value into a warning. */
-static int sql_add_new_row(struct store *s, const char *queue, const unsigned char *payload,
-			   size_t len, const struct store_add_opts *o)
-{
-	char q[QUOTED_QUEUE_MAX], k[2 * STORE_DEDUPE_KEY_MAX + 3], when[2 * 64 + 3];
-	char *p = malloc(2 * len + 3);
-
-	if (!p)
-		return -ENOMEM;
-	quote(s->conn, q, queue, strlen(queue));
-	quote(s->conn, p, (const char *)(payload ? payload : (const unsigned char *)""), len);
-	if (o->dedupe_key) {
-		/* A key whose window has passed is free now, not at the next maintenance pass. */
-		quote(s->conn, k, o->dedupe_key, strlen(o->dedupe_key));
-		sql_add(s, "UPDATE work_items SET dedupe_key = NULL, dedupe_until = NULL "
-			"WHERE queue = %s AND dedupe_key = %s AND dedupe_until < NOW(6);", q, k);
-	}
-	sql_add(s, "SET @claimd_dup = 0;INSERT INTO work_items (queue, payload%s%s%s%s%s) "
-		"VALUES (%s, %s", o->run_at || o->delay_ms ? ", run_at" : "",
-		o->period_s >= 0 ? ", period_s" : "", o->max_attempts ? ", max_attempts" : "",
-		o->timeout_s ? ", timeout_s" : "", o->dedupe_key ? ", dedupe_key" : "", q, p);
-	free(p);
-	if (o->run_at) {
-		quote(s->conn, when, o->run_at, strlen(o->run_at));
-		sql_add(s, ", %s", when);
-	} else if (o->delay_ms) {
-		sql_add(s, ", NOW(6) + INTERVAL %llu MICROSECOND", (unsigned long long)o->delay_ms * 1000u);
-	}
-	if (o->period_s >= 0)
-		sql_add(s, ", %ld", o->period_s);
-	if (o->max_attempts)
-		sql_add(s, ", %u", o->max_attempts);
-	if (o->timeout_s)
-		sql_add(s, ", %u", o->timeout_s);
-	if (o->dedupe_key)
-		sql_add(s, ", %s", k);
-	sql_add(s, ") ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@claimd_dup := 1);"
-		"SELECT @claimd_dup, LAST_INSERT_ID()");
-	return 0;
-}
-
-int store_add(struct store *s, const char *queue, const unsigned char *payload, size_t len,
-	      const struct store_add_opts *opts, uint64_t *ret_id, char *err, size_t errlen)
-{
-	static const struct store_add_opts none = { .period_s = -1 };
-	const struct store_add_opts *o = opts ? opts : &none;
-	int r = check(s, "store_add", NULL, 0, queue ? queue : "", err, errlen);
-	MYSQL_ROW row;
-	struct run rr;
-	uint64_t id;
-
-	if (r < 0)
-		return r;
-	if (len > STORE_PAYLOAD_MAX)
-		return fail_msg(-EMSGSIZE, err, errlen, "store_add: payload of %zu bytes is over "
-				"the %u byte limit", len, STORE_PAYLOAD_MAX);
-	if ((o->dedupe_key && strlen(o->dedupe_key) > STORE_DEDUPE_KEY_MAX) ||
-	    (o->run_at && strlen(o->run_at) > 64))
-		return fail_msg(-EINVAL, err, errlen, "store_add: dedupe key or run_at too long");
-	sql_reset(s);
-	if (sql_add_new_row(s, queue, payload, len, o) < 0)
-		return fail_msg(-ENOMEM, err, errlen, "store_add: out of memory");
-	r = run(s, "store_add", &rr, err, errlen);
-	if (r < 0)
-		return final(r);
-	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
-	r = row && row[0] && row[1] && parse_u64(row[1], strlen(row[1]), &id) && id > 0 ?
-	    row[0][0] == '1' : -EIO;
-	mysql_free_result(rr.res);
-	if (r < 0)
-		return fail_msg(r, err, errlen, "store_add: no id came back");
-	*ret_id = id;
-	return r;
-}
-
-int store_dedupe_expire(struct store *s, unsigned limit, char *err, size_t errlen)
-{
-	int r = check(s, "store_dedupe_expire", NULL, 0, NULL, err, errlen);
-	struct run rr;
-
-	if (r < 0)
-		return r;
-	sql_reset(s);
-	sql_add(s, "UPDATE work_items SET dedupe_key = NULL, dedupe_until = NULL "
-		"WHERE dedupe_until < NOW(6) LIMIT %u", limit ? limit : 1);
-	r = run(s, "store_dedupe_expire", &rr, err, errlen);
-	if (r < 0)
-		return final(r);
-	return rr.rows[0] > INT32_MAX ? INT32_MAX : (int)rr.rows[0];
-}
-
-int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err, size_t errlen)
-{
-	int r = check(s, "store_retry_dead", NULL, 0, queue, err, errlen);
-	char q[QUOTED_QUEUE_MAX];
-	struct run rr;
-
-	if (r < 0)
-		return r;
-	sql_reset(s);
-	sql_add(s, "UPDATE work_items SET state = 'ready', attempts = 0, visible_at = NOW(6), "
-		"finished_at = NULL WHERE state = 'dead' AND ");
-	if (queue) {
-		quote(s->conn, q, queue, strlen(queue));
-		sql_add(s, "queue = %s", q);
-	} else {
-		sql_add(s, "id = %llu", (unsigned long long)id);
-	}
-	r = run(s, "store_retry_dead", &rr, err, errlen);
-	if (r < 0)
-		return final(r);
-	return rr.rows[0] > INT32_MAX ? INT32_MAX : (int)rr.rows[0];
-}
-
-int store_paused(struct store *s, const char *queue, char *err, size_t errlen)
-{
-	int r = check(s, "store_paused", NULL, 0, queue, err, errlen);
-	char q[QUOTED_QUEUE_MAX];
-	MYSQL_ROW row;
-	struct run rr;
-
-	if (r < 0)
-		return r;
-	quote(s->conn, q, queue, strlen(queue));
-	sql_reset(s);
-	sql_add(s, "SELECT paused FROM queues WHERE name = %s", q);
-	r = run(s, "store_paused", &rr, err, errlen);
-	if (r < 0)
-		return final(r);
-	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
-	r = row && row[0] && strcmp(row[0], "0") != 0;
-	mysql_free_result(rr.res);
-	return r;
-}
-
-int store_set_paused(struct store *s, const char *queue, bool paused, char *err, size_t errlen)
-{
-	int r = check(s, "store_set_paused", NULL, 0, queue, err, errlen);
-	char q[QUOTED_QUEUE_MAX];
-	struct run rr;
-
-	if (r < 0)
-		return r;
-	quote(s->conn, q, queue, strlen(queue));
-	sql_reset(s);
-	sql_add(s, "INSERT INTO queues (name, paused) VALUES (%s, %d) "
-		"ON DUPLICATE KEY UPDATE paused = VALUES(paused)", q, paused ? 1 : 0);
-	r = run(s, "store_set_paused", &rr, err, errlen);
-	return r < 0 ? final(r) : 0;
-}
-
-int store_take_slot(struct store *s, const char *queue, unsigned *ret_wait_ms, char *err,
-		    size_t errlen)
-{
-	int r = check(s, "store_take_slot", NULL, 0, queue, err, errlen);
-	char q[QUOTED_QUEUE_MAX];
-	uint64_t us = 0;
-	MYSQL_ROW row;
-	struct run rr;
-
-	if (r < 0)
-		return r;
-	quote(s->conn, q, queue, strlen(queue));
-	sql_reset(s);
-	/* The queue's next free slot is ours (now, if it has passed); the one after it moves on
-	 * by the interval. One autocommit UPDATE: the row is locked for microseconds. */
-	sql_add(s, "UPDATE queues SET next_start_at = (@claimd_slot := GREATEST("
-		"COALESCE(next_start_at, NOW(6)), NOW(6))) + INTERVAL min_interval_ms * 1000 "
-		"MICROSECOND WHERE name = %s AND min_interval_ms > 0;"
-		"SELECT IF(ROW_COUNT() > 0, GREATEST(TIMESTAMPDIFF(MICROSECOND, NOW(6), "
-		"@claimd_slot), 0), 0)", q);
-	r = run(s, "store_take_slot", &rr, err, errlen);
-	if (r < 0)
-		return final(r);
-	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
-	r = row && row[0] && parse_u64(row[0], strlen(row[0]), &us) ? 0 : -EIO;
-	mysql_free_result(rr.res);
-	if (r < 0)
-		return fail_msg(r, err, errlen, "store_take_slot: no slot came back");
-	*ret_wait_ms = (unsigned)((us + 999) / 1000);
-	return 0;
-}
-
-int store_set_interval(struct store *s, const char *queue, unsigned interval_ms, char *err,
-		       size_t errlen)
-{
-	int r = check(s, "store_set_interval", NULL, 0, queue, err, errlen);
-	char q[QUOTED_QUEUE_MAX];
-	struct run rr;
-
-	if (r < 0)
-		return r;
-	quote(s->conn, q, queue, strlen(queue));
-	sql_reset(s);
-	sql_add(s, "INSERT INTO queues (name, min_interval_ms) VALUES (%s, %u) "
-		"ON DUPLICATE KEY UPDATE min_interval_ms = VALUES(min_interval_ms)", q, interval_ms);
-	r = run(s, "store_set_interval", &rr, err, errlen);
-	return r < 0 ? final(r) : 0;
-}
-
-int store_prune(struct store *s, unsigned keep_done_s, unsigned limit, char *err, size_t errlen)
-{
-	int r = check(s, "store_prune", NULL, 0, NULL, err, errlen);
-	struct run rr;
-
-	if (r < 0)
-		return r;
-	sql_reset(s);
-	/* One statement, election included: only the session holding the prune lock deletes.
-	 * Lock names are server-wide, hence the database's name in it; IS_USED_LOCK first, as
-	 * taking a lock this session holds would nest it. */
-	sql_add(s, "DELETE FROM work_items WHERE finished_at < NOW(6) - INTERVAL %u SECOND "
-		"AND state = 'done' AND IF(IS_USED_LOCK(" PRUNE_LOCK ") = CONNECTION_ID(), 1, "
-		"GET_LOCK(" PRUNE_LOCK ", 0)) = 1 ORDER BY finished_at LIMIT %u", keep_done_s,
-		limit ? limit : 1);
-	r = run(s, "store_prune", &rr, err, errlen);
-	if (r < 0)
-		return final(r);
-	return rr.rows[0] > INT32_MAX ? INT32_MAX : (int)rr.rows[0];
 }
 
 /* ---- the claim cursor, shared between the workers of one host ---- */

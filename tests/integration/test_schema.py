@@ -10,15 +10,17 @@ import re
 import harness
 from harness import check, check_eq
 
-STORE_C = os.path.join(harness.SOURCE_ROOT, 'src', 'store.c')
+STORE_SOURCES = [os.path.join(harness.SOURCE_ROOT, 'src', f) for f in ('store.c', 'store_int.h')]
 
 
 def c_macro(name):
     """The string a '#define NAME "..." "..."' in store.c expands to, as a Python % format."""
-    with open(STORE_C, encoding='utf-8') as f:
-        text = f.read()
+    text = ''
+    for path in STORE_SOURCES:
+        with open(path, encoding='utf-8') as f:
+            text += f.read() + '\n'
     m = re.search(r'^#define ' + name + r'\b((?:.*\\\n)*.*)$', text, re.M)
-    check(m, f'#define {name} not found in {STORE_C}')
+    check(m, f'#define {name} not found in {STORE_SOURCES}')
     # String literals, and names of other macros spliced between them (NOT_PAUSED).
     parts = re.findall(r'"((?:[^"\\]|\\.)*)"|\b([A-Z][A-Z_]+)\b', m.group(1))
     check(parts, f'{name} is not a string literal')

@@ -1,0 +1,97 @@
+/* store_int — the store module's insides, shared by its two files: store.c (connections,
+ * claims and everything a claimed row goes through) and store_admin.c (adds, queue settings,
+ * counts, maintenance). Only these two include it, and with it mysql.h. Not an interface. */
+#ifndef CLAIMD_STORE_INT_H
+#define CLAIMD_STORE_INT_H
+
+#include <mysql.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "store.h"
+
+#define QUOTED_QUEUE_MAX (2 * STORE_QUEUE_MAX + 3)
+#define RUN_MAX_STMTS 4
+#define PRUNE_LOCK "CONCAT('claimd.prune.', MD5(DATABASE()))"
+
+/* A paused queue's rows are not claimed (nor polled for). The subqueries name the queue
+ * itself, not work_items.queue: uncorrelated, each runs once per statement. */
+#define NOT_PAUSED "NOT EXISTS (SELECT 1 FROM queues WHERE name = %s AND paused)"
+/* A place in claim_idx order; visible_at as the server printed it. */
+struct claim_pos {
+	char visible_at[32];
+	uint64_t id;
+};
+
+/* Why a cursor: a claim moves its rows' claim_idx entries from the head of the range to
+ * the end of their lease, and the old entries stay at the head, delete-marked, until purge
+ * removes them. A locking scan from the head looks at every one (a clustered index lookup
+ * apiece): thousands of entries and milliseconds per claim at 15,000 claims/s, more as the
+ * rate grows. Starting after the row this store claimed last skips them (2-3x the claims/s
+ * at batch 16..64). Rows that become due behind the cursor (a lease that ran out, a
+ * backdated run_at, a claim rolled back) are found by the scan from the head, which runs
+ * whenever the part after the cursor comes back short and at least every
+ * CLAIM_HEAD_SCAN_MS. */
+struct claim_cursor {
+	char queue[STORE_QUEUE_MAX + 1];
+	struct claim_pos pos;
+	bool set;
+	uint64_t head_scan_ms;
+};
+
+struct store {
+	MYSQL *conn;                 /* NULL when not connected */
+	struct dsn dsn;
+	char claimer[256];
+	char claimer_sql[2 * 255 + 3]; /* quoted for the current connection */
+	struct buf sql;              /* the statement(s) being built */
+	unsigned dedupe_window_s;    /* a finished row keeps its dedupe_key this long */
+	struct store_item *scratch;  /* rows of a claim until its COMMIT succeeded */
+	size_t scratch_cap;
+	struct claim_cursor cursor;
+	unsigned seed;
+};
+
+/* What sq_run() read: rows affected (or returned) per statement, and the one result set. */
+struct run {
+	uint64_t rows[RUN_MAX_STMTS];
+	MYSQL_RES *res;
+};
+
+/* Fills err (if any) with the formatted message and returns code. */
+int sq_fail_msg(int code, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Start a new statement text; sql_add appends to it (printf-like). */
+static inline void sq_reset(struct store *s)
+{
+	buf_reset(&s->sql);
+}
+
+#define sql_add(s, ...) buf_printf(&(s)->sql, __VA_ARGS__)
+
+/* Writes str quoted and escaped to out (2 * len + 3 bytes); returns its length. */
+size_t sq_quote(MYSQL *c, char *out, const char *str, size_t len);
+
+/* Sends the statement text (one or more statements) and reads every result: the row count of
+ * each statement into rr->rows, the one result set (callers send at most one) into rr->res.
+ * Returns 0, or -ENOTCONN (connection dropped), -EDEADLK/-ETIMEDOUT (1213/1205), -EIO. */
+int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t errlen);
+
+/* What callers see: retryable errors that ran out of tries are plain SQL errors. */
+int sq_final(int r);
+
+/* Common argument checks: a store, a sane row list, a queue name if queue is not NULL, a
+ * connection. Returns 0 or a negative error with err filled. */
+int sq_check(struct store *s, const char *op, const struct store_ref *refs, size_t n,
+	     const char *queue, char *err, size_t errlen);
+
+/* Copies src to dst (max bytes + NUL) with invalid UTF-8 replaced by '?', cut on a character
+ * boundary. Returns the bytes written. */
+size_t sq_utf8_sanitize(const char *src, char *dst, size_t max);
+
+/* A decimal column value. */
+bool sq_parse_u64(const char *p, unsigned long len, uint64_t *ret);
+
+#endif
