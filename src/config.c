@@ -57,7 +57,8 @@ const char *config_usage(void)
 	"                         | pipe:/path/to/cmd [args...] (one co-process per worker, JSON lines)\n"
 	"                         | so:/path/to/plugin.so [args] (in-process plugin, claimd/handler.h)\n"
 	"  --workers N            worker processes (default 4)\n"
-	"  --queue NAME           queue to serve (default \"default\")\n"
+	"  --queue NAME           queue to serve (default \"default\"); repeat it to serve\n"
+	"                         several, each claimed in turn\n"
 	"  --control PATH         control socket for claimctl (default $CLAIMD_CONTROL,\n"
 	"                         $XDG_RUNTIME_DIR/claimd.sock or /tmp/claimd-UID.sock)\n"
 	"  --batch N              rows a worker claims per round trip, 1..256 (default 1)\n"
@@ -149,7 +150,6 @@ static unsigned default_claimers(void)
 static void set_defaults(struct config *c)
 {
 	memset(c, 0, sizeof(*c));
-	snprintf(c->queue, sizeof(c->queue), "default");
 	c->workers = 4;
 	c->batch = 1;
 	c->claimers = default_claimers();
@@ -205,6 +205,27 @@ static bool valid_queue(const char *q)
 	return true;
 }
 
+/* --queue, repeatable: the first replaces "default". */
+static int add_queue(struct config *c, const char *name, char *err, size_t errlen)
+{
+	if (c->nqueues == CONFIG_QUEUES_MAX) {
+		snprintf(err, errlen, "--queue: at most %d queues", CONFIG_QUEUES_MAX);
+		return -EINVAL;
+	}
+	if (strlen(name) > CONFIG_QUEUE_MAX || !valid_queue(name) || strchr(name, ',')) {
+		snprintf(err, errlen, "--queue: invalid queue name '%s'", name);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < c->nqueues; i++) {
+		if (!strcmp(c->queues[i], name)) {
+			snprintf(err, errlen, "--queue: '%s' given twice", name);
+			return -EINVAL;
+		}
+	}
+	snprintf(c->queues[c->nqueues++], sizeof(c->queues[0]), "%s", name);
+	return 0;
+}
+
 /* One option; returns 0, a config_result > 0, or -EINVAL with err filled. */
 static int apply_opt(struct config *c, int opt, const char *arg, const char **dsn_str,
 		     char *err, size_t errlen)
@@ -235,9 +256,7 @@ static int apply_opt(struct config *c, int opt, const char *arg, const char **ds
 			goto bad;
 		return 0;
 	case OPT_QUEUE:
-		if (copy_str(c->queue, sizeof(c->queue), arg) < 0 || !valid_queue(c->queue))
-			goto bad;
-		return 0;
+		return add_queue(c, arg, err, errlen);
 	case OPT_CONTROL:
 		if (copy_str(c->control, sizeof(c->control), arg) < 0 || !*arg)
 			goto bad;
@@ -322,6 +341,14 @@ static int finish(struct config *c, const char *dsn_str, char *err, size_t errle
 		snprintf(err, errlen, "bad DSN: %s", derr);
 		return -EINVAL;
 	}
+	if (c->nqueues == 0)
+		add_queue(c, "default", err, errlen);
+	for (unsigned i = 0; i < c->nqueues; i++) {
+		size_t len = strlen(c->queue_list);
+		snprintf(c->queue_list + len, sizeof(c->queue_list) - len, "%s%s", i ? "," : "",
+			 c->queues[i]);
+	}
+	snprintf(c->queue, sizeof(c->queue), "%s", c->queues[0]);
 	r = check_handler(c->handler, err, errlen);
 	if (r < 0)
 		return r;

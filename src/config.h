@@ -11,12 +11,16 @@
 
 #define CONFIG_HANDLER_MAX 4096
 #define CONFIG_QUEUE_MAX 64
+#define CONFIG_QUEUES_MAX 16
 #define CONFIG_PATH_MAX 108 /* sun_path */
 
 struct config {
 	struct dsn dsn;
 	char handler[CONFIG_HANDLER_MAX];
-	char queue[CONFIG_QUEUE_MAX + 1];
+	char queue[CONFIG_QUEUE_MAX + 1];   /* the first of queues */
+	char queues[CONFIG_QUEUES_MAX][CONFIG_QUEUE_MAX + 1];
+	unsigned nqueues;
+	char queue_list[CONFIG_QUEUES_MAX * (CONFIG_QUEUE_MAX + 1)]; /* "a,b" for people */
 	char control[CONFIG_PATH_MAX];
 	unsigned workers;
 	unsigned batch;

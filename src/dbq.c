@@ -82,7 +82,7 @@ static void on_work(uv_work_t *req)
 		j->rc = store_counts(s, &j->counts, &j->ncounts, j->err, sizeof(j->err));
 		break;
 	case DBQ_POLL:
-		j->rc = store_poll(s, j->queue, j->err, sizeof(j->err));
+		j->rc = store_poll_any(s, j->queues, j->n, j->err, sizeof(j->err));
 		break;
 	case DBQ_PRUNE:
 		j->rc = store_prune(s, j->keep_s, DBQ_PRUNE_CHUNK, j->err, sizeof(j->err));

@@ -18,7 +18,7 @@
 enum dbq_kind {
 	DBQ_RELEASE,  /* in: refs, n, reason. out: rc = rows released. Retried until done. */
 	DBQ_COUNTS,   /* out: counts, ncounts (caller frees counts) */
-	DBQ_POLL,     /* in: queue. out: rc = 1 if a row is claimable now */
+	DBQ_POLL,     /* in: queues, nqueues. out: rc = 1 if a row is claimable now */
 	DBQ_ADD,      /* in: queue, payload, len, add. out: id; rc = 1 for a duplicate */
 	DBQ_PRUNE,    /* in: keep_s. out: rc = rows deleted (0 when another supervisor prunes) */
 	DBQ_RETRY,    /* in: id, or queue with all_dead. out: rc = rows put back */
@@ -31,7 +31,7 @@ struct dbq_job {
 	enum dbq_kind kind;
 	/* in */
 	struct store_ref *refs;   /* owned by the job's creator */
-	size_t n;
+	size_t n;                 /* refs, or queues */
 	const char *reason;
 	char queue[STORE_QUEUE_MAX + 1];
 	unsigned char *payload;
@@ -40,6 +40,7 @@ struct dbq_job {
 	bool all_dead;
 	bool pause;
 	unsigned interval_ms;
+	const char *const *queues;
 	struct store_add_opts add;     /* its strings point into run_at and dedupe_key below */
 	char run_at[65];
 	char dedupe_key[STORE_DEDUPE_KEY_MAX + 1];

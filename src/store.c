@@ -813,16 +813,29 @@ int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsign
 
 int store_poll(struct store *s, const char *queue, char *err, size_t errlen)
 {
-	int r = sq_check(s, "store_poll", NULL, 0, queue ? queue : "", err, errlen);
+	return store_poll_any(s, &queue, 1, err, errlen);
+}
+
+int store_poll_any(struct store *s, const char *const *queues, size_t n, char *err,
+		   size_t errlen)
+{
+	int r = sq_check(s, "store_poll", NULL, 0, NULL, err, errlen);
 	char q[QUOTED_QUEUE_MAX];
 	struct run rr;
 
-	if (r < 0)
-		return r;
-	sq_quote(s->conn, q, queue, strlen(queue));
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = sq_check(s, "store_poll", NULL, 0, queues[i], err, errlen);
+	if (r < 0 || n == 0)
+		return r < 0 ? r : sq_fail_msg(-EINVAL, err, errlen, "store_poll: no queue");
 	sq_reset(s);
-	sql_add(s, "SELECT 1 FROM work_items FORCE INDEX (claim_idx) WHERE queue = %s "
-		"AND visible_at <= NOW(6) AND " NOT_PAUSED " LIMIT 1", q, q);
+	/* One statement for any number of queues: a range per queue in claim_idx. */
+	sql_add(s, "SELECT 1 FROM work_items FORCE INDEX (claim_idx) WHERE queue IN (");
+	for (size_t i = 0; i < n; i++) {
+		sq_quote(s->conn, q, queues[i], strlen(queues[i]));
+		sql_add(s, "%s%s", i ? "," : "", q);
+	}
+	sql_add(s, ") AND visible_at <= NOW(6) AND queue NOT IN "
+		"(SELECT name FROM queues WHERE paused) LIMIT 1");
 	r = sq_run(s, "store_poll", &rr, err, errlen);
 	if (r < 0)
 		return sq_final(r);

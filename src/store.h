@@ -130,6 +130,9 @@ int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsign
 /* Cheap, non-locking: is any row of queue claimable now? One statement. Returns 1, 0, or a
  * negative error. */
 int store_poll(struct store *s, const char *queue, char *err, size_t errlen);
+/* The same for any of queues[0..n). */
+int store_poll_any(struct store *s, const char *const *queues, size_t n, char *err,
+		   size_t errlen);
 
 /* Row counts per queue and state (all of work_items). *ret is malloc'd; caller frees.
  * A queue name longer than STORE_QUEUE_MAX bytes is cut (on a character boundary). */

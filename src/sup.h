@@ -67,6 +67,7 @@ struct sup {
 	/* database */
 	struct store *store;
 	struct dbq *dbq;
+	const char *queue_ptrs[CONFIG_QUEUES_MAX]; /* cfg->queues[i], for the poll */
 	bool poll_inflight;
 	bool prune_inflight;
 	bool prune_due;

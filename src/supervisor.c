@@ -622,6 +622,8 @@ static void on_poll(uv_timer_t *t)
 	if (!idle || s->poll_inflight || !(j = sup_new_job(s, DBQ_POLL, on_polled)))
 		return;
 	s->poll_inflight = true;
+	j->queues = s->queue_ptrs;
+	j->n = s->cfg->nqueues;
 	dbq_push(s->dbq, j);
 }
 
@@ -721,6 +723,8 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 		log_error("cannot find my own executable: %s", uv_strerror(r));
 		return r;
 	}
+	for (unsigned i = 0; i < cfg->nqueues; i++)
+		s->queue_ptrs[i] = cfg->queues[i];
 	r = store_new(&cfg->dsn, "supervisor", &s->store);
 	if (r < 0)
 		return r;
@@ -801,8 +805,9 @@ int supervisor_main(const struct config *cfg, int argc, char **argv)
 		uv_loop_close(&loop);
 		return 1;
 	}
-	log_info("starting %u workers on queue '%s', handler %s, control socket %s", cfg->workers,
-		 cfg->queue, cfg->handler, cfg->control);
+	log_info("starting %u workers on queue%s '%s', handler %s, control socket %s",
+		 cfg->workers, cfg->nqueues > 1 ? "s" : "", cfg->queue_list, cfg->handler,
+		 cfg->control);
 	for (unsigned i = 0; i < cfg->workers; i++)
 		spawn_worker(&s.slots[i]);
 	uv_timer_start(&s.hb_timer, on_heartbeat, cfg->heartbeat_ms, cfg->heartbeat_ms);

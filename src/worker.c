@@ -61,6 +61,7 @@ struct worker {
 	unsigned db_backoff_ms;
 	int exit_code;
 
+	unsigned qi;      /* the queue (cfg->queues[qi]) that had work last */
 	bool slot_ready;  /* the next item's rate-limit slot is taken: run it when its timer fires */
 	uv_timer_t kick_timer, db_timer, lease_timer, grace_timer, slot_timer;
 };
@@ -272,6 +273,30 @@ static void ask_for_work(struct worker *w)
 	w->asked = true;
 }
 
+/* Claim from the queue that had work last, then from the others in turn, until one has
+ * rows: the outcomes ride on the first claim. With max 0, only the outcomes are written. */
+static int claim_any(struct worker *w, unsigned max, const struct store_ref *done, size_t ndone,
+		     size_t *ret_n, size_t *ret_completed, char *err, size_t errlen)
+{
+	unsigned nq = max > 0 ? w->cfg->nqueues : 1;
+	size_t completed = 0;
+	int r = 0;
+
+	*ret_n = 0;
+	for (unsigned k = 0; k < nq && *ret_n == 0; k++) {
+		unsigned qi = (w->qi + k) % w->cfg->nqueues;
+		r = store_claim(w->store, w->cfg->queues[qi], max, w->cfg->lease_ms,
+				k ? NULL : done, k ? 0 : ndone, w->items, ret_n,
+				k ? &(size_t){ 0 } : &completed, err, errlen);
+		if (r < 0)
+			return r;
+		if (*ret_n > 0)
+			w->qi = qi;
+	}
+	*ret_completed = completed;
+	return 0;
+}
+
 /* Write every pending outcome; with max > 0 also claim the next batch in the same
  * transaction. Returns 0, or a negative error after db_failed() took over. */
 static int write_and_claim(struct worker *w, unsigned max)
@@ -292,8 +317,7 @@ static int write_and_claim(struct worker *w, unsigned max)
 		store_items_clear(w->items, w->nitems);
 		w->nitems = w->next = 0;
 	}
-	r = store_claim(w->store, w->cfg->queue, max, w->cfg->lease_ms, done, ndone, w->items,
-			&n, &completed, err, sizeof(err));
+	r = claim_any(w, max, done, ndone, &n, &completed, err, sizeof(err));
 	if (r < 0)
 		goto fail;
 	w->db_backoff_ms = 0;
@@ -431,7 +455,8 @@ static bool wait_for_slot(struct worker *w)
 static bool release_if_paused(struct worker *w)
 {
 	char err[STORE_ERR_MAX] = "";
-	int r = store_paused(w->store, w->cfg->queue, err, sizeof(err));
+	const char *queue = w->items[w->next].queue;
+	int r = store_paused(w->store, queue, err, sizeof(err));
 
 	if (r < 0) {
 		db_failed(w, r, "checking for a pause", err);
@@ -439,7 +464,7 @@ static bool release_if_paused(struct worker *w)
 	}
 	if (r == 0)
 		return false;
-	log_info("queue '%s' paused: %zu prefetched items go back", w->cfg->queue,
+	log_info("queue '%s' paused: %zu prefetched items go back", queue,
 		 w->nitems - w->next);
 	release_unstarted(w);
 	kick(w);
@@ -553,8 +578,11 @@ static void on_msg(void *data, const struct proto_msg *m)
 		}
 		w->granted = true;
 		w->wanted = true;
-		store_cursor_hint(w->store, w->cfg->queue, m->u.wake.cursor.pos,
-				  m->u.wake.cursor.id);
+		/* The host's cursor is one place in one queue's order: with several queues
+		 * each worker keeps its own. */
+		if (w->cfg->nqueues == 1)
+			store_cursor_hint(w->store, w->cfg->queue, m->u.wake.cursor.pos,
+					  m->u.wake.cursor.id);
 		kick(w);
 		break;
 	case PROTO_STOP:
