@@ -1,6 +1,7 @@
 /* supctl — the supervisor's answers on the control socket: status (with queue counts read
  * through the database queue, at most once a second) and add (insert, then wake a worker). */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,23 +95,34 @@ static bool wait_for_counts(struct sup *s, struct control_conn *conn, bool json)
 	return true;
 }
 
-static void on_added(struct dbq_job *j)
+/* Answers the control request behind job j: "error: ..." if it failed, else the text (a
+ * printf format); then frees the job. */
+static void reply_job(struct dbq_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void reply_job(struct dbq_job *j, const char *fmt, ...)
 {
-	struct sup *s = j->data;
-	char reply[STORE_ERR_MAX + 32];
+	char reply[STORE_ERR_MAX + 128];
+	va_list ap;
 	int n;
 
 	if (j->rc < 0) {
 		n = snprintf(reply, sizeof(reply), "error: %s\n", j->err);
 	} else {
-		n = snprintf(reply, sizeof(reply), "%llu\n", (unsigned long long)j->id);
-		if (j->rc == 0)
-			sup_wake_one(s, NULL);
+		va_start(ap, fmt);
+		n = vsnprintf(reply, sizeof(reply), fmt, ap);
+		va_end(ap);
 	}
 	control_reply(j->data2, reply, n > 0 && (size_t)n < sizeof(reply) ? (size_t)n
 									: strlen(reply));
 	free(j->payload);
 	free(j);
+}
+
+static void on_added(struct dbq_job *j)
+{
+	if (j->rc == 0)
+		sup_wake_one(j->data, NULL);
+	reply_job(j, "%llu\n", (unsigned long long)j->id);
 }
 
 static int hexval(char c)
@@ -222,20 +234,9 @@ bad:
 
 static void on_retried(struct dbq_job *j)
 {
-	struct sup *s = j->data;
-	char reply[STORE_ERR_MAX + 32];
-	int n;
-
-	if (j->rc < 0) {
-		n = snprintf(reply, sizeof(reply), "error: %s\n", j->err);
-	} else {
-		n = snprintf(reply, sizeof(reply), "%d\n", j->rc);
-		if (j->rc > 0)
-			sup_wake_one(s, NULL);
-	}
-	control_reply(j->data2, reply, n > 0 && (size_t)n < sizeof(reply) ? (size_t)n
-									: strlen(reply));
-	free(j);
+	if (j->rc > 0)
+		sup_wake_one(j->data, NULL);
+	reply_job(j, "%d\n", j->rc);
 }
 
 /* "retry ID" or "retry-dead QUEUE": dead rows back to ready; answers how many. */
@@ -269,26 +270,16 @@ bad:
 
 static void on_paused(struct dbq_job *j)
 {
-	struct sup *s = j->data;
-	char reply[STORE_ERR_MAX + 64];
-	int n;
-
-	if (j->rc < 0) {
-		n = snprintf(reply, sizeof(reply), "error: %s\n", j->err);
-	} else {
-		if (j->kind == DBQ_LIMIT)
-			n = snprintf(reply, sizeof(reply), "queue %s min_interval_ms %u\n", j->queue,
-				     j->interval_ms);
-		else
-			n = snprintf(reply, sizeof(reply), "queue %s %s\n", j->queue,
-				     j->pause ? "paused" : "resumed");
-		log_info("queue '%s': %.*s", j->queue, n > 0 ? n - 1 : 0, reply);
+	if (j->rc >= 0) {
+		log_info("queue '%s': %s", j->queue, j->kind == DBQ_LIMIT ? "rate limit set" :
+			 j->pause ? "paused" : "resumed");
 		if (j->kind == DBQ_PAUSE && !j->pause)
-			sup_wake_one(s, NULL);
+			sup_wake_one(j->data, NULL);
 	}
-	control_reply(j->data2, reply, n > 0 && (size_t)n < sizeof(reply) ? (size_t)n
-									: strlen(reply));
-	free(j);
+	if (j->kind == DBQ_LIMIT)
+		reply_job(j, "queue %s min_interval_ms %u\n", j->queue, j->interval_ms);
+	else
+		reply_job(j, "queue %s %s\n", j->queue, j->pause ? "paused" : "resumed");
 }
 
 /* "pause QUEUE" / "resume QUEUE": for every supervisor sharing the database. */
