@@ -12,7 +12,7 @@
 enum {
 	OPT_DSN = 256, OPT_WORKERS, OPT_CLAIMERS, OPT_HANDLER, OPT_QUEUE, OPT_CONTROL, OPT_BATCH, OPT_LEASE,
 	OPT_TIMEOUT, OPT_HANG, OPT_KILL_GRACE, OPT_GRACE, OPT_HEARTBEAT, OPT_POLL,
-	OPT_RETRY_BASE, OPT_KEEP_DONE, OPT_DEDUPE_WINDOW, OPT_VERBOSE, OPT_QUIET, OPT_HELP, OPT_VERSION,
+	OPT_RETRY_BASE, OPT_KEEP_DONE, OPT_DEDUPE_WINDOW, OPT_MAINTENANCE, OPT_VERBOSE, OPT_QUIET, OPT_HELP, OPT_VERSION,
 	OPT_W_SLOT, OPT_W_FD, OPT_W_PARENT,
 };
 
@@ -34,6 +34,7 @@ static const struct option long_opts[] = {
 	{ "retry-base", required_argument, NULL, OPT_RETRY_BASE },
 	{ "keep-done", required_argument, NULL, OPT_KEEP_DONE },
 	{ "dedupe-window", required_argument, NULL, OPT_DEDUPE_WINDOW },
+	{ "maintenance-interval", required_argument, NULL, OPT_MAINTENANCE },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "help", no_argument, NULL, OPT_HELP },
@@ -75,6 +76,8 @@ const char *config_usage(void)
 	"  --keep-done DUR        delete done rows this long after they finished (default 24h;\n"
 	"                         0 keeps them); dead rows are never deleted\n"
 	"  --dedupe-window DUR    a finished row keeps its dedupe_key this long (default 5m)\n"
+	"  --maintenance-interval DUR  how often pruning and dedupe-key expiry run, each in\n"
+	"                         place of one idle poll (default 1m)\n"
 	"  --verbose, --quiet     more or less logging\n"
 	"  --help, --version\n"
 	"\n"
@@ -163,6 +166,7 @@ static void set_defaults(struct config *c)
 	c->retry_base_ms = 1000;
 	c->keep_done_ms = 24u * 3600u * 1000u;
 	c->dedupe_window_ms = 5u * 60u * 1000u;
+	c->maintenance_ms = 60u * 1000u;
 	c->log_level = 2; /* LOG_INFO */
 	c->worker_slot = -1;
 	c->worker_fd = -1;
@@ -191,6 +195,7 @@ static unsigned *duration_field(struct config *c, int opt)
 	case OPT_RETRY_BASE: return &c->retry_base_ms;
 	case OPT_KEEP_DONE: return &c->keep_done_ms;
 	case OPT_DEDUPE_WINDOW: return &c->dedupe_window_ms;
+	case OPT_MAINTENANCE: return &c->maintenance_ms;
 	default: return NULL;
 	}
 }

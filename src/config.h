@@ -35,6 +35,7 @@ struct config {
 	unsigned retry_base_ms;
 	unsigned keep_done_ms;  /* 0 = keep done rows for ever */
 	unsigned dedupe_window_ms;
+	unsigned maintenance_ms;
 	int log_level;
 	/* Set only in a worker process (hidden options the supervisor passes). */
 	int worker_slot;  /* -1 in the supervisor */

@@ -20,8 +20,6 @@
 
 #define QUICK_DEATH_MS 10000   /* a worker that dies sooner than this counts towards back-off */
 #define RESPAWN_MAX_MS 30000
-#define PRUNE_FIRST_MS 5000
-#define PRUNE_EVERY_MS 60000
 #define HEAD_SCAN_MS 1000      /* see store_cursor_hint() */
 #define DRAIN_MS 1000          /* wait for a dead worker's channel to reach EOF */
 
@@ -812,7 +810,7 @@ int supervisor_main(const struct config *cfg, int argc, char **argv)
 		spawn_worker(&s.slots[i]);
 	uv_timer_start(&s.hb_timer, on_heartbeat, cfg->heartbeat_ms, cfg->heartbeat_ms);
 	uv_timer_start(&s.poll_timer, on_poll, cfg->poll_ms, cfg->poll_ms);
-	uv_timer_start(&s.prune_timer, on_prune_timer, PRUNE_FIRST_MS, PRUNE_EVERY_MS);
+	uv_timer_start(&s.prune_timer, on_prune_timer, cfg->maintenance_ms, cfg->maintenance_ms);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	sup_teardown(&s);
 	r = uv_loop_close(&loop);

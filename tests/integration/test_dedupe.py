@@ -69,7 +69,7 @@ def it_claimctl_add_dedupe_prints_the_existing_id_on_either_supervisor(t):
 
 def it_a_key_is_free_again_after_the_window(t):
     db = t.database()
-    h, sups = _two(t, db, '--dedupe-window', '1s')
+    h, sups = _two(t, db, '--dedupe-window', '1s', '--maintenance-interval', '2s')
     first = int(sups[0].ctl('add', '--dedupe', 'nightly', 'run 1').stdout)
     wait_for(db.states, 10, 'first run done', until=lambda s: s['done'] == 1)
     until = float(db.scalar(f'SELECT TIMESTAMPDIFF(MICROSECOND, finished_at, dedupe_until) / 1e6 '
@@ -79,7 +79,7 @@ def it_a_key_is_free_again_after_the_window(t):
     second = int(sups[1].ctl('add', '--dedupe', 'nightly', 'run 2').stdout)
     check(second != first, f'claimctl add after the window gave the old id {first}')
     wait_for(db.states, 10, 'second run done', until=lambda s: s['done'] == 2)
-    # Plain SQL relies on the supervisors' maintenance pass (first one 5 s after start).
+    # Plain SQL relies on the supervisors' maintenance pass (every 2 s here).
     wait_for(lambda: db.scalar(f'SELECT dedupe_key IS NULL FROM work_items WHERE id = {second}'),
              15, 'the second row\'s key forgotten by maintenance', until=lambda v: v == '1')
     _insert_ignore(db, 'run 3', 'nightly')

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""claimd deletes done rows older than --keep-done (first pass 5 s after it starts); it never
-deletes dead rows or recent done rows, and --keep-done 0 keeps everything."""
+"""claimd deletes done rows older than --keep-done (first pass one --maintenance-interval after
+it starts: 5 s here); it never deletes dead rows or recent done rows, and --keep-done 0 keeps
+everything."""
 
 import time
 
@@ -28,7 +29,7 @@ def _ids(db):
 def it_prunes_done_rows_after_keep_done(t):
     db = t.database()
     old, recent, dead = _finished_rows(db)
-    c = t.claimd(db, '--workers', '2', '--handler', 'noop', '--keep-done', '1h')
+    c = t.claimd(db, '--workers', '2', '--handler', 'noop', '--keep-done', '1h', '--maintenance-interval', '5s')
     t0 = time.monotonic()
     c.wait_ready(workers=2)
 
@@ -46,7 +47,7 @@ def it_keeps_everything_with_keep_done_0(t):
     db = t.database()
     old, recent, dead = _finished_rows(db)
     every = sorted(old + recent + dead)
-    c = t.claimd(db, '--workers', '2', '--handler', 'noop', '--keep-done', '0')
+    c = t.claimd(db, '--workers', '2', '--handler', 'noop', '--keep-done', '0', '--maintenance-interval', '2s')
     t0 = time.monotonic()
     c.wait_ready(workers=2)
 
