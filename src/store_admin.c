@@ -195,9 +195,12 @@ int store_paused(struct store *s, const char *queue, char *err, size_t errlen)
 	return r;
 }
 
-int store_set_paused(struct store *s, const char *queue, bool paused, char *err, size_t errlen)
+/* One column of queue's row in queues, created with the defaults if it is missing. column
+ * is one of ours, never user input. */
+static int set_queue_setting(struct store *s, const char *op, const char *queue,
+			     const char *column, unsigned value, char *err, size_t errlen)
 {
-	int r = sq_check(s, "store_set_paused", NULL, 0, queue, err, errlen);
+	int r = sq_check(s, op, NULL, 0, queue, err, errlen);
 	char q[QUOTED_QUEUE_MAX];
 	struct run rr;
 
@@ -205,10 +208,15 @@ int store_set_paused(struct store *s, const char *queue, bool paused, char *err,
 		return r;
 	sq_quote(s->conn, q, queue, strlen(queue));
 	sq_reset(s);
-	sql_add(s, "INSERT INTO queues (name, paused) VALUES (%s, %d) "
-		"ON DUPLICATE KEY UPDATE paused = VALUES(paused)", q, paused ? 1 : 0);
-	r = sq_run(s, "store_set_paused", &rr, err, errlen);
+	sql_add(s, "INSERT INTO queues (name, %s) VALUES (%s, %u) "
+		"ON DUPLICATE KEY UPDATE %s = VALUES(%s)", column, q, value, column, column);
+	r = sq_run(s, op, &rr, err, errlen);
 	return r < 0 ? sq_final(r) : 0;
+}
+
+int store_set_paused(struct store *s, const char *queue, bool paused, char *err, size_t errlen)
+{
+	return set_queue_setting(s, "store_set_paused", queue, "paused", paused, err, errlen);
 }
 
 int store_take_slot(struct store *s, const char *queue, unsigned *ret_wait_ms, char *err,
@@ -246,18 +254,8 @@ int store_take_slot(struct store *s, const char *queue, unsigned *ret_wait_ms, c
 int store_set_interval(struct store *s, const char *queue, unsigned interval_ms, char *err,
 		       size_t errlen)
 {
-	int r = sq_check(s, "store_set_interval", NULL, 0, queue, err, errlen);
-	char q[QUOTED_QUEUE_MAX];
-	struct run rr;
-
-	if (r < 0)
-		return r;
-	sq_quote(s->conn, q, queue, strlen(queue));
-	sq_reset(s);
-	sql_add(s, "INSERT INTO queues (name, min_interval_ms) VALUES (%s, %u) "
-		"ON DUPLICATE KEY UPDATE min_interval_ms = VALUES(min_interval_ms)", q, interval_ms);
-	r = sq_run(s, "store_set_interval", &rr, err, errlen);
-	return r < 0 ? sq_final(r) : 0;
+	return set_queue_setting(s, "store_set_interval", queue, "min_interval_ms", interval_ms,
+				 err, errlen);
 }
 
 int store_prune(struct store *s, unsigned keep_done_s, unsigned limit, char *err, size_t errlen)
