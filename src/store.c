@@ -22,6 +22,7 @@
  */
 #include "store.h"
 #include "store_int.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -116,26 +117,20 @@ static void sql_add_fence(struct store *s, const struct store_ref *refs, size_t 
 size_t sq_utf8_sanitize(const char *src, char *dst, size_t max)
 {
 	const unsigned char *p = (const unsigned char *)src;
-	size_t in = 0, out = 0, k, n;
-	unsigned cp;
+	size_t in = 0, out = 0, n = strlen(src), k;
 
-	while (p[in] && out < max) {
-		n = p[in] < 0x80 ? 1 : (p[in] & 0xe0) == 0xc0 ? 2 : (p[in] & 0xf0) == 0xe0 ? 3 :
-		    (p[in] & 0xf8) == 0xf0 ? 4 : 0;
-		cp = p[in] & (n == 1 ? 0x7fu : n == 2 ? 0x1fu : n == 3 ? 0x0fu : 0x07u);
-		for (k = 1; k < n && (p[in + k] & 0xc0) == 0x80; k++)
-			cp = (cp << 6) | (p[in + k] & 0x3fu);
-		if (n == 0 || k < n || (n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
-		    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff)) {
+	while (in < n && out < max) {
+		k = utf8_len(p + in, n - in);
+		if (k == 0) {
 			dst[out++] = '?';
 			in++;
 			continue;
 		}
-		if (out + n > max)
+		if (out + k > max)
 			break;
-		memcpy(dst + out, p + in, n);
-		out += n;
-		in += n;
+		memcpy(dst + out, p + in, k);
+		out += k;
+		in += k;
 	}
 	dst[out] = '\0';
 	return out;
