@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """One supervisor serving several queues (--queue, repeatable), next to one serving another."""
 
+import collections
+
 import harness
 from harness import check, check_eq, wait_for
 
@@ -14,10 +16,16 @@ def it_serves_every_queue_it_is_given_and_no_other(t):
                    '--queue', 'mail', '--queue', 'sms', '--poll-interval', '50ms')
     other = t.claimd(db, '--workers', '1', '--handler', 'noop', '--queue', 'push')
     wait_for(db.states, 15, 'all rows done', until=lambda s: s['done'] == len(a + b + c))
-    by_queue = dict(db.sql("SELECT queue, GROUP_CONCAT(DISTINCT SUBSTRING_INDEX(claimed_by, ':', 1)) "
-                           "FROM work_items GROUP BY queue"))
-    check_eq(len(set(by_queue.values())), 2, f'claimers per queue: {by_queue}')
-    check_eq(by_queue['mail'], by_queue['sms'], 'mail and sms served by the same supervisor')
+    pids = {name: {w['pid'] for w in c.status()['workers']} for name, c in
+            (('mail+sms', sup), ('push', other))}
+    claimers = collections.defaultdict(set)
+    for queue, by in db.sql('SELECT queue, claimed_by FROM work_items'):
+        claimers[queue].add(int(by.rsplit(':', 1)[1]))
+    check(claimers['mail'] <= pids['mail+sms'] and claimers['sms'] <= pids['mail+sms'],
+          f'mail and sms claimed by {claimers["mail"] | claimers["sms"]}, not only by the '
+          f'supervisor serving them ({pids["mail+sms"]})')
+    check(claimers['push'] <= pids['push'], f'push claimed by {claimers["push"]}, not only by '
+          f'its own supervisor ({pids["push"]})')
     st = sup.status()
     check_eq(st['queue'], 'mail,sms', 'status queue field')
     # Later work in the second queue is found by the one idle poll for both.
