@@ -135,27 +135,34 @@ int store_add(struct store *s, const char *queue, const unsigned char *payload, 
 	return r;
 }
 
+/* Runs the statement built and returns how many rows it changed (capped to INT32_MAX), or a
+ * negative error. */
+static int run_count(struct store *s, const char *op, char *err, size_t errlen)
+{
+	struct run rr;
+	int r = sq_run(s, op, &rr, err, errlen);
+
+	if (r < 0)
+		return sq_final(r);
+	return rr.rows[0] > INT32_MAX ? INT32_MAX : (int)rr.rows[0];
+}
+
 int store_dedupe_expire(struct store *s, unsigned limit, char *err, size_t errlen)
 {
 	int r = sq_check(s, "store_dedupe_expire", NULL, 0, NULL, err, errlen);
-	struct run rr;
 
 	if (r < 0)
 		return r;
 	sq_reset(s);
 	sql_add(s, "UPDATE work_items SET dedupe_key = NULL, dedupe_until = NULL "
 		"WHERE dedupe_until < NOW(6) LIMIT %u", limit ? limit : 1);
-	r = sq_run(s, "store_dedupe_expire", &rr, err, errlen);
-	if (r < 0)
-		return sq_final(r);
-	return rr.rows[0] > INT32_MAX ? INT32_MAX : (int)rr.rows[0];
+	return run_count(s, "store_dedupe_expire", err, errlen);
 }
 
 int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err, size_t errlen)
 {
 	int r = sq_check(s, "store_retry_dead", NULL, 0, queue, err, errlen);
 	char q[QUOTED_QUEUE_MAX];
-	struct run rr;
 
 	if (r < 0)
 		return r;
@@ -168,10 +175,7 @@ int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err,
 	} else {
 		sql_add(s, "id = %llu", (unsigned long long)id);
 	}
-	r = sq_run(s, "store_retry_dead", &rr, err, errlen);
-	if (r < 0)
-		return sq_final(r);
-	return rr.rows[0] > INT32_MAX ? INT32_MAX : (int)rr.rows[0];
+	return run_count(s, "store_retry_dead", err, errlen);
 }
 
 int store_paused(struct store *s, const char *queue, char *err, size_t errlen)
@@ -261,7 +265,6 @@ int store_set_interval(struct store *s, const char *queue, unsigned interval_ms,
 int store_prune(struct store *s, unsigned keep_done_s, unsigned limit, char *err, size_t errlen)
 {
 	int r = sq_check(s, "store_prune", NULL, 0, NULL, err, errlen);
-	struct run rr;
 
 	if (r < 0)
 		return r;
@@ -273,8 +276,5 @@ int store_prune(struct store *s, unsigned keep_done_s, unsigned limit, char *err
 		"AND state = 'done' AND IF(IS_USED_LOCK(" PRUNE_LOCK ") = CONNECTION_ID(), 1, "
 		"GET_LOCK(" PRUNE_LOCK ", 0)) = 1 ORDER BY finished_at LIMIT %u", keep_done_s,
 		limit ? limit : 1);
-	r = sq_run(s, "store_prune", &rr, err, errlen);
-	if (r < 0)
-		return sq_final(r);
-	return rr.rows[0] > INT32_MAX ? INT32_MAX : (int)rr.rows[0];
+	return run_count(s, "store_prune", err, errlen);
 }
