@@ -11,11 +11,14 @@ struct dbq {
 	bool running, db_up;
 	uv_work_t work;
 	uv_timer_t retry;
+	void (*on_idle)(void *data);
+	void *idle_data;
 };
 
 static void kick(struct dbq *q);
 
-int dbq_new(uv_loop_t *loop, struct store *store, struct dbq **ret)
+int dbq_new(uv_loop_t *loop, struct store *store, void (*on_idle)(void *data), void *data,
+	    struct dbq **ret)
 {
 	struct dbq *q = calloc(1, sizeof(*q));
 
@@ -24,6 +27,8 @@ int dbq_new(uv_loop_t *loop, struct store *store, struct dbq **ret)
 	q->loop = loop;
 	q->store = store;
 	q->db_up = true;
+	q->on_idle = on_idle;
+	q->idle_data = data;
 	uv_timer_init(loop, &q->retry);
 	q->retry.data = q;
 	*ret = q;
@@ -131,6 +136,8 @@ static void on_done(uv_work_t *req, int status)
 		q->tail = NULL;
 	j->done(j);
 	kick(q);
+	if (!dbq_pending(q) && q->on_idle)
+		q->on_idle(q->idle_data);
 }
 
 static void kick(struct dbq *q)

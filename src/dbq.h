@@ -59,8 +59,10 @@ struct dbq_job {
 
 struct dbq;
 
-/* store is borrowed; connected on demand from the worker thread. Returns 0 or -ENOMEM. */
-int dbq_new(uv_loop_t *loop, struct store *store, struct dbq **ret);
+/* store is borrowed; connected on demand from the worker thread. on_idle(data), if not NULL,
+ * is called on the loop thread each time the last queued job is over. Returns 0 or -ENOMEM. */
+int dbq_new(uv_loop_t *loop, struct store *store, void (*on_idle)(void *data), void *data,
+	    struct dbq **ret);
 void dbq_push(struct dbq *q, struct dbq_job *j);
 /* True while a job runs or waits. */
 bool dbq_pending(const struct dbq *q);

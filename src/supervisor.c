@@ -651,6 +651,13 @@ static void maybe_finish_stop(struct sup *s)
 	uv_stop(s->loop);
 }
 
+/* Stopping waits for the database work in flight (releases above all): check again when it
+ * is over, whatever it was. */
+static void on_db_idle(void *data)
+{
+	maybe_finish_stop(data);
+}
+
 static void on_stop_timeout(uv_timer_t *t)
 {
 	struct sup *s = t->data;
@@ -727,7 +734,7 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 	if (r < 0)
 		return r;
 	store_set_dedupe_window(s->store, cfg->dedupe_window_ms / 1000);
-	r = dbq_new(s->loop, s->store, &s->dbq);
+	r = dbq_new(s->loop, s->store, on_db_idle, s, &s->dbq);
 	if (r < 0)
 		return r;
 	s->slots = calloc(cfg->workers, sizeof(*s->slots));
