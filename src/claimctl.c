@@ -22,7 +22,7 @@ static void usage(FILE *f)
 	fputs("usage: claimctl [--control PATH] status [--json]\n"
 	      "       claimctl [--control PATH] add [--queue NAME] [--run-at 'YYYY-MM-DD HH:MM:SS']\n"
 	      "                [--delay DUR] [--period DUR] [--max-attempts N] [--timeout DUR]\n"
-	      "                [--dedupe KEY] [PAYLOAD]\n"
+	      "                [--dedupe KEY] [--priority N] [--group KEY] [PAYLOAD]\n"
 	      "       claimctl [--control PATH] retry ID | retry --queue NAME --dead\n"
 	      "       claimctl [--control PATH] pause NAME | resume NAME\n"
 	      "       claimctl [--control PATH] limit NAME --interval MS\n"
@@ -177,6 +177,16 @@ static bool whole_number(const char *v, unsigned long max)
 	return *v >= '0' && *v <= '9' && !*end && !errno && n <= max;
 }
 
+static bool signed_number(const char *v, long min, long max)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	return *v && !*end && !errno && n >= min && n <= max;
+}
+
 /* One add option (argv[i], its value argv[i + 1]) onto opts. Returns false after saying why. */
 static bool add_option(const char *name, const char *v, struct buf *opts, const char **queue)
 {
@@ -184,10 +194,11 @@ static bool add_option(const char *name, const char *v, struct buf *opts, const 
 
 	if (!strcmp(name, "--queue")) {
 		*queue = v;
-	} else if (!strcmp(name, "--run-at") || !strcmp(name, "--dedupe")) {
+	} else if (!strcmp(name, "--run-at") || !strcmp(name, "--dedupe") ||
+		   !strcmp(name, "--group")) {
 		if (!*v || strlen(v) > 255)
 			goto bad;
-		buf_puts(opts, name[2] == 'r' ? " run_at=" : " dedupe=");
+		buf_puts(opts, name[2] == 'r' ? " run_at=" : name[2] == 'g' ? " group=" : " dedupe=");
 		put_hex(opts, v, strlen(v));
 	} else if (!strcmp(name, "--delay")) {
 		if (config_parse_duration(v, &ms) < 0)
@@ -197,6 +208,10 @@ static bool add_option(const char *name, const char *v, struct buf *opts, const 
 		if (config_parse_duration(v, &ms) < 0 || (ms == 0 && name[2] == 't'))
 			goto bad;
 		buf_printf(opts, name[2] == 'p' ? " period_s=%u" : " timeout_s=%u", ms / 1000);
+	} else if (!strcmp(name, "--priority")) {
+		if (!signed_number(v, -32768, 32767))
+			goto bad;
+		buf_printf(opts, " priority=%s", v);
 	} else if (!strcmp(name, "--max-attempts")) {
 		if (!whole_number(v, 1000000))
 			goto bad;

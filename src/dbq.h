@@ -44,6 +44,7 @@ struct dbq_job {
 	struct store_add_opts add;     /* its strings point into run_at and dedupe_key below */
 	char run_at[65];
 	char dedupe_key[STORE_DEDUPE_KEY_MAX + 1];
+	char group_key[STORE_GROUP_KEY_MAX + 1];
 	/* out */
 	int rc;
 	char err[STORE_ERR_MAX];

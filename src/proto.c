@@ -5,7 +5,7 @@
 
 #define ITEMS_HEAD 2u    /* u16 n in front of CLAIMED/FINISHED items */
 #define ITEM_OUTCOME 16u /* offset of a FINISHED item's outcome byte */
-#define CURSOR_SIZE 16u  /* struct proto_cursor on the wire */
+#define CURSOR_SIZE 20u  /* struct proto_cursor on the wire */
 
 /* Body size per type: a fixed part, plus n * item bytes for the item lists (item 0: fixed). */
 struct body_rule {
@@ -113,6 +113,7 @@ static void put_cursor(uint8_t *p, const struct proto_cursor *c)
 {
 	put_u64(p, c->pos);
 	put_u64(p + 8, c->id);
+	put_u32(p + 16, (uint32_t)c->priority);
 }
 
 static void put_items(uint8_t *p, const struct proto_msg *m)
@@ -227,6 +228,7 @@ static void get_cursor(const uint8_t *b, struct proto_cursor *c)
 {
 	c->pos = get_u64(b);
 	c->id = get_u64(b + 8);
+	c->priority = (int32_t)get_u32(b + 16);
 }
 
 static void get_items(const uint8_t *b, uint8_t type, struct proto_msg *m)
@@ -235,7 +237,7 @@ static void get_items(const uint8_t *b, uint8_t type, struct proto_msg *m)
 	if (type == PROTO_CLAIMED)
 		get_cursor(b + ITEMS_HEAD, &m->u.items.cursor);
 	else
-		m->u.items.cursor = (struct proto_cursor){ 0, 0 };
+		m->u.items.cursor = (struct proto_cursor){ 0, 0, 0 };
 	b += body_rules[type].fixed;
 	for (unsigned i = 0; i < m->u.items.n; i++) {
 		struct proto_item *it = &m->u.items.items[i];

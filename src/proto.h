@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0xC1D0u
-#define PROTO_VERSION 1u
+#define PROTO_VERSION 2u
 #define PROTO_HEADER_SIZE 12u
 #define PROTO_MAX_ITEMS 256u
 #define PROTO_MAX_BODY 8192u /* >= the largest legal body: 2 + 256 * 17 = 4354 */
@@ -61,12 +61,13 @@ enum proto_outcome {
 	PROTO_OUT_MAX = PROTO_OUT_DEFERRED,
 };
 
-/* A place in claim order (the store's encoding of visible_at, then id); { u64 pos, u64 id }
- * on the wire. All zero: none. The supervisor hands the newest place any of its workers
+/* A place in claim order (priority, then the store's encoding of visible_at, then id);
+ * { u64 pos, u64 id, i32 priority } on the wire. pos zero: none. The supervisor hands the newest place any of its workers
  * claimed to the next claimer, so no worker's scan starts behind rows its siblings took. */
 struct proto_cursor {
 	uint64_t pos;
 	uint64_t id;
+	int32_t priority;
 };
 
 struct proto_item {

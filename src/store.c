@@ -32,18 +32,28 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The claim query. The second %s is "" (scan from the oldest row), CLAIM_AFTER or
- * CLAIM_UPTO (see struct claim_cursor). */
+/* The claim query over the priorities in a set (see struct prio_set): the second %s is the
+ * list, the third "" (scan from the oldest row), CLAIM_AFTER or CLAIM_UPTO (see struct
+ * claim_cursor). */
 #define CLAIM_SELECT \
 	"SELECT id, claim_token, attempts, max_attempts, payload, visible_at, timeout_s, " \
 	"ROUND(UNIX_TIMESTAMP(created_at) * 1000), " \
-	"(SELECT min_interval_ms FROM queues WHERE name = %s) " \
-	"FROM work_items " \
-	"FORCE INDEX (claim_idx) WHERE queue = %s AND visible_at <= NOW(6)%s AND " NOT_PAUSED \
-	" ORDER BY visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
-#define CLAIM_AFTER " AND (visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
-#define CLAIM_UPTO " AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
-#define CLAIM_FIELDS 9
+	"(SELECT min_interval_ms FROM queues WHERE name = %s), priority " \
+	"FROM work_items FORCE INDEX (claim_prio_idx) " \
+	"WHERE queue = %s AND priority IN (%s) AND visible_at <= NOW(6)%s AND " NOT_PAUSED \
+	" ORDER BY priority, visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
+/* After the cursor: every other priority whole, the cursor's own past the cursor. Up to it:
+ * the cursor's priority before the cursor (the rest was in the scan after it). */
+#define CLAIM_AFTER " AND (priority <> %d OR visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
+#define CLAIM_UPTO " AND priority = %d AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
+#define CLAIM_FIELDS 10
+/* Which priorities of a queue have due rows, smallest first: a loose index scan of
+ * claim_prio_idx, two lookups per priority. "queue >= q AND queue <= q" and MIN() are what
+ * make MariaDB choose it (with "queue = q" it walks the queue's whole range). */
+#define DUE_PRIORITIES \
+	"SELECT priority, MIN(visible_at) FROM work_items FORCE INDEX (claim_prio_idx) " \
+	"WHERE queue >= %s AND queue <= %s AND visible_at <= NOW(6) " \
+	"GROUP BY queue, priority LIMIT %u"
 /* A successful run: done, or for a recurring row (period_s set) ready again period_s after
  * it finished, with a fresh count of attempts. Visible at NOW(6) + period_s, recurring rows
  * are claimed least recently finished first. */
@@ -430,6 +440,8 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 		     struct store_item *it, struct claim_pos *pos)
 {
 	uint64_t attempts, max_attempts, timeout_s = 0, created_ms = 0, interval = 0;
+	long prio;
+	char *end;
 
 	if (!sq_parse_u64(row[0], lens[0], &it->id) || !sq_parse_u64(row[1], lens[1], &it->token) ||
 	    !sq_parse_u64(row[2], lens[2], &attempts) || !sq_parse_u64(row[3], lens[3], &max_attempts) ||
@@ -437,8 +449,13 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	    lens[5] >= sizeof(pos->visible_at) || strspn(row[5], "0123456789-:. ") != lens[5] ||
 	    (row[6] && !sq_parse_u64(row[6], lens[6], &timeout_s)) ||
 	    (row[7] && !sq_parse_u64(row[7], lens[7], &created_ms)) ||
-	    (row[8] && !sq_parse_u64(row[8], lens[8], &interval)))
+	    (row[8] && !sq_parse_u64(row[8], lens[8], &interval)) || !row[9])
 		return -EIO;
+	prio = strtol(row[9], &end, 10);
+	if (end != row[9] + lens[9] || prio < INT16_MIN || prio > INT16_MAX)
+		return -EIO;
+	pos->priority = (int)prio;
+	it->priority = (int16_t)prio;
 	/* Over ~49 days a limit is no limit. */
 	it->timeout_ms = timeout_s > UINT32_MAX / 1000u ? UINT32_MAX : (uint32_t)timeout_s * 1000u;
 	it->enqueued_at_ms = created_ms > INT64_MAX ? 0 : (int64_t)created_ms;
@@ -473,32 +490,34 @@ static uint64_t mono_ms(void)
 }
 
 static void sql_add_claim(struct store *s, const char *queue, enum claim_scan scan,
-			  unsigned limit)
+			  const struct prio_set *set, unsigned limit)
 {
 	const struct claim_pos *at = &s->cursor.pos;
-	char q[QUOTED_QUEUE_MAX], c[160] = "";
+	char q[QUOTED_QUEUE_MAX], c[200] = "", list[PRIO_SET_MAX * 8] = "";
+	size_t len = 0;
 
 	if (scan == SCAN_AFTER)
-		snprintf(c, sizeof(c), CLAIM_AFTER, at->visible_at, at->visible_at,
+		snprintf(c, sizeof(c), CLAIM_AFTER, at->priority, at->visible_at, at->visible_at,
 			 (unsigned long long)at->id);
 	else if (scan == SCAN_UPTO)
-		snprintf(c, sizeof(c), CLAIM_UPTO, at->visible_at, at->visible_at,
+		snprintf(c, sizeof(c), CLAIM_UPTO, at->priority, at->visible_at, at->visible_at,
 			 (unsigned long long)at->id);
+	for (unsigned i = 0; i < set->n; i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", i ? "," : "",
+					set->p[i]);
 	sq_quote(s->conn, q, queue, strlen(queue));
-	sql_add(s, CLAIM_SELECT, q, q, c, q, limit);
+	sql_add(s, CLAIM_SELECT, q, q, list, c, q, limit);
 }
 
-/* Runs s->sql and appends the rows of its result to s->scratch[*n..max); *last = the place
- * of the last one. On error the rows appended so far are freed (*n is left as it was). */
-static int run_claim(struct store *s, const struct claim_args *a, struct run *rr, size_t *n,
-		     struct claim_pos *last, char *err, size_t errlen)
+/* Reads the result of s->sql (sent with sq_run) into s->scratch[*n..max); *last = the place
+ * of the last row. On error the rows appended so far are freed (*n is left as it was). */
+static int take_claimed(struct store *s, const struct claim_args *a, struct run *rr,
+			size_t *n, struct claim_pos *last, char *err, size_t errlen)
 {
 	size_t i = *n;
 	MYSQL_ROW row;
-	int r = sq_run(s, "store_claim", rr, err, errlen);
+	int r = 0;
 
-	if (r < 0)
-		return r;
 	if (!rr->res || mysql_num_fields(rr->res) != CLAIM_FIELDS) {
 		mysql_free_result(rr->res);
 		rr->res = NULL;
@@ -519,20 +538,88 @@ static int run_claim(struct store *s, const struct claim_args *a, struct run *rr
 	return 0;
 }
 
+/* One more scan inside the open transaction: rows of set after, up to or from the head. */
+static int claim_more(struct store *s, const struct claim_args *a, enum claim_scan scan,
+		      const struct prio_set *set, size_t *n, struct claim_pos *last,
+		      char *err, size_t errlen)
+{
+	struct run rr;
+	int r;
+
+	sq_reset(s);
+	sql_add_claim(s, a->queue, scan, set, a->max - (unsigned)*n);
+	r = sq_run(s, "store_claim", &rr, err, errlen);
+	return r < 0 ? r : take_claimed(s, a, &rr, n, last, err, errlen);
+}
+
+/* s->prios = the priorities of queue with due rows now. */
+static int load_prios(struct store *s, const char *queue, char *err, size_t errlen)
+{
+	char q[QUOTED_QUEUE_MAX];
+	struct prio_set *set = &s->prios;
+	MYSQL_ROW row;
+	struct run rr;
+	long v;
+	char *end;
+	int r;
+
+	set->known = false;
+	sq_quote(s->conn, q, queue, strlen(queue));
+	sq_reset(s);
+	sql_add(s, DUE_PRIORITIES, q, q, PRIO_SET_MAX);
+	r = sq_run(s, "store_claim", &rr, err, errlen);
+	if (r < 0)
+		return r;
+	set->n = 0;
+	while (rr.res && set->n < PRIO_SET_MAX && (row = mysql_fetch_row(rr.res))) {
+		v = row[0] ? strtol(row[0], &end, 10) : 0;
+		if (!row[0] || *end || v < INT16_MIN || v > INT16_MAX) {
+			mysql_free_result(rr.res);
+			return sq_fail_msg(-EIO, err, errlen, "store_claim: bad priority value");
+		}
+		set->p[set->n++] = (int)v;
+	}
+	mysql_free_result(rr.res);
+	snprintf(set->queue, sizeof(set->queue), "%s", queue);
+	set->known = true;
+	return 0;
+}
+
+/* The priorities in set that are not in old. */
+static void prios_added(const struct prio_set *set, const struct prio_set *old,
+			struct prio_set *out)
+{
+	*out = *set;
+	out->n = 0;
+	for (unsigned i = 0; i < set->n; i++) {
+		unsigned k = 0;
+
+		while (k < old->n && old->p[k] != set->p[i])
+			k++;
+		if (k == old->n)
+			out->p[out->n++] = set->p[i];
+	}
+}
+
 /* Round trip 1: open the transaction, complete done[], lock up to max rows after the
- * cursor (or from the head). Round trip 1b, only if that came back short: the rows up to
- * the cursor. *next = where the claim after this one starts. */
+ * cursor (or from the head). Only if that came back short: the rows up to the cursor, then
+ * the priorities that became due since they were last asked for (round trips 1b, 1c).
+ * *next = where the claim after this one starts. */
 static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n,
 		      size_t *ret_completed, struct claim_cursor *next, char *err, size_t errlen)
 {
 	uint64_t now = mono_ms();
 	bool after = s->cursor.set && strcmp(s->cursor.queue, a->queue) == 0 &&
 		     now - s->cursor.head_scan_ms < CLAIM_HEAD_SCAN_MS;
-	struct claim_pos last, last_after;
-	size_t n = 0, n_after;
+	bool fresh = !after || !s->prios.known || strcmp(s->prios.queue, a->queue) != 0;
+	struct claim_pos last[3];
+	struct prio_set old, added;
+	size_t n = 0, mark[3] = { 0, 0, 0 };
 	struct run rr;
-	int r;
+	int r, k;
 
+	if (fresh && (r = load_prios(s, a->queue, err, errlen)) < 0)
+		return r;
 	sq_reset(s);
 	sql_add(s, "START TRANSACTION;");
 	if (a->ndone) {
@@ -540,31 +627,43 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 		sql_add_fence(s, a->done, a->ndone);
 		sql_add(s, ";");
 	}
-	sql_add_claim(s, a->queue, after ? SCAN_AFTER : SCAN_HEAD, a->max);
-	r = run_claim(s, a, &rr, &n, &last, err, errlen);
+	if (s->prios.n > 0)
+		sql_add_claim(s, a->queue, after ? SCAN_AFTER : SCAN_HEAD, &s->prios, a->max);
+	r = sq_run(s, "store_claim", &rr, err, errlen);
+	if (r == 0 && s->prios.n > 0)
+		r = take_claimed(s, a, &rr, &n, &last[0], err, errlen);
+	else
+		mysql_free_result(rr.res);
 	if (r < 0)
 		return r;
 	*ret_completed = a->ndone ? (size_t)rr.rows[1] : 0;
-	*next = s->cursor;
-	if (after && n < a->max) {
-		n_after = n;
-		last_after = last;
-		sq_reset(s);
-		sql_add_claim(s, a->queue, SCAN_UPTO, a->max - (unsigned)n);
-		r = run_claim(s, a, &rr, &n, &last, err, errlen);
-		if (r < 0) {
-			store_items_clear(s->scratch, n);
-			return r;
-		}
-		if (n_after > 0)
-			last = last_after;
+	mark[0] = n;
+	if (after && n < a->max && s->prios.n > 0) {
+		r = claim_more(s, a, SCAN_UPTO, &s->prios, &n, &last[1], err, errlen);
 		after = false;
 	}
+	mark[1] = n;
+	if (r == 0 && n < a->max && !fresh) {
+		old = s->prios;
+		r = load_prios(s, a->queue, err, errlen);
+		prios_added(&s->prios, &old, &added);
+		if (r == 0 && added.n > 0)
+			r = claim_more(s, a, SCAN_HEAD, &added, &n, &last[2], err, errlen);
+	}
+	mark[2] = n;
+	if (r < 0) {
+		store_items_clear(s->scratch, n);
+		return r;
+	}
+	*next = s->cursor;
 	if (!after)
 		next->head_scan_ms = now;
+	/* The cursor goes on from the first scan that found rows. */
+	for (k = 0; k < 3 && mark[k] == (k ? mark[k - 1] : 0); k++)
+		;
 	next->set = n > 0;
 	if (n > 0)
-		next->pos = last;
+		next->pos = last[k];
 	snprintf(next->queue, sizeof(next->queue), "%s", a->queue);
 	*ret_n = n;
 	return 0;
@@ -823,14 +922,20 @@ int store_poll_any(struct store *s, const char *const *queues, size_t n, char *e
 	if (r < 0 || n == 0)
 		return r < 0 ? r : sq_fail_msg(-EINVAL, err, errlen, "store_poll: no queue");
 	sq_reset(s);
-	/* One statement for any number of queues: a range per queue in claim_idx. */
-	sql_add(s, "SELECT 1 FROM work_items FORCE INDEX (claim_idx) WHERE queue IN (");
+	/* One statement for any number of queues: the loose index scan of DUE_PRIORITIES, a
+	 * few lookups per queue and priority; paused queues are left out of its result. */
+	sql_add(s, "SELECT 1 FROM (SELECT queue, MIN(visible_at) FROM work_items "
+		"FORCE INDEX (claim_prio_idx) WHERE ");
 	for (size_t i = 0; i < n; i++) {
 		sq_quote(s->conn, q, queues[i], strlen(queues[i]));
-		sql_add(s, "%s%s", i ? "," : "", q);
+		if (n == 1)
+			sql_add(s, "queue >= %s AND queue <= %s", q, q);
+		else
+			sql_add(s, "%s%s", i ? "," : "queue IN (", q);
 	}
-	sql_add(s, ") AND visible_at <= NOW(6) AND queue NOT IN "
-		"(SELECT name FROM queues WHERE paused) LIMIT 1");
+	sql_add(s, "%s AND visible_at <= NOW(6) GROUP BY queue, priority) AS due "
+		"WHERE queue NOT IN (SELECT name FROM queues WHERE paused) LIMIT 1",
+		n == 1 ? "" : ")");
 	r = sq_run(s, "store_poll", &rr, err, errlen);
 	if (r < 0)
 		return sq_final(r);
@@ -876,33 +981,42 @@ static void unpack_datetime(uint64_t v, char *out, size_t outlen)
 		 us);
 }
 
-bool store_cursor(const struct store *s, uint64_t *ret_pos, uint64_t *ret_id)
+bool store_place_after(const struct store_place *a, const struct store_place *b)
+{
+	if (a->priority != b->priority)
+		return a->priority > b->priority;
+	return a->pos > b->pos || (a->pos == b->pos && a->id > b->id);
+}
+
+bool store_cursor(const struct store *s, struct store_place *ret)
 {
 	uint64_t pos;
 
 	if (!s->cursor.set || !pack_datetime(s->cursor.pos.visible_at, &pos))
 		return false;
-	*ret_pos = pos;
-	*ret_id = s->cursor.pos.id;
+	ret->priority = s->cursor.pos.priority;
+	ret->pos = pos;
+	ret->id = s->cursor.pos.id;
 	return true;
 }
 
-void store_cursor_hint(struct store *s, const char *queue, uint64_t pos, uint64_t id)
+void store_cursor_hint(struct store *s, const char *queue, const struct store_place *at)
 {
-	uint64_t own, own_id;
+	struct store_place own;
 	bool same = s->cursor.set && !strcmp(s->cursor.queue, queue);
 
 	if (strlen(queue) > STORE_QUEUE_MAX)
 		return;
 	/* The host decides when the scan from the head is due: now (no place given), or not
 	 * before the next hint. */
-	s->cursor.head_scan_ms = pos == 0 ? 0 : mono_ms();
-	if (pos == 0)
+	s->cursor.head_scan_ms = at->pos == 0 ? 0 : mono_ms();
+	if (at->pos == 0)
 		return;
-	if (same && store_cursor(s, &own, &own_id) && (own > pos || (own == pos && own_id >= id)))
+	if (same && store_cursor(s, &own) && !store_place_after(at, &own))
 		return;
-	unpack_datetime(pos, s->cursor.pos.visible_at, sizeof(s->cursor.pos.visible_at));
-	s->cursor.pos.id = id;
+	unpack_datetime(at->pos, s->cursor.pos.visible_at, sizeof(s->cursor.pos.visible_at));
+	s->cursor.pos.priority = at->priority;
+	s->cursor.pos.id = at->id;
 	snprintf(s->cursor.queue, sizeof(s->cursor.queue), "%s", queue);
 	s->cursor.set = true;
 }

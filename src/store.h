@@ -30,6 +30,7 @@
 #define STORE_ERR_MAX 512
 #define STORE_PAYLOAD_MAX (16u * 1024 * 1024 - 1) /* MEDIUMBLOB */
 #define STORE_DEDUPE_KEY_MAX 255
+#define STORE_GROUP_KEY_MAX 255
 #define STORE_DEDUPE_WINDOW_S 300
 
 struct store;
@@ -46,6 +47,7 @@ struct store_item {
 	uint32_t timeout_ms;     /* the row's own time limit (timeout_s); 0 = none */
 	int64_t enqueued_at_ms;  /* created_at, unix ms */
 	uint32_t min_interval_ms; /* its queue's shared rate limit (queues.min_interval_ms), 0 = none */
+	int16_t priority;        /* smaller runs first */
 };
 
 /* A reference to a claimed row for complete/release/extend. */
@@ -80,7 +82,7 @@ bool store_connected(const struct store *s);
 
 /* In one transaction: mark done[0..ndone) complete (fenced; state 'done', finished_at =
  * NOW(6), visible_at NULL), then claim up to max rows of queue whose visible_at <= NOW(6),
- * oldest visible first, skipping rows other sessions hold locked, and set them claimed with
+ * smallest priority first, then oldest visible, then smallest id, skipping rows other sessions hold locked, and set them claimed with
  * a new token each, claimed_by, claimed_at = NOW(6), visible_at = NOW(6) + lease_ms,
  * attempts + 1. max may be 0 (complete only). Fills items[0..*ret_n) (caller frees payloads
  * with store_items_clear) and *ret_completed with how many of done[] were applied (the rest
@@ -139,18 +141,29 @@ int store_poll_any(struct store *s, const char *const *queues, size_t n, char *e
 int store_counts(struct store *s, struct store_count **ret, size_t *ret_n,
 		 char *err, size_t errlen);
 
-/* Where this store's next claim starts: after its last claimed row's (visible_at, id), with
- * visible_at packed into an integer that sorts the same way. Returns false when it has no
- * such place yet. */
-bool store_cursor(const struct store *s, uint64_t *ret_pos, uint64_t *ret_id);
+/* A place in claim order: priority, then visible_at packed into an integer that sorts the
+ * same way, then id. */
+struct store_place {
+	int32_t priority;
+	uint64_t pos;
+	uint64_t id;
+};
+
+/* Whether a comes after b in claim order. */
+bool store_place_after(const struct store_place *a, const struct store_place *b);
+
+/* Where this store's next claim starts: after its last claimed row. Returns false when it
+ * has no such place yet. */
+bool store_cursor(const struct store *s, struct store_place *ret);
 
 /* Move the cursor forward to (pos, id), a place a sibling claimer on this host reached, if it
  * is past this store's own: the next claim then skips rows the siblings took (their old index
- * entries wait for purge at the head of the range and each costs a lookup). With a hint, the
- * host also schedules the scan from the head that finds rows left behind: pos 0 asks for it
+ * entries wait for purge at the head of the range and each costs a lookup); priorities other
+ * than the cursor's are scanned whole. With a hint, the host also schedules the scan from
+ * the head that finds rows left behind: pos 0 asks for it
  * on the next claim, any other hint puts it off (one host-wide scan a second instead of one
  * per worker). */
-void store_cursor_hint(struct store *s, const char *queue, uint64_t pos, uint64_t id);
+void store_cursor_hint(struct store *s, const char *queue, const struct store_place *at);
 
 /* What an add may set besides queue and payload; zero (and period_s -1) leaves the column's
  * default. */
@@ -161,6 +174,8 @@ struct store_add_opts {
 	unsigned max_attempts;
 	unsigned timeout_s;
 	const char *dedupe_key;  /* at most STORE_DEDUPE_KEY_MAX bytes, or NULL */
+	int priority;            /* -32768..32767; smaller runs first */
+	const char *group_key;   /* FIFO group, at most STORE_GROUP_KEY_MAX bytes, or NULL */
 };
 
 /* Insert one ready row of queue with payload (len bytes, at most STORE_PAYLOAD_MAX) and the

@@ -65,6 +65,7 @@ static int sql_add_new_row(struct store *s, const char *queue, const unsigned ch
 			   size_t len, const struct store_add_opts *o)
 {
 	char q[QUOTED_QUEUE_MAX], k[2 * STORE_DEDUPE_KEY_MAX + 3], when[2 * 64 + 3];
+	char g[2 * STORE_GROUP_KEY_MAX + 3];
 	char *p = malloc(2 * len + 3);
 
 	if (!p)
@@ -77,10 +78,11 @@ static int sql_add_new_row(struct store *s, const char *queue, const unsigned ch
 		sql_add(s, "UPDATE work_items SET dedupe_key = NULL, dedupe_until = NULL "
 			"WHERE queue = %s AND dedupe_key = %s AND dedupe_until < NOW(6);", q, k);
 	}
-	sql_add(s, "SET @claimd_dup = 0;INSERT INTO work_items (queue, payload%s%s%s%s%s) "
+	sql_add(s, "SET @claimd_dup = 0;INSERT INTO work_items (queue, payload%s%s%s%s%s%s%s) "
 		"VALUES (%s, %s", o->run_at || o->delay_ms ? ", run_at" : "",
 		o->period_s >= 0 ? ", period_s" : "", o->max_attempts ? ", max_attempts" : "",
-		o->timeout_s ? ", timeout_s" : "", o->dedupe_key ? ", dedupe_key" : "", q, p);
+		o->timeout_s ? ", timeout_s" : "", o->dedupe_key ? ", dedupe_key" : "",
+		o->priority ? ", priority" : "", o->group_key ? ", group_key" : "", q, p);
 	free(p);
 	if (o->run_at) {
 		sq_quote(s->conn, when, o->run_at, strlen(o->run_at));
@@ -96,6 +98,12 @@ static int sql_add_new_row(struct store *s, const char *queue, const unsigned ch
 		sql_add(s, ", %u", o->timeout_s);
 	if (o->dedupe_key)
 		sql_add(s, ", %s", k);
+	if (o->priority)
+		sql_add(s, ", %d", o->priority);
+	if (o->group_key) {
+		sq_quote(s->conn, g, o->group_key, strlen(o->group_key));
+		sql_add(s, ", %s", g);
+	}
 	sql_add(s, ") ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@claimd_dup := 1);"
 		"SELECT @claimd_dup, LAST_INSERT_ID()");
 	return 0;
@@ -117,8 +125,13 @@ int store_add(struct store *s, const char *queue, const unsigned char *payload, 
 		return sq_fail_msg(-EMSGSIZE, err, errlen, "store_add: payload of %zu bytes is over "
 				"the %u byte limit", len, STORE_PAYLOAD_MAX);
 	if ((o->dedupe_key && strlen(o->dedupe_key) > STORE_DEDUPE_KEY_MAX) ||
+	    (o->group_key && strlen(o->group_key) > STORE_GROUP_KEY_MAX) ||
 	    (o->run_at && strlen(o->run_at) > 64))
-		return sq_fail_msg(-EINVAL, err, errlen, "store_add: dedupe key or run_at too long");
+		return sq_fail_msg(-EINVAL, err, errlen, "store_add: dedupe key, group key or run_at "
+				"too long");
+	if (o->priority < INT16_MIN || o->priority > INT16_MAX)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_add: priority %d is out of range",
+				o->priority);
 	sq_reset(s);
 	if (sql_add_new_row(s, queue, payload, len, o) < 0)
 		return sq_fail_msg(-ENOMEM, err, errlen, "store_add: out of memory");

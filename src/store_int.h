@@ -12,14 +12,15 @@
 #include "store.h"
 
 #define QUOTED_QUEUE_MAX (2 * STORE_QUEUE_MAX + 3)
-#define RUN_MAX_STMTS 4
+#define RUN_MAX_STMTS 6
 #define PRUNE_LOCK "CONCAT('claimd.prune.', MD5(DATABASE()))"
 
 /* A paused queue's rows are not claimed (nor polled for). The subqueries name the queue
  * itself, not work_items.queue: uncorrelated, each runs once per statement. */
 #define NOT_PAUSED "NOT EXISTS (SELECT 1 FROM queues WHERE name = %s AND paused)"
-/* A place in claim_idx order; visible_at as the server printed it. */
+/* A place in claim order (priority, visible_at, id); visible_at as the server printed it. */
 struct claim_pos {
+	int priority;
 	char visible_at[32];
 	uint64_t id;
 };
@@ -40,6 +41,19 @@ struct claim_cursor {
 	uint64_t head_scan_ms;
 };
 
+/* The priorities of one queue that had due rows when last asked, smallest first: the claim
+ * scans one range of claim_prio_idx per priority, so that rows waiting for later (delayed,
+ * retrying, recurring, claimed) in one priority are never walked on the way to the next.
+ * Asked again with every scan from the head, and when a claim comes back short (a priority
+ * that became due since: its rows are claimed in the same call). */
+#define PRIO_SET_MAX 16
+struct prio_set {
+	char queue[STORE_QUEUE_MAX + 1];
+	int p[PRIO_SET_MAX];
+	unsigned n;
+	bool known;
+};
+
 struct store {
 	MYSQL *conn;                 /* NULL when not connected */
 	struct dsn dsn;
@@ -50,6 +64,7 @@ struct store {
 	struct store_item *scratch;  /* rows of a claim until its COMMIT succeeded */
 	size_t scratch_cap;
 	struct claim_cursor cursor;
+	struct prio_set prios;
 	unsigned seed;
 };
 

@@ -164,10 +164,11 @@ static bool add_option(struct dbq_job *j, char *opt)
 		return false;
 	*v++ = '\0';
 	len = strlen(v);
-	if (!strcmp(opt, "run_at") || !strcmp(opt, "dedupe")) {
-		bool run_at = opt[0] == 'r';
-		char *dst = run_at ? j->run_at : j->dedupe_key;
-		size_t cap = run_at ? sizeof(j->run_at) : sizeof(j->dedupe_key);
+	if (!strcmp(opt, "run_at") || !strcmp(opt, "dedupe") || !strcmp(opt, "group")) {
+		bool run_at = opt[0] == 'r', group = opt[0] == 'g';
+		char *dst = run_at ? j->run_at : group ? j->group_key : j->dedupe_key;
+		size_t cap = run_at ? sizeof(j->run_at) : group ? sizeof(j->group_key) :
+				 sizeof(j->dedupe_key);
 		if (len == 0 || len / 2 >= cap || !unhex(v, len, (unsigned char *)dst))
 			return false;
 		dst[len / 2] = '\0';
@@ -175,8 +176,21 @@ static bool add_option(struct dbq_job *j, char *opt)
 			return false;
 		if (run_at)
 			j->add.run_at = dst;
+		else if (group)
+			j->add.group_key = dst;
 		else
 			j->add.dedupe_key = dst;
+		return true;
+	}
+	if (!strcmp(opt, "priority")) {
+		char *end;
+		long p;
+
+		errno = 0;
+		p = strtol(v, &end, 10);
+		if (!*v || *end || errno || p < INT16_MIN || p > INT16_MAX)
+			return false;
+		j->add.priority = (int)p;
 		return true;
 	}
 	if (!parse_num(v, UINT32_MAX, &n))
@@ -195,13 +209,13 @@ static bool add_option(struct dbq_job *j, char *opt)
 }
 
 /* "add QUEUE HEX-PAYLOAD [name=value ...]": insert a row, answer its id (that of the row
- * holding the dedupe key, for a duplicate), wake a worker for it. Values of run_at and
- * dedupe are hex too. */
+ * holding the dedupe key, for a duplicate), wake a worker for it. Values of run_at, dedupe
+ * and group are hex too. */
 static void request_add(struct sup *s, struct control_conn *conn, const char *args)
 {
 	static const char bad[] = "error: usage: add QUEUE HEX-PAYLOAD [run_at=HEX] "
 				  "[delay_ms=N] [period_s=N] [max_attempts=N] [timeout_s=N] "
-				  "[dedupe=HEX]\n";
+				  "[dedupe=HEX] [priority=N] [group=HEX]\n";
 	char *line = strdup(args), *save = NULL, *queue, *hex, *opt;
 	struct dbq_job *j = sup_new_job(s, DBQ_ADD, on_added);
 

@@ -200,6 +200,15 @@ static bool maintain_now(struct sup *s)
 
 /* ---- messages from workers ---- */
 
+static bool cursor_after(const struct proto_cursor *a, const struct proto_cursor *b)
+{
+	if (a->pos == 0)
+		return false;
+	if (a->priority != b->priority)
+		return b->pos == 0 || a->priority > b->priority;
+	return a->pos > b->pos || (a->pos == b->pos && a->id > b->id);
+}
+
 static void on_items(struct slot *sl, const struct proto_msg *m)
 {
 	struct sup *s = sl->sup;
@@ -218,9 +227,9 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 	}
 	if (m->type != PROTO_CLAIMED)
 		return;
-	/* The newest place any worker claimed is where the next claimer starts. */
-	if (m->u.items.cursor.pos > s->cursor.pos ||
-	    (m->u.items.cursor.pos == s->cursor.pos && m->u.items.cursor.id > s->cursor.id))
+	/* The furthest place any worker claimed (priority, then position) is where the next
+	 * claimer starts. */
+	if (cursor_after(&m->u.items.cursor, &s->cursor))
 		s->cursor = m->u.items.cursor;
 	/* CLAIMED answers a permit. A worker that found work: there may be more. */
 	if (sl->granted) {
@@ -326,7 +335,7 @@ static void grant(struct slot *sl)
 	/* Once a second one claimer scans from the head, for rows behind the cursor. */
 	if (now_ms(sl->sup) - sl->sup->head_scan_at >= HEAD_SCAN_MS) {
 		sl->sup->head_scan_at = now_ms(sl->sup);
-		m.u.wake.cursor = (struct proto_cursor){ 0, 0 };
+		m.u.wake.cursor = (struct proto_cursor){ 0, 0, 0 };
 	} else {
 		m.u.wake.cursor = sl->sup->cursor;
 	}

@@ -13,6 +13,7 @@ What it does depends on the payload:
     later    {"ok":false,"retry_in_ms":300} the first 3 times it sees the id, then ok
                                                 huge     writes a 2 MiB line
     sleep    sleeps 10 minutes                  anything else: {"ok":true}
+    nap...   sleeps 30 ms, logs its end line *before* it answers (for tests of overlap)
 """
 
 import base64
@@ -71,6 +72,11 @@ def handle(req):
         os._exit(3)
     elif body == b'sleep':
         time.sleep(600)
+    elif body.startswith(b'nap'):
+        time.sleep(0.03)
+        log('end', req['id'], req['attempt'], f'{time.time():.6f}', pid, json.dumps(out))
+        reply(out)
+        return
     if body == b'garbage':
         sys.stdout.write('this is not json\n')
         sys.stdout.flush()

@@ -53,12 +53,14 @@ static void make_msg(unsigned type, int n, struct proto_msg *m)
 	case PROTO_WAKE:
 		m->u.wake.cursor.pos = 0xA1A2A3A4A5A6A7A8u;
 		m->u.wake.cursor.id = 0x0102030405060708u;
+		m->u.wake.cursor.priority = -12345;
 		break;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED:
 		if (type == PROTO_CLAIMED) {
 			m->u.items.cursor.pos = 0xB1B2B3B4B5B6B7B8u;
 			m->u.items.cursor.id = 0x1112131415161718u;
+			m->u.items.cursor.priority = 32767;
 		}
 		m->u.items.n = (uint16_t)(n == DEFAULT_N ? PROTO_OUT_MAX + 1 : n);
 		for (unsigned i = 0; i < m->u.items.n; i++) {
@@ -76,7 +78,8 @@ static void make_msg(unsigned type, int n, struct proto_msg *m)
 static int items_equal(const struct proto_msg *a, const struct proto_msg *b)
 {
 	if (a->u.items.n != b->u.items.n || a->u.items.cursor.pos != b->u.items.cursor.pos ||
-	    a->u.items.cursor.id != b->u.items.cursor.id)
+	    a->u.items.cursor.id != b->u.items.cursor.id ||
+	    a->u.items.cursor.priority != b->u.items.cursor.priority)
 		return 0;
 	for (unsigned i = 0; i < a->u.items.n; i++) {
 		const struct proto_item *x = &a->u.items.items[i], *y = &b->u.items.items[i];
@@ -102,14 +105,15 @@ static int msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 	case PROTO_STOP: return a->u.stop.grace_ms == b->u.stop.grace_ms;
 	case PROTO_WAKE:
 		return a->u.wake.cursor.pos == b->u.wake.cursor.pos &&
-		       a->u.wake.cursor.id == b->u.wake.cursor.id;
+		       a->u.wake.cursor.id == b->u.wake.cursor.id &&
+		       a->u.wake.cursor.priority == b->u.wake.cursor.priority;
 	default: return 1;
 	}
 }
 
 static size_t body_size(unsigned type, unsigned n)
 {
-	static const unsigned fixed[] = { 0, 4, 8, 8, 13, 18, 2, 16, 4, 0 };
+	static const unsigned fixed[] = { 0, 4, 8, 8, 13, 22, 2, 20, 4, 0 };
 	return fixed[type] + n * (type == PROTO_CLAIMED ? 16u : type == PROTO_FINISHED ? 17u : 0u);
 }
 
@@ -176,12 +180,12 @@ static const char *run_round_trip(const struct rt_case *c)
 /* ---- byte order: golden frames ---- */
 
 static const uint8_t golden_hello[] = {
-	0xC1, 0xD0, 0x01, 0x02, 0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x00, 0x08,
+	0xC1, 0xD0, 0x02, 0x02, 0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x00, 0x08,
 	0x0A, 0x0B, 0x0C, 0x0D, 0x00, 0x00, 0x00, 0x07,
 };
 
 static const uint8_t golden_finished[] = {
-	0xC1, 0xD0, 0x01, 0x06, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x13,
+	0xC1, 0xD0, 0x02, 0x06, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x13,
 	0x00, 0x01,
 	0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
 	0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF, 0x00,

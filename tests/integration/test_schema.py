@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """sql/schema.sql and the claim query: the query store.c sends (read from its source) is a
-range scan of claim_idx in index order (not a walk over the done rows), loading the schema
+range scan of claim_prio_idx in index order (not a walk over the done rows), loading the schema
 again keeps the data, and a row inserted with only a payload is ready to claim at once."""
 
 import json
@@ -39,6 +39,10 @@ def fill(db):
     db.execute("UPDATE work_items SET state = 'claimed', claim_token = 1, "
                "visible_at = NOW(6) + INTERVAL 1 HOUR WHERE id > 40000 AND id <= 40100")
     db.execute("INSERT INTO work_items (queue, payload) SELECT 'other', 'x' FROM seq_1_to_5000")
+    # Other priorities: due, and waiting for later (delayed rows sort after the due ones).
+    db.execute("INSERT INTO work_items (payload, priority) SELECT 'x', CAST(seq % 3 AS SIGNED) - 1 FROM seq_1_to_3000")
+    db.execute("INSERT INTO work_items (payload, priority, run_at) "
+               "SELECT 'x', CAST(seq % 3 AS SIGNED) - 1, NOW(6) + INTERVAL 1 DAY FROM seq_1_to_3000")
     db.execute('ANALYZE TABLE work_items')
 
 
@@ -47,10 +51,12 @@ def claim_queries(db):
     select, after, upto = c_macro('CLAIM_SELECT'), c_macro('CLAIM_AFTER'), c_macro('CLAIM_UPTO')
     vis, rid = db.sql('SELECT visible_at, id FROM work_items WHERE id = 45000')[0]
     q = "'default'"  # the queue, in the select list, the WHERE and the pause check
+    prios = '-1,0,1'
     return {
-        'head': select % (q, q, '', q, 16),
-        'after cursor': select % (q, q, after % (vis, vis, int(rid)), q, 16),
-        'up to cursor': select % (q, q, upto % (vis, vis, int(rid)), q, 16),
+        'head': select % (q, q, prios, '', q, 16),
+        'head, one priority': select % (q, q, '0', '', q, 16),
+        'after cursor': select % (q, q, prios, after % (0, vis, vis, int(rid)), q, 16),
+        'up to cursor': select % (q, q, prios, upto % (0, vis, vis, int(rid)), q, 16),
     }
 
 
@@ -71,10 +77,22 @@ def it_claim_query_is_a_range_on_claim_idx_in_index_order(t):
                f'parts={node.get("used_key_parts")}')
         check(node.get('access_type') not in ('ALL', 'index'), f'{form}: full scan: {text}')
         check_eq(node.get('access_type'), 'range', f'{form}: access_type ("ref" walks done rows)')
-        check_eq(node.get('key'), 'claim_idx', f'{form}: key')
+        check_eq(node.get('key'), 'claim_prio_idx', f'{form}: key')
         check('visible_at' in node.get('used_key_parts', []),
               f'{form}: visible_at is not part of the range: {node.get("used_key_parts")}')
         check('filesort' not in text, f'{form}: sorts instead of reading in index order: {text}')
+
+
+def it_due_priorities_are_a_loose_index_scan(t):
+    db = t.database()
+    fill(db)
+    query = c_macro('DUE_PRIORITIES') % ("'default'", "'default'", 16)
+    text = db.scalar('EXPLAIN FORMAT=JSON ' + query)
+    node = table_node(json.loads(text))
+    t.note(f'due priorities: access_type={node.get("access_type")} key={node.get("key")}')
+    check_eq(node.get('key'), 'claim_prio_idx', 'key')
+    check(node.get('using_index_for_group_by'), f'not a loose index scan: {text}')
+    check_eq([r[0] for r in db.sql(query)], ['-1', '0', '1'], 'priorities with due rows')
 
 
 def it_fence_update_uses_the_primary_key_for_one_and_many_rows(t):
