@@ -62,8 +62,11 @@ struct store_count {
 	uint64_t count;
 };
 
-/* Call once in main before any thread or store exists. Returns 0 or -EIO. */
-int store_library_init(void);
+/* Call once in main before any thread or store exists. tls: whether any connection of this
+ * process may use TLS. Without it, and when the client library sits on OpenSSL, OpenSSL is
+ * initialised without openssl.cnf, error strings and its cipher/digest name tables, which a
+ * connection without TLS never uses: 1.6 MiB less RSS in every process. Returns 0 or -EIO. */
+int store_library_init(bool tls);
 void store_library_end(void);
 
 /* Make a store for dsn. claimer is written to claimed_by ("host/slot:pid"); both are copied.

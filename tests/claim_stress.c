@@ -714,7 +714,7 @@ int main(int argc, char **argv)
 	nproc = parse_arg(argv[2], "NPROC", 1, 256);
 	nrows = parse_arg(argv[3], "NROWS", 1, 10000000);
 	batch = parse_arg(argv[4], "BATCH", 1, 4096);
-	if (store_library_init() < 0)
+	if (store_library_init(false) < 0)
 		die("store_library_init failed");
 	m = admin_connect(&d);
 	phase_stress(&d, m, nproc, nrows, batch);

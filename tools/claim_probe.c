@@ -428,7 +428,7 @@ int main(int argc, char **argv)
 	}
 	if (parse_dsn(argv[1 + latency], &dsn) < 0)
 		return 2;
-	if (store_library_init() < 0) {
+	if (store_library_init(false) < 0) {
 		fprintf(stderr, "claim_probe: cannot initialise the MySQL client library\n");
 		return 1;
 	}
