@@ -27,6 +27,8 @@ CREATE TABLE IF NOT EXISTS work_items (
     timeout_s     INT UNSIGNED NULL DEFAULT NULL,
     dedupe_key    VARCHAR(255) NULL DEFAULT NULL,
     dedupe_until  DATETIME(6) NULL DEFAULT NULL,
+    group_key     VARCHAR(255) NULL DEFAULT NULL,
+    group_seq     BIGINT UNSIGNED NULL DEFAULT NULL,
     visible_at    DATETIME(6) NULL DEFAULT NULL,
     claim_token   BIGINT UNSIGNED NOT NULL DEFAULT 0,
     claimed_by    VARCHAR(255) NULL DEFAULT NULL,
@@ -34,25 +36,23 @@ CREATE TABLE IF NOT EXISTS work_items (
     finished_at   DATETIME(6) NULL DEFAULT NULL,
     last_error    TEXT NULL DEFAULT NULL,
     created_at    DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+    group_live    VARCHAR(255) AS (IF(state IN ('ready', 'claimed') AND period_s IS NULL,
+                                      group_key, NULL)) VIRTUAL,
     PRIMARY KEY (id),
     KEY claim_prio_idx (queue, priority, visible_at, id),
     KEY finished_idx (finished_at),
     UNIQUE KEY dedupe_idx (queue, dedupe_key),
-    KEY dedupe_expiry_idx (dedupe_until)
+    KEY dedupe_expiry_idx (dedupe_until),
+    KEY group_idx (queue, group_live, id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
-
--- A row inserted as 'ready' becomes visible at its run_at (a column DEFAULT cannot read
--- another column's default, hence the trigger). Rows inserted in any other state are
--- not claimable.
-DROP TRIGGER IF EXISTS work_items_bi;
-CREATE TRIGGER work_items_bi BEFORE INSERT ON work_items FOR EACH ROW
-    SET NEW.visible_at = IF(NEW.state = 'ready', NEW.run_at, NULL);
 
 -- Columns added after the first release, for tables created by an older schema.sql.
 --   period_s   recurring: after each successful run the row is ready again period_s seconds
 --              after it finished (0 = at once) instead of done
 --   timeout_s  this row's handler time limit, overriding claimd --timeout
 --   priority   smaller runs first (default 0, may be negative); ties by due time, then id
+--   group_key  FIFO group: rows of a queue sharing it run one at a time, in id order (see
+--              work_groups below); group_seq is the row's number within its group
 --   dedupe_key a row whose (queue, dedupe_key) another row holds is not inserted (INSERT
 --              IGNORE): while that row is ready or claimed, and for a window (claimd
 --              --dedupe-window, 5 min) after it finished, until dedupe_until
@@ -67,6 +67,12 @@ ALTER TABLE work_items
     ADD KEY IF NOT EXISTS claim_prio_idx (queue, priority, visible_at, id);
 -- The claim index before priorities: claim_prio_idx does its work.
 ALTER TABLE work_items DROP KEY IF EXISTS claim_idx;
+ALTER TABLE work_items
+    ADD COLUMN IF NOT EXISTS group_key VARCHAR(255) NULL DEFAULT NULL AFTER dedupe_until,
+    ADD COLUMN IF NOT EXISTS group_seq BIGINT UNSIGNED NULL DEFAULT NULL AFTER group_key,
+    ADD COLUMN IF NOT EXISTS group_live VARCHAR(255) AS
+        (IF(state IN ('ready', 'claimed') AND period_s IS NULL, group_key, NULL)) VIRTUAL,
+    ADD KEY IF NOT EXISTS group_idx (queue, group_live, id);
 
 -- Per-queue settings, one row per queue that has any (a queue without a row has the defaults).
 --   paused  1: no new starts on any supervisor (claimctl pause NAME, or
@@ -87,3 +93,46 @@ CREATE TABLE IF NOT EXISTS queues (
 ALTER TABLE queues
     ADD COLUMN IF NOT EXISTS min_interval_ms INT UNSIGNED NOT NULL DEFAULT 0 AFTER paused,
     ADD COLUMN IF NOT EXISTS next_start_at DATETIME(6) NULL DEFAULT NULL AFTER min_interval_ms;
+
+-- FIFO groups. Rows of a queue with the same non-NULL group_key (and no period_s: recurring
+-- rows never finish, so they take no part) run one at a time, oldest id first. Of a group's
+-- live rows (ready or claimed: group_live, indexed) only the oldest has a visible_at; the
+-- others wait "parked" with visible_at NULL, outside the claim index's ranges, so claiming
+-- stays one index range with SKIP LOCKED. When the running row finishes (done, or dead
+-- after its last attempt; a retry keeps it the head and so holds the group), claimd gives
+-- the next row its visible_at in the same transaction.
+-- One row per group here: its lock orders the inserts of a group against each other and
+-- against the finish of its running row, and last_seq numbers the group's rows.
+CREATE TABLE IF NOT EXISTS work_groups (
+    queue       VARCHAR(64) NOT NULL,
+    group_key   VARCHAR(255) NOT NULL,
+    last_seq    BIGINT UNSIGNED NOT NULL DEFAULT 0,
+    updated_at  DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
+    PRIMARY KEY (queue, group_key)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
+
+-- A row inserted as 'ready' becomes visible at its run_at (a column DEFAULT cannot read
+-- another column's default, hence the trigger). Rows inserted in any other state are
+-- not claimable. A grouped row takes its group's lock and number, and is parked if the
+-- group has a live row already (a locking read: it sees rows committed a moment ago).
+DROP TRIGGER IF EXISTS work_items_bi;
+DELIMITER //
+CREATE TRIGGER work_items_bi BEFORE INSERT ON work_items FOR EACH ROW
+BEGIN
+    DECLARE live BIGINT UNSIGNED DEFAULT NULL;
+    DECLARE CONTINUE HANDLER FOR NOT FOUND SET live = NULL;
+    SET NEW.visible_at = IF(NEW.state = 'ready', NEW.run_at, NULL);
+    IF NEW.group_key IS NOT NULL AND NEW.period_s IS NULL THEN
+        INSERT INTO work_groups (queue, group_key, last_seq) VALUES (NEW.queue, NEW.group_key, 1)
+            ON DUPLICATE KEY UPDATE last_seq = last_seq + 1;
+        SET NEW.group_seq = (SELECT last_seq FROM work_groups
+                             WHERE queue = NEW.queue AND group_key = NEW.group_key);
+        SELECT id INTO live FROM work_items FORCE INDEX (group_idx)
+            WHERE queue = NEW.queue AND group_live = NEW.group_key
+            ORDER BY id LIMIT 1 LOCK IN SHARE MODE;
+        IF live IS NOT NULL AND NEW.state = 'ready' THEN
+            SET NEW.visible_at = NULL;
+        END IF;
+    END IF;
+END//
+DELIMITER ;

@@ -42,7 +42,7 @@
 #define CLAIM_SELECT \
 	"SELECT id, claim_token, attempts, max_attempts, payload, visible_at, timeout_s, " \
 	"ROUND(UNIX_TIMESTAMP(created_at) * 1000), " \
-	"(SELECT min_interval_ms FROM queues WHERE name = %s), priority " \
+	"(SELECT min_interval_ms FROM queues WHERE name = %s), priority, group_key, group_seq " \
 	"FROM work_items FORCE INDEX (claim_prio_idx) " \
 	"WHERE queue = %s AND priority IN (%s) AND visible_at <= NOW(6)%s AND " NOT_PAUSED \
 	" ORDER BY priority, visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
@@ -50,7 +50,7 @@
  * the cursor's priority before the cursor (the rest was in the scan after it). */
 #define CLAIM_AFTER " AND (priority <> %d OR visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
 #define CLAIM_UPTO " AND priority = %d AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
-#define CLAIM_FIELDS 10
+#define CLAIM_FIELDS 12
 /* Which priorities of a queue have due rows, smallest first: a loose index scan of
  * claim_prio_idx, two lookups per priority. "queue >= q AND queue <= q" and MIN() are what
  * make MariaDB choose it (with "queue = q" it walks the queue's whole range). */
@@ -58,11 +58,14 @@
 	"SELECT priority, MIN(visible_at) FROM work_items FORCE INDEX (claim_prio_idx) " \
 	"WHERE queue >= %s AND queue <= %s AND visible_at <= NOW(6) " \
 	"GROUP BY queue, priority LIMIT %u"
-/* A successful run: done, or for a recurring row (period_s set) ready again period_s after
+/* Finishing a row (done or dead) bumps its claim token, so that GROUP_NEXT below can tell
+ * the rows this very transaction finished (token + 1) from rows finished before.
+ * A successful run: done, or for a recurring row (period_s set) ready again period_s after
  * it finished, with a fresh count of attempts. Visible at NOW(6) + period_s, recurring rows
  * are claimed least recently finished first. */
 #define COMPLETE \
 	"UPDATE work_items SET state = IF(period_s IS NULL, 'done', 'ready'), " \
+	"claim_token = claim_token + 1, " \
 	"finished_at = NOW(6), " \
 	"visible_at = IF(period_s IS NULL, NULL, NOW(6) + INTERVAL period_s SECOND), " \
 	"attempts = IF(period_s IS NULL, attempts, 0), " \
@@ -123,6 +126,51 @@ static void sql_add_fence(struct store *s, const struct store_ref *refs, size_t 
 		sql_add(s, " WHEN %llu THEN %llu", (unsigned long long)refs[i].id,
 			(unsigned long long)refs[i].token);
 	sql_add(s, " END");
+}
+
+static bool any_grouped(const struct store_ref *refs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (refs[i].grouped)
+			return true;
+	return false;
+}
+
+/* "GROUP_LOCK;" for the rows refs[0..n). */
+static void sql_add_group_lock(struct store *s, const struct store_ref *refs, size_t n)
+{
+	struct buf w;
+
+	buf_init(&w);
+	buf_puts(&w, "id IN (");
+	for (size_t i = 0; i < n; i++)
+		buf_printf(&w, "%s%llu", i ? "," : "", (unsigned long long)refs[i].id);
+	buf_puts(&w, ")");
+	if (buf_failed(&w))
+		s->sql.failed = true; /* sq_run says out of memory */
+	else
+		sql_add(s, GROUP_LOCK ";", w.data);
+	buf_free(&w);
+}
+
+/* "GROUP_NEXT;" for the rows refs[0..n), finished by this transaction with token + 1. */
+static void sql_add_group_next(struct store *s, const struct store_ref *refs, size_t n)
+{
+	struct buf ids, tokens;
+
+	buf_init(&ids);
+	buf_init(&tokens);
+	for (size_t i = 0; i < n; i++) {
+		buf_printf(&ids, "%s%llu", i ? "," : "", (unsigned long long)refs[i].id);
+		buf_printf(&tokens, " WHEN %llu THEN %llu", (unsigned long long)refs[i].id,
+			   (unsigned long long)refs[i].token + 1);
+	}
+	if (buf_failed(&ids) || buf_failed(&tokens))
+		s->sql.failed = true;
+	else
+		sql_add(s, GROUP_NEXT ";", ids.data, tokens.data);
+	buf_free(&ids);
+	buf_free(&tokens);
 }
 
 /* Copies at most max bytes of src to dst (max + 1 bytes), never ending inside a UTF-8
@@ -240,7 +288,7 @@ fail:
 
 /* After a failed statement inside a transaction: leave none open. err keeps the first
  * error; a failed ROLLBACK matters only if the connection is gone (the server rolls back). */
-static void abort_trx(struct store *s)
+void sq_abort(struct store *s)
 {
 	if (s->conn && mysql_real_query(s->conn, "ROLLBACK", 8) != 0 &&
 	    conn_lost(mysql_errno(s->conn)))
@@ -248,14 +296,14 @@ static void abort_trx(struct store *s)
 }
 
 /* Whether to try again after r; sleeps 1-2 ms, 2-4 ms, 4-8 ms, ... first. */
-static bool retry(struct store *s, int r, unsigned *attempt)
+bool sq_retry(struct store *s, int r, unsigned *attempt)
 {
 	unsigned max = r == -ETIMEDOUT ? RETRIES_LOCK_WAIT : RETRIES_DEADLOCK, base_us;
 	struct timespec ts = { 0, 0 };
 
 	if (r != -EDEADLK && r != -ETIMEDOUT)
 		return false;
-	abort_trx(s);
+	sq_abort(s);
 	if (++*attempt >= max || !s->conn)
 		return false;
 	base_us = 1000u << (*attempt - 1);
@@ -443,8 +491,10 @@ void store_items_clear(struct store_item *items, size_t n)
 
 	for (i = 0; items && i < n; i++) {
 		free(items[i].payload);
+		free(items[i].group);
 		items[i].payload = NULL;
 		items[i].payload_len = 0;
+		items[i].group = NULL;
 	}
 }
 
@@ -469,17 +519,21 @@ bool sq_parse_u64(const char *p, unsigned long len, uint64_t *ret)
 static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue,
 		     struct store_item *it, struct claim_pos *pos)
 {
-	uint64_t attempts, max_attempts, timeout_s = 0, created_ms = 0, interval = 0;
+	uint64_t attempts, max_attempts, timeout_s = 0, created_ms = 0, interval = 0, seq = 0;
 	long prio;
 	char *end;
 
+	it->payload = NULL;
+	it->payload_len = 0;
+	it->group = NULL;
 	if (!sq_parse_u64(row[0], lens[0], &it->id) || !sq_parse_u64(row[1], lens[1], &it->token) ||
 	    !sq_parse_u64(row[2], lens[2], &attempts) || !sq_parse_u64(row[3], lens[3], &max_attempts) ||
 	    attempts >= UINT32_MAX || max_attempts > UINT32_MAX || !row[5] || lens[5] == 0 ||
 	    lens[5] >= sizeof(pos->visible_at) || strspn(row[5], "0123456789-:. ") != lens[5] ||
 	    (row[6] && !sq_parse_u64(row[6], lens[6], &timeout_s)) ||
 	    (row[7] && !sq_parse_u64(row[7], lens[7], &created_ms)) ||
-	    (row[8] && !sq_parse_u64(row[8], lens[8], &interval)) || !row[9])
+	    (row[8] && !sq_parse_u64(row[8], lens[8], &interval)) || !row[9] ||
+	    (row[11] && !sq_parse_u64(row[11], lens[11], &seq)))
 		return -EIO;
 	prio = strtol(row[9], &end, 10);
 	if (end != row[9] + lens[9] || prio < INT16_MIN || prio > INT16_MAX)
@@ -496,8 +550,9 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	snprintf(it->queue, sizeof(it->queue), "%s", queue);
 	memcpy(pos->visible_at, row[5], lens[5] + 1);
 	pos->id = it->id;
-	it->payload = NULL;
-	it->payload_len = 0;
+	it->group_seq = seq;
+	if (row[10] && !(it->group = strndup(row[10], lens[10])))
+		return -ENOMEM;
 	if (!row[4])
 		return 0;
 	it->payload = malloc(lens[4] + 1);
@@ -631,6 +686,25 @@ static void prios_added(const struct prio_set *set, const struct prio_set *old,
 	}
 }
 
+/* Inside a transaction: "COMPLETE;" for done[0..n), with its groups locked before and their
+ * next rows started after if any is grouped. Returns the index of the COMPLETE among the
+ * statements of the text (START TRANSACTION is 0). */
+static int sql_add_complete(struct store *s, const struct store_ref *done, size_t n)
+{
+	bool grouped = any_grouped(done, n);
+
+	if (n == 0)
+		return 0;
+	if (grouped)
+		sql_add_group_lock(s, done, n);
+	sql_add(s, COMPLETE " WHERE ", s->dedupe_window_s);
+	sql_add_fence(s, done, n);
+	sql_add(s, ";");
+	if (grouped)
+		sql_add_group_next(s, done, n);
+	return grouped ? 2 : 1;
+}
+
 /* Round trip 1: open the transaction, complete done[], lock up to max rows after the
  * cursor (or from the head). Only if that came back short: the rows up to the cursor, then
  * the priorities that became due since they were last asked for (round trips 1b, 1c).
@@ -646,17 +720,13 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	struct prio_set old, added;
 	size_t n = 0, mark[3] = { 0, 0, 0 };
 	struct run rr;
-	int r, k;
+	int r, k, ci;
 
 	if (fresh && (r = load_prios(s, a->queue, err, errlen)) < 0)
 		return r;
 	sq_reset(s);
 	sql_add(s, "START TRANSACTION;");
-	if (a->ndone) {
-		sql_add(s, COMPLETE " WHERE ", s->dedupe_window_s);
-		sql_add_fence(s, a->done, a->ndone);
-		sql_add(s, ";");
-	}
+	ci = sql_add_complete(s, a->done, a->ndone);
 	if (s->prios.n > 0)
 		sql_add_claim(s, a->queue, after ? SCAN_AFTER : SCAN_HEAD, &s->prios, a->max);
 	r = sq_run(s, "store_claim", &rr, err, errlen);
@@ -666,7 +736,7 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 		mysql_free_result(rr.res);
 	if (r < 0)
 		return r;
-	*ret_completed = a->ndone ? (size_t)rr.rows[1] : 0;
+	*ret_completed = a->ndone ? (size_t)rr.rows[ci] : 0;
 	mark[0] = n;
 	if (after && n < a->max && s->prios.n > 0) {
 		r = claim_more(s, a, SCAN_UPTO, &s->prios, &n, &last[1], err, errlen);
@@ -733,16 +803,19 @@ static int claim_once(struct store *s, const struct claim_args *a, size_t *ret_n
 	struct claim_cursor next;
 	size_t n = 0;
 	struct run rr;
-	int r;
+	int r, k;
 
-	if (a->max == 0) { /* complete only: one autocommit statement */
+	if (a->max == 0) { /* complete only */
 		sq_reset(s);
-		sql_add(s, COMPLETE " WHERE ", s->dedupe_window_s);
-		sql_add_fence(s, a->done, a->ndone);
+		sql_add(s, "START TRANSACTION;");
+		k = sql_add_complete(s, a->done, a->ndone);
+		sql_add(s, "COMMIT");
 		r = sq_run(s, "store_claim", &rr, err, errlen);
+		if (r < 0)
+			goto fail;
 		*ret_n = 0;
-		*ret_completed = (size_t)rr.rows[0];
-		return r;
+		*ret_completed = (size_t)rr.rows[k];
+		return 0;
 	}
 	r = claim_lock(s, a, &n, ret_completed, &next, err, errlen);
 	if (r < 0)
@@ -756,7 +829,7 @@ static int claim_once(struct store *s, const struct claim_args *a, size_t *ret_n
 fail:
 	store_items_clear(s->scratch, n);
 	s->cursor.set = false;
-	abort_trx(s);
+	sq_abort(s);
 	return r;
 }
 
@@ -795,7 +868,7 @@ int store_claim(struct store *s, const char *queue, unsigned max, unsigned lease
 	if (max > 0 || ndone > 0) {
 		do
 			r = claim_once(s, &a, &n, &completed, err, errlen);
-		while (r < 0 && retry(s, r, &attempt));
+		while (r < 0 && sq_retry(s, r, &attempt));
 		if (r < 0)
 			return sq_final(r);
 	}
@@ -819,7 +892,7 @@ static int run_update(struct store *s, const char *op, size_t n, char *err, size
 
 	do
 		r = sq_run(s, op, &rr, err, errlen);
-	while (r < 0 && retry(s, r, &attempt));
+	while (r < 0 && sq_retry(s, r, &attempt));
 	if (r < 0)
 		return sq_final(r);
 	return rr.rows[0] > n ? (int)n : (int)rr.rows[0];
@@ -830,7 +903,7 @@ static int run_update(struct store *s, const char *op, size_t n, char *err, size
 static void sql_add_finish(struct store *s, unsigned delay_ms, const char *text, bool keep)
 {
 	sql_add(s, "UPDATE work_items SET state = IF(" IS_DEAD ", 'dead', 'ready'), "
-		"visible_at = IF(" IS_DEAD ", NULL, NOW(6) + INTERVAL %llu MICROSECOND), "
+		"claim_token = claim_token + 1, visible_at = IF(" IS_DEAD ", NULL, NOW(6) + INTERVAL %llu MICROSECOND), "
 		"finished_at = IF(" IS_DEAD ", NOW(6), NULL), "
 		"dedupe_until = IF(" IS_DEAD " AND dedupe_key IS NOT NULL, "
 		"NOW(6) + INTERVAL %u SECOND, NULL), last_error = ",
@@ -848,22 +921,28 @@ static int fail_once(struct store *s, struct store_ref ref, unsigned retry_ms, c
 {
 	MYSQL_ROW row;
 	struct run rr;
-	int r;
+	int r, u;
 
 	sq_reset(s);
 	sql_add(s, "START TRANSACTION;");
+	if (ref.grouped)
+		sql_add_group_lock(s, &ref, 1);
 	sql_add_finish(s, retry_ms, error, false);
 	sql_add_fence(s, &ref, 1);
-	sql_add(s, ";SELECT state FROM work_items WHERE id = %llu;COMMIT",
+	sql_add(s, ";");
+	if (ref.grouped)
+		sql_add_group_next(s, &ref, 1);
+	sql_add(s, "SELECT state FROM work_items WHERE id = %llu;COMMIT",
 		(unsigned long long)ref.id);
 	r = sq_run(s, "store_fail", &rr, err, errlen);
 	if (r < 0) {
-		abort_trx(s);
+		sq_abort(s);
 		return r;
 	}
-	/* Statements: 0 START, 1 UPDATE, 2 SELECT, 3 COMMIT. */
-	row = rr.rows[1] > 0 && rr.res ? mysql_fetch_row(rr.res) : NULL;
-	r = rr.rows[1] == 0 ? 0 : !row || !row[0] ? -EIO : strcmp(row[0], "dead") == 0 ? 2 :
+	/* Statements: START, [GROUP_LOCK], UPDATE, [GROUP_NEXT], SELECT, COMMIT. */
+	u = ref.grouped ? 2 : 1;
+	row = rr.rows[u] > 0 && rr.res ? mysql_fetch_row(rr.res) : NULL;
+	r = rr.rows[u] == 0 ? 0 : !row || !row[0] ? -EIO : strcmp(row[0], "dead") == 0 ? 2 :
 	    strcmp(row[0], "ready") == 0 ? 1 : -EIO;
 	mysql_free_result(rr.res);
 	if (r < 0)
@@ -882,7 +961,7 @@ int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const c
 		return r;
 	do
 		r = fail_once(s, ref, retry_ms, error, err, errlen);
-	while (r < 0 && retry(s, r, &attempt));
+	while (r < 0 && sq_retry(s, r, &attempt));
 	return sq_final(r);
 }
 
@@ -890,17 +969,35 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 		  const char *reason, char *err, size_t errlen)
 {
 	int r = sq_check(s, "store_release", refs, n, NULL, err, errlen);
+	unsigned attempt = 0;
+	struct run rr;
 
 	if (r < 0 || n == 0)
 		return r;
 	sq_reset(s);
-	if (count_attempt)
-		sql_add_finish(s, 0, reason, true);
-	else
+	if (!count_attempt) {
 		sql_add(s, "UPDATE work_items SET state = 'ready', visible_at = NOW(6), "
 			"attempts = IF(attempts > 0, attempts - 1, 0) WHERE ");
-	sql_add_fence(s, refs, n);
-	return run_update(s, "store_release", n, err, errlen);
+		sql_add_fence(s, refs, n);
+		return run_update(s, "store_release", n, err, errlen);
+	}
+	/* Rows whose last attempt this was go dead: their groups go on. */
+	do {
+		sq_reset(s);
+		sql_add(s, "START TRANSACTION;");
+		sql_add_group_lock(s, refs, n);
+		sql_add_finish(s, 0, reason, true);
+		sql_add_fence(s, refs, n);
+		sql_add(s, ";");
+		sql_add_group_next(s, refs, n);
+		sql_add(s, "COMMIT");
+		r = sq_run(s, "store_release", &rr, err, errlen);
+		if (r < 0)
+			sq_abort(s);
+	} while (r < 0 && sq_retry(s, r, &attempt));
+	if (r < 0)
+		return sq_final(r);
+	return rr.rows[2] > n ? (int)n : (int)rr.rows[2];
 }
 
 int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *err,

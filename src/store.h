@@ -48,12 +48,17 @@ struct store_item {
 	int64_t enqueued_at_ms;  /* created_at, unix ms */
 	uint32_t min_interval_ms; /* its queue's shared rate limit (queues.min_interval_ms), 0 = none */
 	int16_t priority;        /* smaller runs first */
+	char *group;             /* FIFO group key, malloc'd; NULL when the row has none */
+	uint64_t group_seq;      /* the row's number within its group (0 without one) */
 };
 
-/* A reference to a claimed row for complete/release/extend. */
+/* A reference to a claimed row for complete/release/extend. grouped: the row has a FIFO
+ * group (store_item.group), so finishing it also starts the group's next row (set it from
+ * the claimed item; store_release looks for itself). */
 struct store_ref {
 	uint64_t id;
 	uint64_t token;
+	bool grouped;
 };
 
 struct store_count {
@@ -199,8 +204,15 @@ void store_set_dedupe_window(struct store *s, unsigned seconds);
 int store_dedupe_expire(struct store *s, unsigned limit, char *err, size_t errlen);
 
 /* Put dead rows back: row id (queue NULL) or every dead row of queue, ready now with
- * attempts 0 (last_error stays until the next failure). Returns how many rows. */
+ * attempts 0 (last_error stays until the next failure); a grouped row waits behind its
+ * group's running row, if any. Returns how many rows. */
 int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err, size_t errlen);
+
+/* FIFO groups of queues[0..n) that have live rows but none running or due (their running
+ * row was deleted by hand, say): the oldest row of each gets its turn. Returns how many
+ * groups went on, or a negative error. */
+int store_group_heal(struct store *s, const char *const *queues, size_t n, char *err,
+		     size_t errlen);
 
 /* Is queue paused (queues.paused)? Returns 1, 0, or a negative error. Claims and polls skip
  * a paused queue's rows by themselves; a worker asks before starting a prefetched item. */

@@ -18,6 +18,35 @@
 /* A paused queue's rows are not claimed (nor polled for). The subqueries name the queue
  * itself, not work_items.queue: uncorrelated, each runs once per statement. */
 #define NOT_PAUSED "NOT EXISTS (SELECT 1 FROM queues WHERE name = %s AND paused)"
+/* FIFO groups (see sql/schema.sql). Before a transaction finishes grouped rows it locks
+ * their groups' work_groups rows, in key order, as an insert into the group does (in the
+ * trigger): so an insert either sees the finished row gone or is seen by GROUP_NEXT, and
+ * the two never wait for each other's row locks the other way round. The %s is a WHERE
+ * condition on work_items. */
+#define GROUP_LOCK \
+	"INSERT INTO work_groups (queue, group_key) SELECT queue, group_key FROM work_items " \
+	"WHERE %s AND group_key IS NOT NULL AND period_s IS NULL ORDER BY queue, group_key " \
+	"ON DUPLICATE KEY UPDATE last_seq = work_groups.last_seq"
+/* After rows finished: the oldest live row of each of their groups (one lookup in
+ * group_idx) gets its visible_at, if it was parked. Only rows that this transaction
+ * finished count (%s: their ids, then a CASE of their new tokens): a row some other
+ * claimer finished earlier had its next row started then. */
+#define GROUP_NEXT \
+	"UPDATE work_items w JOIN (SELECT (SELECT p.id FROM work_items p FORCE INDEX (group_idx) " \
+	"WHERE p.queue = f.queue AND p.group_live = f.group_key ORDER BY p.id LIMIT 1) AS id " \
+	"FROM work_items f WHERE f.id IN (%s) AND f.claim_token = CASE f.id%s END " \
+	"AND f.state IN ('done', 'dead') AND f.group_key IS NOT NULL AND f.period_s IS NULL) " \
+	"AS h ON w.id = h.id SET w.visible_at = GREATEST(w.run_at, NOW(6)) " \
+	"WHERE w.visible_at IS NULL AND w.state = 'ready'"
+/* Groups with live rows but none of them visible (the running row was deleted by hand, or
+ * dead rows were put back): the oldest gets its visible_at. %s: a condition on queue. Reads
+ * the live rows of the queues' groups (group_idx), so it runs with maintenance, not per row. */
+#define GROUP_HEAL \
+	"UPDATE work_items w JOIN (SELECT MIN(id) AS id FROM work_items FORCE INDEX (group_idx) " \
+	"WHERE %s AND group_live IS NOT NULL GROUP BY queue, group_live " \
+	"HAVING COUNT(visible_at) = 0) AS h ON w.id = h.id " \
+	"SET w.visible_at = GREATEST(w.run_at, NOW(6)) WHERE w.visible_at IS NULL AND w.state = 'ready'"
+
 /* A place in claim order (priority, visible_at, id); visible_at as the server printed it. */
 struct claim_pos {
 	int priority;
@@ -93,6 +122,13 @@ size_t sq_quote(MYSQL *c, char *out, const char *str, size_t len);
  * each statement into rr->rows, the one result set (callers send at most one) into rr->res.
  * Returns 0, or -ENOTCONN (connection dropped), -EDEADLK/-ETIMEDOUT (1213/1205), -EIO. */
 int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t errlen);
+
+/* After a failed statement inside a transaction: leave none open. */
+void sq_abort(struct store *s);
+
+/* After r from sq_run: whether to run the statements again (1213 deadlock, 1205 lock wait
+ * timeout, a few times, with a short randomised sleep first; the transaction is rolled back). */
+bool sq_retry(struct store *s, int r, unsigned *attempt);
 
 /* What callers see: retryable errors that ran out of tries are plain SQL errors. */
 int sq_final(int r);

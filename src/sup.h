@@ -72,6 +72,7 @@ struct sup {
 	bool prune_inflight;
 	bool prune_due;
 	bool dedupe_due;
+	bool groups_due;
 	uv_timer_t prune_timer;
 	/* status */
 	struct store_count *counts;

@@ -63,7 +63,7 @@ static void claims_add(struct slot *sl, uint64_t id, uint64_t token)
 		sl->claims = p;
 		sl->capclaims = cap;
 	}
-	sl->claims[sl->nclaims++] = (struct store_ref){ id, token };
+	sl->claims[sl->nclaims++] = (struct store_ref){ .id = id, .token = token };
 }
 
 static void claims_remove(struct slot *sl, uint64_t id, uint64_t token)
@@ -169,31 +169,56 @@ static void on_deduped(struct dbq_job *j)
 	free(j);
 }
 
+static void on_groups_healed(struct dbq_job *j)
+{
+	struct sup *s = j->data;
+
+	s->prune_inflight = false;
+	if (j->rc > 0)
+		log_warn("%d FIFO groups had waiting rows but none running (a running row deleted "
+			 "by hand?): started their oldest", j->rc);
+	else if (j->rc < 0)
+		log_warn("checking FIFO groups failed: %s; trying again later", j->err);
+	free(j);
+}
+
 static void on_prune_timer(uv_timer_t *t)
 {
 	struct sup *s = t->data;
 
 	s->prune_due = s->cfg->keep_done_ms > 0;
 	s->dedupe_due = true;
+	s->groups_due = true;
 }
 
-/* Maintenance (pruning done rows, then forgetting expired dedupe keys) takes the place of
- * one idle poll per statement: the database sees at most one statement per poll interval from
- * an idle supervisor, maintenance included. */
+/* Maintenance (pruning done rows, forgetting expired dedupe keys, restarting stuck FIFO
+ * groups) takes the place of one idle poll per statement: the database sees at most one
+ * statement per poll interval from an idle supervisor, maintenance included. */
 static bool maintain_now(struct sup *s)
 {
-	bool prune = s->prune_due;
 	struct dbq_job *j;
 
-	if ((!s->prune_due && !s->dedupe_due) || s->prune_inflight ||
-	    !(j = sup_new_job(s, prune ? DBQ_PRUNE : DBQ_DEDUPE, prune ? on_pruned : on_deduped)))
+	if (s->prune_inflight)
 		return false;
-	if (prune)
+	if (s->prune_due) {
+		if (!(j = sup_new_job(s, DBQ_PRUNE, on_pruned)))
+			return false;
 		s->prune_due = false;
-	else
+		j->keep_s = s->cfg->keep_done_ms / 1000;
+	} else if (s->dedupe_due) {
+		if (!(j = sup_new_job(s, DBQ_DEDUPE, on_deduped)))
+			return false;
 		s->dedupe_due = false;
+	} else if (s->groups_due) {
+		if (!(j = sup_new_job(s, DBQ_GROUPS, on_groups_healed)))
+			return false;
+		s->groups_due = false;
+		j->queues = s->queue_ptrs;
+		j->n = s->cfg->nqueues;
+	} else {
+		return false;
+	}
 	s->prune_inflight = true;
-	j->keep_s = s->cfg->keep_done_ms / 1000;
 	dbq_push(s->dbq, j);
 	return true;
 }

@@ -182,6 +182,7 @@ static void add_pend(struct worker *w, const struct store_item *it, uint8_t outc
 
 	p->ref.id = it->id;
 	p->ref.token = it->token;
+	p->ref.grouped = it->group != NULL;
 	p->outcome = outcome;
 	p->retry_ms = retry_ms;
 	p->error = error && *error ? strdup(error) : NULL;
@@ -362,6 +363,7 @@ static void run_next(struct worker *w)
 		.payload_len = it->payload_len,
 		.timeout_ms = it->timeout_ms ? it->timeout_ms : w->cfg->timeout_ms,
 		.enqueued_at_ms = it->enqueued_at_ms,
+		.group = it->group, .seq = it->group_seq,
 	};
 	int r;
 
@@ -532,7 +534,7 @@ static void on_lease_timer(uv_timer_t *t)
 	if (!w->db_ok)
 		return;
 	for (size_t i = first; i < w->nitems; i++)
-		refs[n++] = (struct store_ref){ w->items[i].id, w->items[i].token };
+		refs[n++] = (struct store_ref){ .id = w->items[i].id, .token = w->items[i].token };
 	for (size_t i = 0; i < w->npend; i++)
 		refs[n++] = w->pend[i].ref;
 	if (n == 0)

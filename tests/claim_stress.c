@@ -341,7 +341,7 @@ static void check_final_states(MYSQL *m, unsigned nrows)
 	uint64_t bad;
 
 	bad = sql_u64(m, "SELECT COUNT(*) FROM work_items WHERE payload LIKE 'item-%%' AND NOT "
-		      "(state = 'done' AND attempts = 1 AND claim_token = 1 AND visible_at IS NULL "
+		      "(state = 'done' AND attempts = 1 AND claim_token = 2 AND visible_at IS NULL "
 		      "AND finished_at IS NOT NULL AND claimed_by LIKE 'stress/%%')");
 	if (bad)
 		die("%llu of %u rows are not done (or have wrong attempts/token/history)",
@@ -445,8 +445,8 @@ static void fence_stale_owner(MYSQL *m, struct store *a, struct store *b)
 	if (ib.id != id || ib.token != 2 || ib.attempt != 2)
 		die("second claim: token %llu attempt %u, want 2 2", (unsigned long long)ib.token,
 		    ib.attempt);
-	ra = (struct store_ref){ id, ia.token };
-	rb = (struct store_ref){ id, ib.token };
+	ra = (struct store_ref){ .id = id, .token = ia.token };
+	rb = (struct store_ref){ .id = id, .token = ib.token };
 	r = store_claim(a, "fence", 0, 0, &ra, 1, NULL, &n, &completed, err, sizeof(err));
 	expect_rc("stale complete", r, 0, err);
 	if (n != 0 || completed != 0)
@@ -462,7 +462,7 @@ static void fence_stale_owner(MYSQL *m, struct store *a, struct store *b)
 	expect_rc("owner complete", r, 0, err);
 	if (completed != 1)
 		die("owner complete applied %zu rows, want 1", completed);
-	expect_row(m, id, "done 2 2 fence/B invisible finished");
+	expect_row(m, id, "done 3 2 fence/B invisible finished");
 	expect_rc("fail of a done row", store_fail(b, rb, 0, "late", err, sizeof(err)), 0, err);
 }
 
@@ -471,7 +471,7 @@ static void fence_release(MYSQL *m, struct store *a)
 	char err[STORE_ERR_MAX];
 	uint64_t id = insert_row(m, "release", 5, "r");
 	struct store_item it = claim1(a, "release", LEASE_LONG_MS);
-	struct store_ref ref = { id, it.token };
+	struct store_ref ref = { .id = id, .token = it.token };
 
 	store_items_clear(&it, 1);
 	expect_rc("release, attempt given back",
@@ -485,17 +485,17 @@ static void fence_release(MYSQL *m, struct store *a)
 	ref.token = 2;
 	expect_rc("release, attempt counted",
 		  store_release(a, &ref, 1, true, "shutdown", err, sizeof(err)), 1, err);
-	expect_row(m, id, "ready 2 1 fence/A visible open");
+	expect_row(m, id, "ready 3 1 fence/A visible open");
 	expect_rc("release again", store_release(a, &ref, 1, true, "x", err, sizeof(err)), 0, err);
 
 	/* At max_attempts a counted release is the last attempt: dead, reason kept. */
 	id = insert_row(m, "release1", 1, "r");
 	it = claim1(a, "release1", LEASE_LONG_MS);
 	store_items_clear(&it, 1);
-	ref = (struct store_ref){ id, it.token };
+	ref = (struct store_ref){ .id = id, .token = it.token };
 	expect_rc("release at max", store_release(a, &ref, 1, true, "shutdown", err, sizeof(err)),
 		  1, err);
-	expect_row(m, id, "dead 1 1 fence/A invisible finished");
+	expect_row(m, id, "dead 2 1 fence/A invisible finished");
 	if (sql_u64(m, "SELECT last_error = 'shutdown' FROM work_items WHERE id = %llu",
 		    (unsigned long long)id) != 1)
 		die("release at max: last_error is not the reason");
@@ -506,12 +506,12 @@ static void fence_fail(MYSQL *m, struct store *a)
 	char err[STORE_ERR_MAX], msg[6000];
 	uint64_t id = insert_row(m, "fail", 2, "f");
 	struct store_item it = claim1(a, "fail", LEASE_LONG_MS);
-	struct store_ref ref = { id, it.token };
+	struct store_ref ref = { .id = id, .token = it.token };
 	size_t n, completed, i;
 
 	store_items_clear(&it, 1);
 	expect_rc("first fail", store_fail(a, ref, 0, "boom 1", err, sizeof(err)), 1, err);
-	expect_row(m, id, "ready 1 1 fence/A visible open");
+	expect_row(m, id, "ready 2 1 fence/A visible open");
 	it = claim1(a, "fail", LEASE_LONG_MS);
 	store_items_clear(&it, 1);
 	if (it.attempt != 2)
@@ -522,7 +522,7 @@ static void fence_fail(MYSQL *m, struct store *a)
 	for (i = 0; i < 2500; i++)
 		n += (size_t)sprintf(msg + n, "\xc3\xa9");
 	expect_rc("last fail", store_fail(a, ref, 0, msg, err, sizeof(err)), 2, err);
-	expect_row(m, id, "dead 2 2 fence/A invisible finished");
+	expect_row(m, id, "dead 4 2 fence/A invisible finished");
 	if (sql_u64(m, "SELECT LENGTH(last_error) = 3999 AND CHAR_LENGTH(last_error) = 2000 "
 		    "FROM work_items WHERE id = %llu", (unsigned long long)id) != 1)
 		die("last_error not cut to 3999 bytes on a character boundary");
@@ -531,10 +531,10 @@ static void fence_fail(MYSQL *m, struct store *a)
 	id = insert_row(m, "fail", 5, "f");
 	it = claim1(a, "fail", LEASE_LONG_MS);
 	store_items_clear(&it, 1);
-	ref = (struct store_ref){ id, it.token };
+	ref = (struct store_ref){ .id = id, .token = it.token };
 	expect_rc("fail with bad bytes", store_fail(a, ref, 60000, "bad \xff\xfe\xc3 end", err,
 						    sizeof(err)), 1, err);
-	expect_row(m, id, "ready 1 1 fence/A leased open");
+	expect_row(m, id, "ready 2 1 fence/A leased open");
 	if (sql_u64(m, "SELECT last_error = 'bad ??? end' FROM work_items WHERE id = %llu",
 		    (unsigned long long)id) != 1)
 		die("invalid UTF-8 in last_error not replaced by '?'");
@@ -672,7 +672,7 @@ static void phase_connection(const struct dsn *d, MYSQL *m)
 	if (r != -EINVAL)
 		die("store_claim without outputs: %d, want -EINVAL", r);
 	expect_rc("extend while disconnected",
-		  store_extend(s, &(struct store_ref){ 1, 1 }, 1, 1, err, sizeof(err)), -ENOTCONN, err);
+		  store_extend(s, &(struct store_ref){ .id = 1, .token = 1 }, 1, 1, err, sizeof(err)), -ENOTCONN, err);
 	expect_rc("reconnect", store_connect(s, err, sizeof(err)), 0, err);
 	expect_rc("poll after reconnect", store_poll(s, "default", err, sizeof(err)), 0, err);
 	store_free(s);

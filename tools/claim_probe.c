@@ -126,7 +126,7 @@ static int claimer_step(struct claimer *c, unsigned max)
 		return -EIO;
 	}
 	for (i = 0; i < n; i++)
-		c->done[i] = (struct store_ref){ c->items[i].id, c->items[i].token };
+		c->done[i] = (struct store_ref){ .id = c->items[i].id, .token = c->items[i].token };
 	store_items_clear(c->items, n);
 	c->ndone = n;
 	c->rows += n;

@@ -24,7 +24,7 @@ def run_stress(t, db, nproc, nrows, batch):
     # Independent of claim_stress's own checks: every inserted row is done, claimed once.
     rows = db.sql("SELECT state, attempts, claim_token, COUNT(*) FROM work_items "
                   "WHERE payload LIKE 'item-%' GROUP BY state, attempts, claim_token")
-    check_eq(rows, [('done', '1', '1', str(nrows))], 'inserted rows by (state, attempts, token)')
+    check_eq(rows, [('done', '1', '2', str(nrows))], 'inserted rows by (state, attempts, token: claimed, then finished)')
 
 
 def it_eight_claimers_claim_every_row_once_and_complete_it(t):

@@ -7,6 +7,8 @@ handler's own log."""
 import collections
 import os
 import sys
+import threading
+import time
 
 import harness
 from harness import check, check_eq, wait_for
@@ -80,6 +82,152 @@ def it_claimctl_add_takes_a_priority(t):
     wait_for(db.states, 10, 'both rows done', until=lambda s: s['done'] == 2)
     first = db.sql(f'SELECT id FROM work_items ORDER BY claimed_at, id LIMIT 1')[0][0]
     check_eq(int(first), high, 'row claimed first')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
+def _group_runs(h):
+    """{group: [(seq, id, start, end)] in start order} from the pipe handler's log."""
+    ends = {(e.id, e.attempt): e.time for e in h.ends()}
+    runs = collections.defaultdict(list)
+    for e in h.starts():
+        queue, group, seq = e.rest.split(' ')[:3]
+        if group != '-':
+            runs[group].append((int(seq), e.id, e.time, ends.get((e.id, e.attempt))))
+    for g in runs.values():
+        g.sort(key=lambda r: r[2])
+    return runs
+
+
+def _check_serial(runs, what):
+    for g, rs in runs.items():
+        overlap = [(a[1], b[1]) for a, b in zip(rs, rs[1:]) if a[3] is None or b[2] < a[3]]
+        check(not overlap, f'{what}: group {g}: rows ran at the same time: {overlap[:3]}')
+
+
+def it_group_rows_run_one_at_a_time_in_order_with_8_workers(t):
+    db = t.database()
+    db.execute("INSERT INTO queues (name, paused) VALUES ('default', 1)")
+    # 20 groups of 15 rows, interleaved in id order; 40 rows without a group.
+    db.insert_items(300, payload="'nap'", group_key="CONCAT('g', seq % 20)")
+    db.insert_items(40, payload="'nap'")
+    h, spec = _pipe(t, 'groups')
+    sups = _two(t, db, spec, '--workers', '4', '--batch', '4')
+    _ctl(sups[0], 'resume', 'default')
+    wait_for(db.states, 90, 'all rows done', until=lambda s: s['done'] == 340)
+    _stop(sups)
+    runs = _group_runs(h)
+    check_eq(sorted(runs), sorted(f'g{i}' for i in range(20)), 'groups that ran')
+    for g, rs in runs.items():
+        check_eq([r[0] for r in rs], list(range(1, 16)), f'group {g}: sequence numbers in start order')
+        check_eq([r[1] for r in rs], sorted(r[1] for r in rs), f'group {g}: ids in start order')
+    _check_serial(runs, '8 workers')
+    # Different groups ran side by side: the most rows running at one moment.
+    edges = sorted([(e.time, 1) for e in h.starts()] + [(e.time, -1) for e in h.ends()])
+    running = most = 0
+    for _, d in edges:
+        running += d
+        most = max(most, running)
+    t.note(f'most rows running at once: {most} of 8 workers')
+    check(most >= 4, f'at most {most} rows ran at once: groups did not run in parallel')
+    check_eq(len({e.pid for e in h.starts()}), 8, 'co-processes that ran rows')
+
+
+def it_rows_inserted_while_their_group_runs_keep_order_and_never_overlap(t):
+    # Inserts race the finish of their group's running row: each insert takes the group's
+    # lock and sees the running row either still live (it waits) or gone (it runs).
+    db = t.database()
+    h, spec = _pipe(t, 'race')
+    sups = _two(t, db, spec, '--workers', '4', '--poll-interval', '20ms')
+
+    def inserter(k):
+        for n in range(40):
+            db.execute(f"INSERT INTO work_items (payload, group_key) VALUES ('nap', 'g{(k + n) % 3}')")
+
+    threads = [threading.Thread(target=inserter, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wait_for(db.states, 60, 'all rows done', until=lambda s: s['done'] == 160)
+    _stop(sups)
+    runs = _group_runs(h)
+    for g, rs in runs.items():
+        check_eq([r[1] for r in rs], sorted(r[1] for r in rs), f'group {g}: ids in start order')
+        check_eq([r[0] for r in rs], list(range(1, len(rs) + 1)), f'group {g}: sequence numbers')
+    check_eq(sum(len(rs) for rs in runs.values()), 160, 'runs')
+    _check_serial(runs, 'inserts during runs')
+
+
+def it_failing_row_holds_back_only_its_own_group(t):
+    db = t.database()
+    db.execute("INSERT INTO queues (name, paused) VALUES ('default', 1)")
+    bad = db.insert_item('fail', group_key="'a'", max_attempts=3)
+    after = db.insert_items(3, payload="'nap'", group_key="'a'")
+    other = db.insert_items(5, payload="'nap'", group_key="'b'")
+    h, spec = _pipe(t, 'hold')
+    sups = _two(t, db, spec, '--workers', '2', '--retry-base', '300ms')
+    _ctl(sups[0], 'resume', 'default')
+    wait_for(db.states, 30, 'all rows finished', until=lambda s: s['done'] + s['dead'] == 9)
+    _stop(sups)
+    check_eq(db.row(bad, 'state, attempts'), ('dead', '3'), 'the failing row')
+    starts = {e.id: e.time for e in h.starts()}
+    fails = sorted(e.time for e in h.starts(bad))
+    check_eq(len(fails), 3, 'runs of the failing row')
+    check(all(starts[i] > fails[-1] for i in after),
+          'a row of group a started before the failing row ahead of it went dead')
+    check(max(starts[i] for i in other) < fails[-1],
+          'group b waited for group a\'s failing row')
+    _check_serial(_group_runs(h), 'retries')
+
+
+def it_claimctl_add_group_and_the_handler_sees_key_and_sequence(t):
+    db = t.database()
+    h, spec = _pipe(t, 'addgroup')
+    c = t.claimd(db, '--workers', '2', '--handler', spec)
+    c.wait_ready()
+    ids = [int(_ctl(c, 'add', '--group', 'order-42', 'nap')) for _ in range(3)]
+    wait_for(db.states, 10, 'rows done', until=lambda s: s['done'] == 3)
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+    got = [(e.id, e.rest.split(' ')[1], e.rest.split(' ')[2]) for e in
+           sorted(h.starts(), key=lambda e: e.time)]
+    check_eq(got, [(ids[0], 'order-42', '1'), (ids[1], 'order-42', '2'),
+                   (ids[2], 'order-42', '3')], '(id, group, seq) the handler saw, in start order')
+
+
+def it_group_goes_on_after_its_running_row_is_deleted_by_hand(t):
+    db = t.database()
+    first = db.insert_item('sleep', group_key="'x'")
+    rest = db.insert_items(2, payload="'nap'", group_key="'x'")
+    h, spec = _pipe(t, 'heal')
+    c = t.claimd(db, '--workers', '2', '--handler', spec, '--maintenance-interval', '1s',
+                 '--grace', '200ms', '--kill-grace', '100ms')
+    wait_for(lambda: h.starts(first), 10, 'the first row running')
+    check_eq(db.sql(f'SELECT COUNT(*) FROM work_items WHERE visible_at IS NULL AND state = "ready"'),
+             [('2',)], 'rows parked behind it')
+    db.execute(f'DELETE FROM work_items WHERE id = {first}')
+    wait_for(db.states, 15, 'the rest of the group done', until=lambda s: s['done'] == 2)
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+    order = [e.id for e in sorted(h.starts(), key=lambda e: e.time) if e.id != first]
+    check_eq(order, rest, 'rows run after the deletion, in order')
+
+
+def it_retried_dead_row_waits_behind_its_groups_running_row(t):
+    db = t.database()
+    dead = db.insert_item('nap', group_key="'r'", state="'dead'")
+    running = db.insert_item('sleep', group_key="'r'", timeout_s=2, max_attempts=1)
+    h, spec = _pipe(t, 'retrydead')
+    c = t.claimd(db, '--workers', '2', '--handler', spec, '--grace', '200ms',
+                 '--kill-grace', '100ms')
+    wait_for(lambda: h.starts(running), 10, 'the group\'s row running')
+    check_eq(_ctl(c, 'retry', str(dead)), '1', 'claimctl retry output')
+    check_eq(db.row(dead, 'state, visible_at IS NULL'), ('ready', '1'), 'retried row, parked')
+    time.sleep(0.5)
+    check(not h.starts(dead), 'the retried row started while its group\'s row was running')
+    # The running row times out on its only attempt (dead): the group goes on.
+    wait_for(lambda: db.row(dead, 'state'), 10, 'the retried row done', until=lambda r: r == ('done',))
+    check_eq(db.row(running, 'state'), ('dead',), 'the row that timed out')
+    check(h.starts(dead)[0].time > h.ends(running)[0].time if h.ends(running) else True,
+          'the retried row started before the row ahead of it ended')
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 

@@ -95,6 +95,40 @@ def it_due_priorities_are_a_loose_index_scan(t):
     check_eq([r[0] for r in db.sql(query)], ['-1', '0', '1'], 'priorities with due rows')
 
 
+def _table_accesses(node):
+    """(table_name, access_type) of every table access in an EXPLAIN FORMAT=JSON tree."""
+    if isinstance(node, dict):
+        if 'table_name' in node and 'access_type' in node:
+            yield node['table_name'], node['access_type']
+        for v in node.values():
+            yield from _table_accesses(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _table_accesses(v)
+
+
+def it_group_statements_read_no_whole_table(t):
+    # The statements that lock groups, start a group's next row and restart stuck groups:
+    # lookups by primary key and group_idx, never a scan of work_items.
+    db = t.database()
+    fill(db)
+    db.execute("INSERT INTO work_items (payload, group_key) SELECT 'x', CONCAT('g', seq % 50) "
+               "FROM seq_1_to_2000")
+    db.execute('ANALYZE TABLE work_items')
+    ids = [r[0] for r in db.sql("SELECT id FROM work_items WHERE group_key IS NOT NULL "
+                                "ORDER BY id LIMIT 3")]
+    cases = ''.join(f' WHEN {i} THEN 2' for i in ids)
+    for name, query in (
+            ('GROUP_LOCK', c_macro('GROUP_LOCK') % f'id IN ({",".join(ids)})'),
+            ('GROUP_NEXT', c_macro('GROUP_NEXT') % (','.join(ids), cases)),
+            ('GROUP_HEAL', c_macro('GROUP_HEAL') % "queue IN ('default')")):
+        text = db.scalar('EXPLAIN FORMAT=JSON ' + query)
+        tables = list(_table_accesses(json.loads(text)))
+        t.note(f'{name}: {tables}')
+        scans = [(n, a) for n, a in tables if not n.startswith('<') and a in ('ALL', 'index')]
+        check(tables and not scans, f'{name} scans a whole table or index: {text}')
+
+
 def it_fence_update_uses_the_primary_key_for_one_and_many_rows(t):
     # The fence store.c's sql_add_fence writes; a one-element "(id, token) IN ((x, y))"
     # would be a full index scan.
