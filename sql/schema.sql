@@ -11,8 +11,8 @@
 -- priority that has due rows:
 --     WHERE queue = ? AND priority IN (..) AND visible_at <= NOW(6)
 --     ORDER BY priority, visible_at, id
--- no matter how many done rows the table keeps. Which priorities have due rows is one
--- loose index scan of the same index (a few lookups per priority).
+-- no matter how many done rows the table keeps. Priorities go from -10 to 10: which of
+-- them have due rows is one lookup each (and the idle poll one range each).
 
 CREATE TABLE IF NOT EXISTS work_items (
     id            BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS work_items (
     state         ENUM('ready', 'claimed', 'done', 'dead') NOT NULL DEFAULT 'ready',
     attempts      INT UNSIGNED NOT NULL DEFAULT 0,
     max_attempts  INT UNSIGNED NOT NULL DEFAULT 5,
-    priority      SMALLINT NOT NULL DEFAULT 0,
+    priority      TINYINT NOT NULL DEFAULT 0,
     run_at        DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
     period_s      INT UNSIGNED NULL DEFAULT NULL,
     timeout_s     INT UNSIGNED NULL DEFAULT NULL,
@@ -43,14 +43,15 @@ CREATE TABLE IF NOT EXISTS work_items (
     KEY finished_idx (finished_at),
     UNIQUE KEY dedupe_idx (queue, dedupe_key),
     KEY dedupe_expiry_idx (dedupe_until),
-    KEY group_idx (queue, group_live, id)
+    KEY group_idx (queue, group_live, id),
+    CONSTRAINT priority_range CHECK (priority BETWEEN -10 AND 10)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
 
 -- Columns added after the first release, for tables created by an older schema.sql.
 --   period_s   recurring: after each successful run the row is ready again period_s seconds
 --              after it finished (0 = at once) instead of done
 --   timeout_s  this row's handler time limit, overriding claimd --timeout
---   priority   smaller runs first (default 0, may be negative); ties by due time, then id
+--   priority   -10..10, smaller runs first (default 0); ties by due time, then id
 --   group_key  FIFO group: rows of a queue sharing it run one at a time, in id order (see
 --              work_groups below); group_seq is the row's number within its group
 --   dedupe_key a row whose (queue, dedupe_key) another row holds is not inserted (INSERT
@@ -63,8 +64,9 @@ ALTER TABLE work_items
     ADD COLUMN IF NOT EXISTS dedupe_until DATETIME(6) NULL DEFAULT NULL AFTER dedupe_key,
     ADD UNIQUE KEY IF NOT EXISTS dedupe_idx (queue, dedupe_key),
     ADD KEY IF NOT EXISTS dedupe_expiry_idx (dedupe_until),
-    ADD COLUMN IF NOT EXISTS priority SMALLINT NOT NULL DEFAULT 0 AFTER max_attempts,
-    ADD KEY IF NOT EXISTS claim_prio_idx (queue, priority, visible_at, id);
+    ADD COLUMN IF NOT EXISTS priority TINYINT NOT NULL DEFAULT 0 AFTER max_attempts,
+    ADD KEY IF NOT EXISTS claim_prio_idx (queue, priority, visible_at, id),
+    ADD CONSTRAINT IF NOT EXISTS priority_range CHECK (priority BETWEEN -10 AND 10);
 -- The claim index before priorities: claim_prio_idx does its work.
 ALTER TABLE work_items DROP KEY IF EXISTS claim_idx;
 ALTER TABLE work_items

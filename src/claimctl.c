@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "config.h"
 #include "control.h"
+#include "store.h"
 
 #define ADD_PAYLOAD_MAX CONTROL_ADD_MAX
 
@@ -31,7 +32,8 @@ static void usage(FILE *f)
 	      "  status --json  the same as one JSON object\n"
 	      "  add            enqueue one item (payload from the argument, else stdin) through\n"
 	      "                 claimd, which wakes an idle worker for it; prints the new id (with\n"
-	      "                 --dedupe, the id of the row holding KEY if there is one)\n"
+	      "                 --dedupe, the id of the row holding KEY if there is one);\n"
+	      "                 --priority -10..10, smaller first; --group KEY: one at a time, in order\n"
 	      "  retry          put a dead row (or every dead row of a queue) back to ready with\n"
 	      "                 its attempts reset; prints how many rows\n"
 	      "  pause, resume  stop and restart new starts of a queue's items on every claimd\n"
@@ -209,7 +211,7 @@ static bool add_option(const char *name, const char *v, struct buf *opts, const 
 			goto bad;
 		buf_printf(opts, name[2] == 'p' ? " period_s=%u" : " timeout_s=%u", ms / 1000);
 	} else if (!strcmp(name, "--priority")) {
-		if (!signed_number(v, -32768, 32767))
+		if (!signed_number(v, STORE_PRIORITY_MIN, STORE_PRIORITY_MAX))
 			goto bad;
 		buf_printf(opts, " priority=%s", v);
 	} else if (!strcmp(name, "--max-attempts")) {

@@ -8,11 +8,12 @@
  * (measured: 10-20% fewer claims/s at batch 1..16). Strings go through
  * mysql_real_escape_string on a utf8mb4 connection; integers are formatted directly.
  *
- * FORCE INDEX (claim_idx): with ORDER BY ... LIMIT, MariaDB 10.11 picks "ref" access on
- * (queue) alone and walks, by index condition pushdown, every entry whose visible_at is NULL
- * (all done and dead rows sort first) before the first claimable one: 5 ms a claim with
- * 40,000 done rows. The hint makes it the range (queue, NULL < visible_at <= NOW(6)).
- * tests/integration/test_schema.py runs EXPLAIN on the CLAIM_* texts below.
+ * FORCE INDEX (claim_prio_idx): with ORDER BY ... LIMIT, MariaDB 10.11 may pick "ref" access
+ * on (queue) alone and walk, by index condition pushdown, every entry whose visible_at is
+ * NULL (all done and dead rows sort first in each priority) before the first claimable one:
+ * 5 ms a claim with 40,000 done rows. The hint makes it the ranges (queue, priority,
+ * NULL < visible_at <= NOW(6)). tests/integration/test_schema.py runs EXPLAIN on the CLAIM_*,
+ * DUE_PRIORITIES and GROUP_* texts.
  *
  * The fence is "id IN (..) AND claim_token = CASE id ..": a one-element
  * "(id, claim_token) IN ((x, y))" is not range-optimised (a full index scan on 10.11).
@@ -51,13 +52,13 @@
 #define CLAIM_AFTER " AND (priority <> %d OR visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
 #define CLAIM_UPTO " AND priority = %d AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
 #define CLAIM_FIELDS 12
-/* Which priorities of a queue have due rows, smallest first: a loose index scan of
- * claim_prio_idx, two lookups per priority. "queue >= q AND queue <= q" and MIN() are what
- * make MariaDB choose it (with "queue = q" it walks the queue's whole range). */
-#define DUE_PRIORITIES \
-	"SELECT priority, MIN(visible_at) FROM work_items FORCE INDEX (claim_prio_idx) " \
-	"WHERE queue >= %s AND queue <= %s AND visible_at <= NOW(6) " \
-	"GROUP BY queue, priority LIMIT %u"
+/* Is a row of priority %d due in queue %s: one range, one lookup. DUE_PRIORITIES asks it
+ * for every priority in one statement, each with the priority written out: a correlated
+ * form (a derived table of priorities, a loose index scan) leaves the plan to MariaDB's
+ * statistics, and with many done rows it may walk them. */
+#define DUE_PRIORITY \
+	"(SELECT 1 FROM work_items FORCE INDEX (claim_prio_idx) " \
+	"WHERE queue = %s AND priority = %d AND visible_at <= NOW(6) LIMIT 1)"
 /* Finishing a row (done or dead) bumps its claim token, so that GROUP_NEXT below can tell
  * the rows this very transaction finished (token + 1) from rows finished before.
  * A successful run: done, or for a recurring row (period_s set) ready again period_s after
@@ -644,26 +645,26 @@ static int load_prios(struct store *s, const char *queue, char *err, size_t errl
 	struct prio_set *set = &s->prios;
 	MYSQL_ROW row;
 	struct run rr;
-	long v;
-	char *end;
-	int r;
+	int r, p;
 
 	set->known = false;
 	sq_quote(s->conn, q, queue, strlen(queue));
 	sq_reset(s);
-	sql_add(s, DUE_PRIORITIES, q, q, PRIO_SET_MAX);
+	sql_add(s, "SELECT ");
+	for (p = STORE_PRIORITY_MIN; p <= STORE_PRIORITY_MAX; p++)
+		sql_add(s, "%s" DUE_PRIORITY, p > STORE_PRIORITY_MIN ? "," : "", q, p);
 	r = sq_run(s, "store_claim", &rr, err, errlen);
 	if (r < 0)
 		return r;
-	set->n = 0;
-	while (rr.res && set->n < PRIO_SET_MAX && (row = mysql_fetch_row(rr.res))) {
-		v = row[0] ? strtol(row[0], &end, 10) : 0;
-		if (!row[0] || *end || v < INT16_MIN || v > INT16_MAX) {
-			mysql_free_result(rr.res);
-			return sq_fail_msg(-EIO, err, errlen, "store_claim: bad priority value");
-		}
-		set->p[set->n++] = (int)v;
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	if (!row || mysql_num_fields(rr.res) != PRIO_SET_MAX) {
+		mysql_free_result(rr.res);
+		return sq_fail_msg(-EIO, err, errlen, "store_claim: unexpected result shape");
 	}
+	set->n = 0;
+	for (p = 0; p < PRIO_SET_MAX; p++)
+		if (row[p])
+			set->p[set->n++] = STORE_PRIORITY_MIN + p;
 	mysql_free_result(rr.res);
 	snprintf(set->queue, sizeof(set->queue), "%s", queue);
 	set->known = true;
@@ -1049,20 +1050,17 @@ int store_poll_any(struct store *s, const char *const *queues, size_t n, char *e
 	if (r < 0 || n == 0)
 		return r < 0 ? r : sq_fail_msg(-EINVAL, err, errlen, "store_poll: no queue");
 	sq_reset(s);
-	/* One statement for any number of queues: the loose index scan of DUE_PRIORITIES, a
-	 * few lookups per queue and priority; paused queues are left out of its result. */
-	sql_add(s, "SELECT 1 FROM (SELECT queue, MIN(visible_at) FROM work_items "
-		"FORCE INDEX (claim_prio_idx) WHERE ");
+	/* One statement for any number of queues: a range per queue and priority. */
+	sql_add(s, "SELECT 1 FROM work_items FORCE INDEX (claim_prio_idx) WHERE queue IN (");
 	for (size_t i = 0; i < n; i++) {
 		sq_quote(s->conn, q, queues[i], strlen(queues[i]));
-		if (n == 1)
-			sql_add(s, "queue >= %s AND queue <= %s", q, q);
-		else
-			sql_add(s, "%s%s", i ? "," : "queue IN (", q);
+		sql_add(s, "%s%s", i ? "," : "", q);
 	}
-	sql_add(s, "%s AND visible_at <= NOW(6) GROUP BY queue, priority) AS due "
-		"WHERE queue NOT IN (SELECT name FROM queues WHERE paused) LIMIT 1",
-		n == 1 ? "" : ")");
+	sql_add(s, ") AND priority IN (");
+	for (int p = STORE_PRIORITY_MIN; p <= STORE_PRIORITY_MAX; p++)
+		sql_add(s, "%s%d", p > STORE_PRIORITY_MIN ? "," : "", p);
+	sql_add(s, ") AND visible_at <= NOW(6) AND queue NOT IN "
+		"(SELECT name FROM queues WHERE paused) LIMIT 1");
 	r = sq_run(s, "store_poll", &rr, err, errlen);
 	if (r < 0)
 		return sq_final(r);

@@ -31,6 +31,8 @@
 #define STORE_PAYLOAD_MAX (16u * 1024 * 1024 - 1) /* MEDIUMBLOB */
 #define STORE_DEDUPE_KEY_MAX 255
 #define STORE_GROUP_KEY_MAX 255
+#define STORE_PRIORITY_MIN (-10)  /* work_items.priority's range (a CHECK constraint) */
+#define STORE_PRIORITY_MAX 10
 #define STORE_DEDUPE_WINDOW_S 300
 
 struct store;
@@ -182,7 +184,7 @@ struct store_add_opts {
 	unsigned max_attempts;
 	unsigned timeout_s;
 	const char *dedupe_key;  /* at most STORE_DEDUPE_KEY_MAX bytes, or NULL */
-	int priority;            /* -32768..32767; smaller runs first */
+	int priority;            /* STORE_PRIORITY_MIN..MAX; smaller runs first */
 	const char *group_key;   /* FIFO group, at most STORE_GROUP_KEY_MAX bytes, or NULL */
 };
 

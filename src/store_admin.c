@@ -129,7 +129,7 @@ int store_add(struct store *s, const char *queue, const unsigned char *payload, 
 	    (o->run_at && strlen(o->run_at) > 64))
 		return sq_fail_msg(-EINVAL, err, errlen, "store_add: dedupe key, group key or run_at "
 				"too long");
-	if (o->priority < INT16_MIN || o->priority > INT16_MAX)
+	if (o->priority < STORE_PRIORITY_MIN || o->priority > STORE_PRIORITY_MAX)
 		return sq_fail_msg(-EINVAL, err, errlen, "store_add: priority %d is out of range",
 				o->priority);
 	sq_reset(s);

@@ -54,7 +54,7 @@ struct claim_pos {
 	uint64_t id;
 };
 
-/* Why a cursor: a claim moves its rows' claim_idx entries from the head of the range to
+/* Why a cursor: a claim moves its rows' claim_prio_idx entries from the head of the range to
  * the end of their lease, and the old entries stay at the head, delete-marked, until purge
  * removes them. A locking scan from the head looks at every one (a clustered index lookup
  * apiece): thousands of entries and milliseconds per claim at 15,000 claims/s, more as the
@@ -71,11 +71,12 @@ struct claim_cursor {
 };
 
 /* The priorities of one queue that had due rows when last asked, smallest first: the claim
- * scans one range of claim_prio_idx per priority, so that rows waiting for later (delayed,
- * retrying, recurring, claimed) in one priority are never walked on the way to the next.
- * Asked again with every scan from the head, and when a claim comes back short (a priority
- * that became due since: its rows are claimed in the same call). */
-#define PRIO_SET_MAX 16
+ * scans one range of claim_prio_idx per priority in it, so that rows waiting for later
+ * (delayed, retrying, recurring, claimed) in one priority are never walked on the way to the
+ * next, and empty priorities cost nothing. Asked again with every scan from the head, and
+ * when a claim comes back short (a priority that became due since: its rows are claimed in
+ * the same call). */
+#define PRIO_SET_MAX (STORE_PRIORITY_MAX - STORE_PRIORITY_MIN + 1)
 struct prio_set {
 	char queue[STORE_QUEUE_MAX + 1];
 	int p[PRIO_SET_MAX];

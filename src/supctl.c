@@ -188,7 +188,7 @@ static bool add_option(struct dbq_job *j, char *opt)
 
 		errno = 0;
 		p = strtol(v, &end, 10);
-		if (!*v || *end || errno || p < INT16_MIN || p > INT16_MAX)
+		if (!*v || *end || errno || p < STORE_PRIORITY_MIN || p > STORE_PRIORITY_MAX)
 			return false;
 		j->add.priority = (int)p;
 		return true;

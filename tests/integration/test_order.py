@@ -82,6 +82,14 @@ def it_claimctl_add_takes_a_priority(t):
     wait_for(db.states, 10, 'both rows done', until=lambda s: s['done'] == 2)
     first = db.sql(f'SELECT id FROM work_items ORDER BY claimed_at, id LIMIT 1')[0][0]
     check_eq(int(first), high, 'row claimed first')
+    r = c.ctl('add', '--priority', '11', 'x')
+    check(r.returncode != 0 and 'priority' in r.stderr, f'claimctl add --priority 11: {r}')
+    try:
+        db.execute("INSERT INTO work_items (payload, priority) VALUES ('x', -11)")
+    except RuntimeError as e:
+        check('priority_range' in str(e), f'insert of priority -11 refused for another reason: {e}')
+    else:
+        check(False, 'a row with priority -11 was inserted')
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 

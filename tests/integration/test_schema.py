@@ -30,7 +30,7 @@ def c_macro(name):
 
 def fill(db):
     """A table that looks like a busy queue: many done rows (visible_at NULL, sorting first in
-    claim_idx), claimable rows, claimed rows with future leases, another queue. Rows are
+    claim_prio_idx), claimable rows, claimed rows with future leases, another queue. Rows are
     finished and claimed by UPDATEs, as in real use: the index entries they leave behind
     until purge are what made MariaDB 10.11 pick "ref" on (queue) for the unhinted query."""
     db.execute("INSERT INTO work_items (payload) SELECT 'x' FROM seq_1_to_50000")
@@ -67,7 +67,7 @@ def table_node(plan):
     return node
 
 
-def it_claim_query_is_a_range_on_claim_idx_in_index_order(t):
+def it_claim_query_is_a_range_on_claim_prio_idx_in_index_order(t):
     db = t.database()
     fill(db)
     for form, query in claim_queries(db).items():
@@ -83,28 +83,41 @@ def it_claim_query_is_a_range_on_claim_idx_in_index_order(t):
         check('filesort' not in text, f'{form}: sorts instead of reading in index order: {text}')
 
 
-def it_due_priorities_are_a_loose_index_scan(t):
+def it_due_priorities_and_the_idle_poll_are_ranges_per_priority(t):
     db = t.database()
     fill(db)
-    query = c_macro('DUE_PRIORITIES') % ("'default'", "'default'", 16)
-    text = db.scalar('EXPLAIN FORMAT=JSON ' + query)
-    node = table_node(json.loads(text))
-    t.note(f'due priorities: access_type={node.get("access_type")} key={node.get("key")}')
-    check_eq(node.get('key'), 'claim_prio_idx', 'key')
-    check(node.get('using_index_for_group_by'), f'not a loose index scan: {text}')
-    check_eq([r[0] for r in db.sql(query)], ['-1', '0', '1'], 'priorities with due rows')
+    q = "'default'"
+    due = 'SELECT ' + ','.join(c_macro('DUE_PRIORITY') % (q, p) for p in range(-10, 11))
+    # The idle poll as store_poll_any writes it for one queue.
+    poll = ("SELECT 1 FROM work_items FORCE INDEX (claim_prio_idx) WHERE queue IN ('default') "
+            f"AND priority IN ({','.join(str(p) for p in range(-10, 11))}) "
+            "AND visible_at <= NOW(6) AND queue NOT IN (SELECT name FROM queues WHERE paused) LIMIT 1")
+    for name, query in (('due priorities', due), ('idle poll', poll)):
+        plan = json.loads(db.scalar('EXPLAIN FORMAT=JSON ' + query))
+        nodes = [n for n in _table_nodes(plan) if n.get('table_name') == 'work_items']
+        t.note(f'{name}: ' + ', '.join(f'{n.get("access_type")}/{n.get("key")}/'
+                                      f'{len(n.get("used_key_parts", []))}' for n in nodes[:3]))
+        check(nodes, f'{name}: no access to work_items in the plan')
+        for n in nodes:
+            check_eq((n.get('access_type'), n.get('key')), ('range', 'claim_prio_idx'),
+                     f'{name}: access')
+            check('visible_at' in n.get('used_key_parts', []),
+                  f'{name}: visible_at is not part of the range: {n.get("used_key_parts")}')
+    flags = db.sql(due)[0]
+    check_eq([p for p, f in zip(range(-10, 11), flags) if f is not None], [-1, 0, 1],
+             'priorities with due rows')
 
 
-def _table_accesses(node):
-    """(table_name, access_type) of every table access in an EXPLAIN FORMAT=JSON tree."""
+def _table_nodes(node):
+    """Every table access node of an EXPLAIN FORMAT=JSON tree."""
     if isinstance(node, dict):
         if 'table_name' in node and 'access_type' in node:
-            yield node['table_name'], node['access_type']
+            yield node
         for v in node.values():
-            yield from _table_accesses(v)
+            yield from _table_nodes(v)
     elif isinstance(node, list):
         for v in node:
-            yield from _table_accesses(v)
+            yield from _table_nodes(v)
 
 
 def it_group_statements_read_no_whole_table(t):
@@ -123,7 +136,7 @@ def it_group_statements_read_no_whole_table(t):
             ('GROUP_NEXT', c_macro('GROUP_NEXT') % (','.join(ids), cases)),
             ('GROUP_HEAL', c_macro('GROUP_HEAL') % "queue IN ('default')")):
         text = db.scalar('EXPLAIN FORMAT=JSON ' + query)
-        tables = list(_table_accesses(json.loads(text)))
+        tables = [(n['table_name'], n['access_type']) for n in _table_nodes(json.loads(text))]
         t.note(f'{name}: {tables}')
         scans = [(n, a) for n, a in tables if not n.startswith('<') and a in ('ALL', 'index')]
         check(tables and not scans, f'{name} scans a whole table or index: {text}')
