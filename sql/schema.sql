@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS work_items (
     last_error    TEXT NULL DEFAULT NULL,
     created_at    DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
     group_live    VARCHAR(255) AS (IF(state IN ('ready', 'claimed') AND period_s IS NULL,
-                                      group_key, NULL)) VIRTUAL,
+                                      group_key, NULL)) STORED,
     PRIMARY KEY (id),
     KEY claim_prio_idx (queue, priority, visible_at, id),
     KEY finished_idx (finished_at),
@@ -73,7 +73,7 @@ ALTER TABLE work_items
     ADD COLUMN IF NOT EXISTS group_key VARCHAR(255) NULL DEFAULT NULL AFTER dedupe_until,
     ADD COLUMN IF NOT EXISTS group_seq BIGINT UNSIGNED NULL DEFAULT NULL AFTER group_key,
     ADD COLUMN IF NOT EXISTS group_live VARCHAR(255) AS
-        (IF(state IN ('ready', 'claimed') AND period_s IS NULL, group_key, NULL)) VIRTUAL,
+        (IF(state IN ('ready', 'claimed') AND period_s IS NULL, group_key, NULL)) STORED,
     ADD KEY IF NOT EXISTS group_idx (queue, group_live, id);
 
 -- Per-queue settings, one row per queue that has any (a queue without a row has the defaults).

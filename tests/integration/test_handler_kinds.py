@@ -207,6 +207,8 @@ def it_pipe_coprocess_dies_with_its_worker(t):
 def it_so_plugin_runs_items_inside_the_worker(t):
     db = t.database()
     ids = db.insert_items(20) + [db.insert_items(1, payload="UNHEX('00FF')")[0]]
+    grouped = db.insert_items(3, group_key="'cart-3'")
+    ids += grouped
     bad = db.insert_item('fail', max_attempts=2)
     h, spec = _plugin(t, 'ok')
     c = t.claimd(db, '--workers', '2', '--handler', spec, '--retry-base', '100ms')
@@ -225,6 +227,8 @@ def it_so_plugin_runs_items_inside_the_worker(t):
         f = _fields(ev)
         check_eq(f['hex'], payloads[ev.id], f'payload bytes of row {ev.id} in the plugin')
         check(0 < f['deadline_ms'] <= 300000, f'deadline of row {ev.id}: {f["deadline_ms"]} ms away')
+        want = ('cart-3', grouped.index(ev.id) + 1) if ev.id in grouped else ('-', 0)
+        check_eq((f['group'], f['seq']), want, f'group and seq of row {ev.id} in the plugin')
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 
@@ -284,12 +288,17 @@ def it_so_bad_plugin_is_refused_at_start(t):
 def it_exec_handler_gets_item_metadata_and_no_claimd_variables(t):
     db = t.database()
     item = db.insert_item('x')
+    grouped = db.insert_items(2, payload="'g'", group_key="'order-9'")
     h = t.log_handler('ev meta "$$ seq=${CLAIMD_SEQ-unset} group=${CLAIMD_GROUP-unset} '
                       'deadline=${CLAIMD_DEADLINE_MS-unset} secret=${CLAIMD_TEST_SECRET-unset} '
                       'enqueued=${CLAIMD_ENQUEUED_AT-unset}"')
     env = dict(os.environ, CLAIMD_TEST_SECRET='leaked')
     t.claimd(db, '--workers', '1', '--handler', h.spec, env=env)
-    wait_for(db.states, 15, 'the row done', until=lambda s: s['done'] == 1)
+    wait_for(db.states, 15, 'the rows done', until=lambda s: s['done'] == 3)
+    for seq, gid in enumerate(grouped, 1):
+        gm = dict(kv.split('=', 1) for kv in h.events('meta', gid)[0].rest.split(' '))
+        check_eq((gm['seq'], gm['group']), (str(seq), 'order-9'),
+                 f'CLAIMD_SEQ, CLAIMD_GROUP of grouped row {gid}')
     meta = dict(kv.split('=', 1) for kv in h.events('meta', item)[0].rest.split(' '))
     check_eq((meta['seq'], meta['group'], meta['secret']), ('0', 'unset', 'unset'),
              'CLAIMD_SEQ, CLAIMD_GROUP (no group), CLAIMD_TEST_SECRET (not passed on)')
