@@ -1,5 +1,5 @@
 /* store — everything claimd says to MariaDB/MySQL. The only module that includes mysql.h
- * (store.c and store_admin.c, through their private store_int.h).
+ * (store.c, store_conn.c and store_admin.c, through their private store_int.h).
  *
  * A struct store is one connection, used by one thread at a time. Sessions run at READ
  * COMMITTED; every time comparison uses the database clock (NOW(6)). Claims take rows with

@@ -1,6 +1,7 @@
-/* store_int — the store module's insides, shared by its two files: store.c (connections,
- * claims and everything a claimed row goes through) and store_admin.c (adds, queue settings,
- * counts, maintenance). Only these two include it, and with it mysql.h. Not an interface. */
+/* store_int — the store module's insides, shared by its three files: store_conn.c
+ * (connections, running statements, retries), store.c (claims and everything a claimed row
+ * goes through) and store_admin.c (adds, queue settings, counts, maintenance). Only these
+ * include it, and with it mysql.h. Not an interface. */
 #ifndef CLAIMD_STORE_INT_H
 #define CLAIMD_STORE_INT_H
 
@@ -13,6 +14,7 @@
 
 #define QUOTED_QUEUE_MAX (2 * STORE_QUEUE_MAX + 3)
 #define RUN_MAX_STMTS 6
+#define MAX_REFS 65536u         /* rows in one call: keeps statements small */
 #define PRUNE_LOCK "CONCAT('claimd.prune.', MD5(DATABASE()))"
 
 /* A paused queue's rows are not claimed (nor polled for). The subqueries name the queue
