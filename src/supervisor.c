@@ -47,6 +47,8 @@ static void slot_gone(struct slot *sl);
 static void spawn_worker(struct slot *sl);
 static void grant_more(struct sup *s);
 static void on_want(struct slot *sl);
+static void grant(struct slot *sl);
+static void want_remove(struct sup *s, const struct slot *sl);
 
 /* ---- claims table ---- */
 
@@ -260,6 +262,14 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 	if (sl->granted) {
 		sl->granted = false;
 		s->claiming--;
+	}
+	/* A no-op worker runs its batch at once and wants the next one: it keeps the permit.
+	 * Handing it to a sleeping worker costs a wake-up and a cold connection per claim (8
+	 * workers did 0.87-0.89x the claims/s of 2; kept, the same). The others' finished
+	 * items do not wait for a permit (see the worker's flush timer). */
+	if (m->u.items.n > 0 && s->inline_handler && !s->stopping && sl->chan && !sl->exited) {
+		want_remove(s, sl);
+		grant(sl);
 	}
 	if (m->u.items.n > 0)
 		sup_wake_one(s, sl);
@@ -753,6 +763,7 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 	int r;
 
 	s->cfg = cfg;
+	s->inline_handler = strcmp(cfg->handler, "noop") == 0;
 	s->argc = argc;
 	s->argv = argv;
 	s->started = now_ms(s);

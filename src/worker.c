@@ -23,6 +23,7 @@
 #define DB_BACKOFF_MIN_MS 100
 #define DB_BACKOFF_MAX_MS 5000
 #define RETRY_CAP_MS (3600u * 1000u)
+#define FLUSH_WAIT_MS 20      /* outcomes waiting for a claim permit are written after this */
 
 /* An outcome not yet written to the database. */
 struct pend {
@@ -63,11 +64,12 @@ struct worker {
 
 	unsigned qi;      /* the queue (cfg->queues[qi]) that had work last */
 	bool slot_ready;  /* the next item's rate-limit slot is taken: run it when its timer fires */
-	uv_timer_t kick_timer, db_timer, lease_timer, grace_timer, slot_timer;
+	uv_timer_t kick_timer, db_timer, lease_timer, grace_timer, slot_timer, flush_timer;
 };
 
 static void step(struct worker *w);
 static void on_kick(uv_timer_t *t);
+static void on_flush_timer(uv_timer_t *t);
 
 static void kick(struct worker *w)
 {
@@ -513,11 +515,24 @@ static void step(struct worker *w)
 	/* Slow items' outcomes are written at once; quick ones ride on the next claim. */
 	if (w->npend > 0 && !handler_inline(w->handler) && write_and_claim(w, 0) < 0)
 		return;
-	if (w->granted)
+	if (w->granted) {
 		write_and_claim(w, w->cfg->batch);
-	else if (w->wanted)
+	} else if (w->wanted) {
 		ask_for_work(w);
-	else if (w->npend > 0)
+		/* Quick outcomes wait for the next claim, but not for long: the supervisor may
+		 * keep permits with the workers that are claiming. */
+		if (w->npend > 0 && !uv_is_active((uv_handle_t *)&w->flush_timer))
+			uv_timer_start(&w->flush_timer, on_flush_timer, FLUSH_WAIT_MS, 0);
+	} else if (w->npend > 0) {
+		write_and_claim(w, 0);
+	}
+}
+
+static void on_flush_timer(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+
+	if (!w->granted && w->npend > 0 && w->db_ok && !w->stopping)
 		write_and_claim(w, 0);
 }
 
@@ -641,7 +656,7 @@ static int worker_init(struct worker *w, const struct config *cfg)
 	if (r < 0)
 		return r;
 	uv_timer_t *timers[] = { &w->kick_timer, &w->db_timer, &w->lease_timer, &w->grace_timer,
-				 &w->slot_timer };
+				 &w->slot_timer, &w->flush_timer };
 	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
 		uv_timer_init(&w->loop, timers[i]);
 		timers[i]->data = w;

@@ -90,6 +90,28 @@ def it_runs_200_rows_once_each_on_4_workers(t):
     check_status_shape(st, 4)   # last: the field-by-field contract of the design notes
 
 
+def it_noop_workers_write_their_outcomes_while_permits_stay_with_the_claiming_ones(t):
+    # With --handler noop a worker that claimed keeps its claim permit (waking a sleeping
+    # worker per claim costs more than it gives): every row still runs once and its outcome
+    # is written with the claim that follows, not when the queue runs dry.
+    db = t.database()
+    db.execute("INSERT INTO queues (name, paused) VALUES ('default', 1)")
+    db.insert_items(60000, payload="'x'")
+    c = t.claimd(db, '--workers', '8', '--claimers', '2', '--batch', '16', '--handler', 'noop')
+    c.wait_ready()
+    check_eq(c.ctl('resume', 'default').returncode, 0, 'claimctl resume')
+    wait_for(db.states, 120, 'all rows done', until=lambda s: s['done'] == 60000)
+    run_s, worst_s = (float(v) for v in db.sql(
+        'SELECT TIMESTAMPDIFF(MICROSECOND, MIN(claimed_at), MAX(finished_at)) / 1e6, '
+        'MAX(TIMESTAMPDIFF(MICROSECOND, claimed_at, finished_at)) / 1e6 FROM work_items')[0])
+    t.note(f'60,000 rows in {run_s:.2f} s; longest claimed -> done: {worst_s:.3f} s')
+    check(worst_s < 1.0 or worst_s < run_s / 4,
+          f'a row waited {worst_s:.2f} s for its outcome to be written (run: {run_s:.2f} s)')
+    check_eq(db.sql("SELECT COUNT(*) FROM work_items WHERE attempts <> 1")[0][0], '0',
+             'rows run more than once')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
 def it_status_shows_the_busy_worker_and_its_item(t):
     db = t.database()
     gate = os.path.join(t.tmpdir, 'release')
