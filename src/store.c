@@ -295,52 +295,66 @@ static int claim_more(struct store *s, const struct claim_args *a, enum claim_sc
 	return r < 0 ? r : take_claimed(s, a, &rr, n, last, err, errlen);
 }
 
-/* s->prios = the priorities of queue with due rows now. */
-static int load_prios(struct store *s, const char *queue, char *err, size_t errlen)
+/* "SELECT DUE_PRIORITY, ..." for every priority: one row, a column per priority. */
+static void sql_add_due(struct store *s, const char *queue)
 {
 	char q[QUOTED_QUEUE_MAX];
+
+	sq_quote(s->conn, q, queue, strlen(queue));
+	sql_add(s, "SELECT ");
+	for (int p = STORE_PRIORITY_MIN; p <= STORE_PRIORITY_MAX; p++)
+		sql_add(s, "%s" DUE_PRIORITY, p > STORE_PRIORITY_MIN ? "," : "", q, p);
+}
+
+/* s->prios = the priorities of queue with due rows, from the result of sql_add_due (freed). */
+static int take_due(struct store *s, MYSQL_RES *res, const char *queue, char *err,
+		    size_t errlen)
+{
 	struct prio_set *set = &s->prios;
-	MYSQL_ROW row;
-	struct run rr;
-	int r, p;
+	MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
 
 	set->known = false;
-	sq_quote(s->conn, q, queue, strlen(queue));
-	sq_reset(s);
-	sql_add(s, "SELECT ");
-	for (p = STORE_PRIORITY_MIN; p <= STORE_PRIORITY_MAX; p++)
-		sql_add(s, "%s" DUE_PRIORITY, p > STORE_PRIORITY_MIN ? "," : "", q, p);
-	r = sq_run(s, "store_claim", &rr, err, errlen);
-	if (r < 0)
-		return r;
-	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
-	if (!row || mysql_num_fields(rr.res) != PRIO_SET_MAX) {
-		mysql_free_result(rr.res);
+	if (!row || mysql_num_fields(res) != PRIO_SET_MAX) {
+		mysql_free_result(res);
 		return sq_fail_msg(-EIO, err, errlen, "store_claim: unexpected result shape");
 	}
 	set->n = 0;
-	for (p = 0; p < PRIO_SET_MAX; p++)
+	for (int p = 0; p < PRIO_SET_MAX; p++)
 		if (row[p])
 			set->p[set->n++] = STORE_PRIORITY_MIN + p;
-	mysql_free_result(rr.res);
+	mysql_free_result(res);
 	snprintf(set->queue, sizeof(set->queue), "%s", queue);
 	set->known = true;
 	return 0;
 }
 
-/* The priorities in set that are not in old. */
-static void prios_added(const struct prio_set *set, const struct prio_set *old,
-			struct prio_set *out)
+/* Every priority not in set, smallest first. */
+static void prios_other(const struct prio_set *set, struct prio_set *out)
 {
-	*out = *set;
+	unsigned k = 0;
+
 	out->n = 0;
-	for (unsigned i = 0; i < set->n; i++) {
+	for (int p = STORE_PRIORITY_MIN; p <= STORE_PRIORITY_MAX; p++) {
+		while (k < set->n && set->p[k] < p)
+			k++;
+		if (k == set->n || set->p[k] != p)
+			out->p[out->n++] = p;
+	}
+}
+
+/* Adds the priorities of items[0..n) to set, keeping it sorted. */
+static void prios_add_found(struct prio_set *set, const struct store_item *items, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
 		unsigned k = 0;
 
-		while (k < old->n && old->p[k] != set->p[i])
+		while (k < set->n && set->p[k] < items[i].priority)
 			k++;
-		if (k == old->n)
-			out->p[out->n++] = set->p[i];
+		if (k < set->n && set->p[k] == items[i].priority)
+			continue;
+		memmove(set->p + k + 1, set->p + k, (set->n - k) * sizeof(set->p[0]));
+		set->p[k] = items[i].priority;
+		set->n++;
 	}
 }
 
@@ -364,55 +378,68 @@ static int sql_add_complete(struct store *s, const struct store_ref *done, size_
 }
 
 /* Round trip 1: open the transaction, complete done[], lock up to max rows after the
- * cursor (or from the head). Only if that came back short: the rows up to the cursor, then
- * the priorities that became due since they were last asked for (round trips 1b, 1c).
- * *next = where the claim after this one starts. */
+ * cursor in the priorities that had due rows, or, from the head, in every priority (and ask
+ * which have due rows now). Only if that came back short: the rows up to the cursor, then
+ * those of the other priorities (round trips 1b, 1c). *next = where the claim after this one
+ * starts. */
 static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n,
 		      size_t *ret_completed, struct claim_cursor *next, char *err, size_t errlen)
 {
 	uint64_t now = mono_ms();
 	bool after = s->cursor.set && strcmp(s->cursor.queue, a->queue) == 0 &&
-		     now - s->cursor.head_scan_ms < CLAIM_HEAD_SCAN_MS;
-	bool fresh = !after || !s->prios.known || strcmp(s->prios.queue, a->queue) != 0;
+		     now - s->cursor.head_scan_ms < CLAIM_HEAD_SCAN_MS && s->prios.known &&
+		     strcmp(s->prios.queue, a->queue) == 0;
+	bool head = !after;
 	struct claim_pos last[3];
-	struct prio_set old, added;
+	struct prio_set all = { .n = 0 }, other;
 	size_t n = 0, mark[3] = { 0, 0, 0 };
 	struct run rr;
-	int r, k, ci;
+	int r = 0, k, ci;
 
-	if (fresh && (r = load_prios(s, a->queue, err, errlen)) < 0)
-		return r;
+	for (int p = STORE_PRIORITY_MIN; p <= STORE_PRIORITY_MAX; p++)
+		all.p[all.n++] = p;
 	sq_reset(s);
 	sql_add(s, "START TRANSACTION;");
 	ci = sql_add_complete(s, a->done, a->ndone);
-	if (s->prios.n > 0)
-		sql_add_claim(s, a->queue, after ? SCAN_AFTER : SCAN_HEAD, &s->prios, a->max);
+	if (head) {
+		sql_add_claim(s, a->queue, SCAN_HEAD, &all, a->max);
+		sql_add(s, ";");
+		sql_add_due(s, a->queue);
+	} else if (s->prios.n > 0) {
+		sql_add_claim(s, a->queue, SCAN_AFTER, &s->prios, a->max);
+	}
 	r = sq_run(s, "store_claim", &rr, err, errlen);
-	if (r == 0 && s->prios.n > 0)
+	if (r < 0)
+		return r;
+	if (head)
+		r = take_due(s, rr.res2, a->queue, err, errlen);
+	if (r == 0 && (head || s->prios.n > 0))
 		r = take_claimed(s, a, &rr, &n, &last[0], err, errlen);
 	else
 		mysql_free_result(rr.res);
-	if (r < 0)
+	if (r < 0) {
+		store_items_clear(s->scratch, n);
 		return r;
+	}
 	*ret_completed = a->ndone ? (size_t)rr.rows[ci] : 0;
 	mark[0] = n;
-	if (after && n < a->max && s->prios.n > 0) {
+	if (after && n < a->max && s->prios.n > 0)
 		r = claim_more(s, a, SCAN_UPTO, &s->prios, &n, &last[1], err, errlen);
-		after = false;
-	}
 	mark[1] = n;
-	if (r == 0 && n < a->max && !fresh) {
-		old = s->prios;
-		r = load_prios(s, a->queue, err, errlen);
-		prios_added(&s->prios, &old, &added);
-		if (r == 0 && added.n > 0)
-			r = claim_more(s, a, SCAN_HEAD, &added, &n, &last[2], err, errlen);
+	if (r == 0 && after && n < a->max) {
+		prios_other(&s->prios, &other);
+		if (other.n > 0)
+			r = claim_more(s, a, SCAN_HEAD, &other, &n, &last[2], err, errlen);
+		if (r == 0)
+			prios_add_found(&s->prios, s->scratch + mark[1], n - mark[1]);
 	}
 	mark[2] = n;
 	if (r < 0) {
 		store_items_clear(s->scratch, n);
 		return r;
 	}
+	if (n < a->max)
+		after = false; /* every due row was looked at: as good as a scan from the head */
 	*next = s->cursor;
 	if (!after)
 		next->head_scan_ms = now;

@@ -130,7 +130,8 @@ static int db_error(struct store *s, const char *op, char *err, size_t errlen)
 }
 
 /* Sends s->sql (one or more statements) and reads every result: the row count of each
- * statement into rr->rows, the one result set (callers send at most one) into rr->res. */
+ * statement into rr->rows, the first result set into rr->res and the second into rr->res2
+ * (callers send at most two). */
 int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t errlen)
 {
 	MYSQL_RES *res;
@@ -150,6 +151,8 @@ int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t er
 			rr->rows[i++] = res ? mysql_num_rows(res) : mysql_affected_rows(s->conn);
 		if (res && !rr->res)
 			rr->res = res;
+		else if (res && !rr->res2)
+			rr->res2 = res;
 		else
 			mysql_free_result(res);
 		status = mysql_next_result(s->conn);
@@ -160,7 +163,8 @@ int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t er
 fail:
 	r = db_error(s, op, err, errlen);
 	mysql_free_result(rr->res);
-	rr->res = NULL;
+	mysql_free_result(rr->res2);
+	rr->res = rr->res2 = NULL;
 	return r;
 }
 

@@ -72,12 +72,12 @@ struct claim_cursor {
 	uint64_t head_scan_ms;
 };
 
-/* The priorities of one queue that had due rows when last asked, smallest first: the claim
- * scans one range of claim_prio_idx per priority in it, so that rows waiting for later
- * (delayed, retrying, recurring, claimed) in one priority are never walked on the way to the
- * next, and empty priorities cost nothing. Asked again with every scan from the head, and
- * when a claim comes back short (a priority that became due since: its rows are claimed in
- * the same call). */
+/* The priorities of one queue that had due rows when last asked, smallest first. A claim
+ * after the cursor scans one range of claim_prio_idx per priority in it (rows waiting for
+ * later in one priority are never walked on the way to the next in any case; an empty
+ * priority costs a lookup or two). A scan from the head takes every priority and asks again
+ * in the same round trip; a claim after the cursor that comes back short also looks at the
+ * priorities not in the set, and adds those it found rows in. */
 #define PRIO_SET_MAX (STORE_PRIORITY_MAX - STORE_PRIORITY_MIN + 1)
 struct prio_set {
 	char queue[STORE_QUEUE_MAX + 1];
@@ -100,10 +100,10 @@ struct store {
 	unsigned seed;
 };
 
-/* What sq_run() read: rows affected (or returned) per statement, and the one result set. */
+/* What sq_run() read: rows affected (or returned) per statement, and up to two result sets. */
 struct run {
 	uint64_t rows[RUN_MAX_STMTS];
-	MYSQL_RES *res;
+	MYSQL_RES *res, *res2;
 };
 
 /* Fills err (if any) with the formatted message and returns code. */
