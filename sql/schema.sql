@@ -104,13 +104,16 @@ ALTER TABLE queues
 -- after its last attempt; a retry keeps it the head and so holds the group), claimd gives
 -- the next row its visible_at in the same transaction.
 -- One row per group here: its lock orders the inserts of a group against each other and
--- against the finish of its running row, and last_seq numbers the group's rows.
+-- against the finish of its running row, and last_seq numbers the group's rows (updated_at:
+-- the last insert). A group with no live rows and no insert for --keep-done is forgotten by
+-- the supervisor that prunes done rows; its numbers then start again at 1.
 CREATE TABLE IF NOT EXISTS work_groups (
     queue       VARCHAR(64) NOT NULL,
     group_key   VARCHAR(255) NOT NULL,
     last_seq    BIGINT UNSIGNED NOT NULL DEFAULT 0,
     updated_at  DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
-    PRIMARY KEY (queue, group_key)
+    PRIMARY KEY (queue, group_key),
+    KEY updated_idx (updated_at)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
 
 -- A row inserted as 'ready' becomes visible at its run_at (a column DEFAULT cannot read

@@ -104,6 +104,9 @@ static void on_work(uv_work_t *req)
 	case DBQ_GROUPS:
 		j->rc = store_group_heal(s, j->queues, j->n, j->err, sizeof(j->err));
 		break;
+	case DBQ_PRUNE_GROUPS:
+		j->rc = store_prune_groups(s, j->keep_s, DBQ_PRUNE_CHUNK, j->err, sizeof(j->err));
+		break;
 	case DBQ_RETRY:
 		j->rc = store_retry_dead(s, j->id, j->all_dead ? j->queue : NULL, j->err,
 					 sizeof(j->err));

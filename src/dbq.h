@@ -24,6 +24,7 @@ enum dbq_kind {
 	DBQ_RETRY,    /* in: id, or queue with all_dead. out: rc = rows put back */
 	DBQ_DEDUPE,   /* out: rc = rows whose dedupe key expired */
 	DBQ_GROUPS,   /* in: queues, nqueues. out: rc = FIFO groups started again */
+	DBQ_PRUNE_GROUPS, /* in: keep_s. out: rc = FIFO groups forgotten */
 	DBQ_PAUSE,    /* in: queue, pause */
 	DBQ_LIMIT,    /* in: queue, interval_ms */
 };

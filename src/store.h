@@ -240,4 +240,10 @@ int store_set_interval(struct store *s, const char *queue, unsigned interval_ms,
  * session holds the lock), or a negative error. */
 int store_prune(struct store *s, unsigned keep_done_s, unsigned limit, char *err, size_t errlen);
 
+/* Forget up to limit FIFO groups (work_groups rows) that have no live rows and had no insert
+ * for keep_s seconds, under the same prune lock; a later row of such a group is numbered from
+ * 1 again. Returns how many, or a negative error. */
+int store_prune_groups(struct store *s, unsigned keep_s, unsigned limit, char *err,
+		       size_t errlen);
+
 #endif

@@ -334,3 +334,23 @@ int store_prune(struct store *s, unsigned keep_done_s, unsigned limit, char *err
 		limit ? limit : 1);
 	return run_count(s, "store_prune", err, errlen);
 }
+
+int store_prune_groups(struct store *s, unsigned keep_s, unsigned limit, char *err,
+		       size_t errlen)
+{
+	int r = sq_check(s, "store_prune_groups", NULL, 0, NULL, err, errlen);
+
+	if (r < 0)
+		return r;
+	sq_reset(s);
+	/* A racing insert into the group holds the row locked: the DELETE waits for it and then
+	 * sees its new updated_at. */
+	sql_add(s, "DELETE FROM work_groups WHERE updated_at < NOW(6) - INTERVAL %u SECOND "
+		"AND NOT EXISTS (SELECT 1 FROM work_items FORCE INDEX (group_idx) "
+		"WHERE work_items.queue = work_groups.queue AND "
+		"work_items.group_live = work_groups.group_key) "
+		"AND IF(IS_USED_LOCK(" PRUNE_LOCK ") = CONNECTION_ID(), 1, "
+		"GET_LOCK(" PRUNE_LOCK ", 0)) = 1 ORDER BY updated_at LIMIT %u", keep_s,
+		limit ? limit : 1);
+	return run_count(s, "store_prune_groups", err, errlen);
+}

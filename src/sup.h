@@ -74,6 +74,7 @@ struct sup {
 	bool prune_due;
 	bool dedupe_due;
 	bool groups_due;
+	bool groups_prune_due;
 	uv_timer_t prune_timer;
 	/* status */
 	struct store_count *counts;

@@ -184,6 +184,20 @@ static void on_groups_healed(struct dbq_job *j)
 	free(j);
 }
 
+static void on_groups_pruned(struct dbq_job *j)
+{
+	struct sup *s = j->data;
+
+	s->prune_inflight = false;
+	if (j->rc > 0)
+		log_debug("forgot %d FIFO groups without rows", j->rc);
+	else if (j->rc < 0)
+		log_warn("forgetting FIFO groups failed: %s; trying again later", j->err);
+	if (j->rc == (int)DBQ_PRUNE_CHUNK)
+		s->groups_prune_due = true;
+	free(j);
+}
+
 static void on_prune_timer(uv_timer_t *t)
 {
 	struct sup *s = t->data;
@@ -191,10 +205,11 @@ static void on_prune_timer(uv_timer_t *t)
 	s->prune_due = s->cfg->keep_done_ms > 0;
 	s->dedupe_due = true;
 	s->groups_due = true;
+	s->groups_prune_due = s->cfg->keep_done_ms > 0;
 }
 
 /* Maintenance (pruning done rows, forgetting expired dedupe keys, restarting stuck FIFO
- * groups) takes the place of one idle poll per statement: the database sees at most one
+ * groups, forgetting FIFO groups without rows) takes the place of one idle poll per statement: the database sees at most one
  * statement per poll interval from an idle supervisor, maintenance included. */
 static bool maintain_now(struct sup *s)
 {
@@ -217,6 +232,11 @@ static bool maintain_now(struct sup *s)
 		s->groups_due = false;
 		j->queues = s->queue_ptrs;
 		j->n = s->cfg->nqueues;
+	} else if (s->groups_prune_due) {
+		if (!(j = sup_new_job(s, DBQ_PRUNE_GROUPS, on_groups_pruned)))
+			return false;
+		s->groups_prune_due = false;
+		j->keep_s = s->cfg->keep_done_ms / 1000;
 	} else {
 		return false;
 	}

@@ -43,6 +43,26 @@ def it_prunes_done_rows_after_keep_done(t):
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 
+def it_forgets_fifo_groups_without_live_rows(t):
+    db = t.database()
+    # Group 'old': its rows finished long ago, last insert 2 h ago. Group 'live': a ready row
+    # (paused queue, so it stays). Group 'new': finished, but inserted into a moment ago.
+    db.execute("INSERT INTO queues (name, paused) VALUES ('default', 1)")
+    db.insert_items(2, state="'done'", group_key="'old'", finished_at='NOW(6) - INTERVAL 2 HOUR')
+    db.insert_items(1, group_key="'live'")
+    db.insert_items(1, state="'done'", group_key="'new'", finished_at='NOW(6)')
+    db.execute("UPDATE work_groups SET updated_at = NOW(6) - INTERVAL 2 HOUR "
+               "WHERE group_key IN ('old', 'live')")
+    c = t.claimd(db, '--workers', '1', '--handler', 'noop', '--keep-done', '1h',
+                 '--maintenance-interval', '1s')
+    groups = lambda: [r[0] for r in db.sql('SELECT group_key FROM work_groups ORDER BY group_key')]
+    wait_for(groups, 10, "group 'old' forgotten", until=lambda g: 'old' not in g)
+    check_eq(groups(), ['live', 'new'], 'groups kept (a live row; a recent insert)')
+    new = db.insert_item('again', group_key="'old'", state="'done'")
+    check_eq(db.row(new, 'group_seq'), ('1',), "sequence of the next row of a forgotten group")
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
 def it_keeps_everything_with_keep_done_0(t):
     db = t.database()
     old, recent, dead = _finished_rows(db)
