@@ -328,6 +328,14 @@ static int take_due(struct store *s, MYSQL_RES *res, const char *queue, char *er
 	return 0;
 }
 
+static bool prio_in(const struct prio_set *set, int p)
+{
+	for (unsigned k = 0; k < set->n; k++)
+		if (set->p[k] == p)
+			return true;
+	return false;
+}
+
 /* Every priority not in set, smallest first. */
 static void prios_other(const struct prio_set *set, struct prio_set *out)
 {
@@ -423,7 +431,7 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	}
 	*ret_completed = a->ndone ? (size_t)rr.rows[ci] : 0;
 	mark[0] = n;
-	if (after && n < a->max && s->prios.n > 0)
+	if (after && n < a->max && prio_in(&s->prios, s->cursor.pos.priority))
 		r = claim_more(s, a, SCAN_UPTO, &s->prios, &n, &last[1], err, errlen);
 	mark[1] = n;
 	if (r == 0 && after && n < a->max) {
