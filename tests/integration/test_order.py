@@ -219,6 +219,24 @@ def it_group_goes_on_after_its_running_row_is_deleted_by_hand(t):
     check_eq(order, rest, 'rows run after the deletion, in order')
 
 
+def it_group_goes_on_when_the_worker_running_its_last_attempt_is_killed(t):
+    # The supervisor releases a dead worker's rows; one on its last attempt goes dead, and its
+    # group's next row starts in the same transaction.
+    db = t.database()
+    head = db.insert_item('sleep', group_key="'k'", max_attempts=1)
+    rest = db.insert_items(2, payload="'nap'", group_key="'k'")
+    h, spec = _pipe(t, 'killed')
+    c = t.claimd(db, '--workers', '2', '--handler', spec)
+    st = c.wait_status(lambda s: (harness.worker_with_item(s, head) or {}).get('state') == 'busy',
+                       10, f'row {head} running')
+    harness.kill_quietly(harness.worker_with_item(st, head)['pid'])
+    wait_for(db.states, 15, 'the rest of the group done', until=lambda s: s['done'] == 2)
+    check_eq(db.row(head, 'state'), ('dead',), 'the row whose worker was killed (last attempt)')
+    order = [e.id for e in sorted(h.starts(), key=lambda e: e.time) if e.id != head]
+    check_eq(order, rest, 'rows of the group run after it, in order')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
 def it_retried_dead_row_waits_behind_its_groups_running_row(t):
     db = t.database()
     dead = db.insert_item('nap', group_key="'r'", state="'dead'")
