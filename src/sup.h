@@ -14,6 +14,8 @@
 #include "control.h"
 #include "dbq.h"
 #include "proto.h"
+
+#define SUP_MAINT_STEPS 4 /* supervisor.c: maint_steps */
 #include "store.h"
 
 #define SLOT_UNRESPONSIVE 100  /* beyond enum proto_wstate: our own verdict */
@@ -70,11 +72,8 @@ struct sup {
 	struct dbq *dbq;
 	const char *queue_ptrs[CONFIG_QUEUES_MAX]; /* cfg->queues[i], for the poll */
 	bool poll_inflight;
-	bool prune_inflight;
-	bool prune_due;
-	bool dedupe_due;
-	bool groups_due;
-	bool groups_prune_due;
+	bool maint_inflight;     /* a maintenance statement is running */
+	bool maint_due[SUP_MAINT_STEPS]; /* supervisor.c's maint_steps still to run */
 	uv_timer_t prune_timer;
 	/* status */
 	struct store_count *counts;

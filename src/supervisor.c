@@ -143,58 +143,41 @@ static void on_polled(struct dbq_job *j)
 	free(j);
 }
 
-static void on_pruned(struct dbq_job *j)
+/* Maintenance, in this order. Each step is one statement, taking the place of one idle poll:
+ * the database sees at most one statement per poll interval from an idle supervisor,
+ * maintenance included. A step that did a whole chunk goes on at the next tick. */
+static const struct maint_step {
+	enum dbq_kind kind;
+	bool needs_keep;     /* only with --keep-done > 0 */
+	bool chunked;        /* LIMIT DBQ_PRUNE_CHUNK rows a statement */
+	int level;           /* of the message when rows changed */
+	const char *did;     /* after the number of rows it changed */
+	const char *doing;   /* for a failure */
+} maint_steps[SUP_MAINT_STEPS] = {
+	{ DBQ_PRUNE, true, true, LOG_INFO, "done rows older than --keep-done pruned",
+	  "pruning done rows" },
+	{ DBQ_DEDUPE, false, true, LOG_DEBUG, "expired dedupe keys forgotten",
+	  "expiring dedupe keys" },
+	{ DBQ_GROUPS, false, false, LOG_WARN, "FIFO groups with waiting rows but none running (a "
+	  "running row deleted by hand?) started again", "checking FIFO groups" },
+	{ DBQ_PRUNE_GROUPS, true, true, LOG_DEBUG, "FIFO groups without rows forgotten",
+	  "forgetting FIFO groups" },
+};
+
+static void on_maintained(struct dbq_job *j)
 {
 	struct sup *s = j->data;
+	unsigned k = 0;
 
-	s->prune_inflight = false;
+	while (k + 1 < SUP_MAINT_STEPS && maint_steps[k].kind != j->kind)
+		k++;
+	s->maint_inflight = false;
 	if (j->rc > 0)
-		log_info("pruned %d done rows older than %u s", j->rc, j->keep_s);
-	if (j->rc == (int)DBQ_PRUNE_CHUNK)
-		s->prune_due = true; /* more to go: the next tick continues */
+		log_msg(maint_steps[k].level, "maintenance: %d %s", j->rc, maint_steps[k].did);
 	else if (j->rc < 0)
-		log_warn("pruning done rows failed: %s; trying again later", j->err);
-	free(j);
-}
-
-static void on_deduped(struct dbq_job *j)
-{
-	struct sup *s = j->data;
-
-	s->prune_inflight = false;
-	if (j->rc > 0)
-		log_debug("forgot %d expired dedupe keys", j->rc);
-	else if (j->rc < 0)
-		log_warn("expiring dedupe keys failed: %s; trying again later", j->err);
-	if (j->rc == (int)DBQ_PRUNE_CHUNK)
-		s->dedupe_due = true;
-	free(j);
-}
-
-static void on_groups_healed(struct dbq_job *j)
-{
-	struct sup *s = j->data;
-
-	s->prune_inflight = false;
-	if (j->rc > 0)
-		log_warn("%d FIFO groups had waiting rows but none running (a running row deleted "
-			 "by hand?): started their oldest", j->rc);
-	else if (j->rc < 0)
-		log_warn("checking FIFO groups failed: %s; trying again later", j->err);
-	free(j);
-}
-
-static void on_groups_pruned(struct dbq_job *j)
-{
-	struct sup *s = j->data;
-
-	s->prune_inflight = false;
-	if (j->rc > 0)
-		log_debug("forgot %d FIFO groups without rows", j->rc);
-	else if (j->rc < 0)
-		log_warn("forgetting FIFO groups failed: %s; trying again later", j->err);
-	if (j->rc == (int)DBQ_PRUNE_CHUNK)
-		s->groups_prune_due = true;
+		log_warn("%s failed: %s; trying again later", maint_steps[k].doing, j->err);
+	if (maint_steps[k].chunked && j->rc == (int)DBQ_PRUNE_CHUNK)
+		s->maint_due[k] = true; /* more to go: the next tick continues */
 	free(j);
 }
 
@@ -202,45 +185,26 @@ static void on_prune_timer(uv_timer_t *t)
 {
 	struct sup *s = t->data;
 
-	s->prune_due = s->cfg->keep_done_ms > 0;
-	s->dedupe_due = true;
-	s->groups_due = true;
-	s->groups_prune_due = s->cfg->keep_done_ms > 0;
+	for (unsigned k = 0; k < SUP_MAINT_STEPS; k++)
+		s->maint_due[k] = !maint_steps[k].needs_keep || s->cfg->keep_done_ms > 0;
 }
 
-/* Maintenance (pruning done rows, forgetting expired dedupe keys, restarting stuck FIFO
- * groups, forgetting FIFO groups without rows) takes the place of one idle poll per statement: the database sees at most one
- * statement per poll interval from an idle supervisor, maintenance included. */
 static bool maintain_now(struct sup *s)
 {
 	struct dbq_job *j;
+	unsigned k = 0;
 
-	if (s->prune_inflight)
+	if (s->maint_inflight)
 		return false;
-	if (s->prune_due) {
-		if (!(j = sup_new_job(s, DBQ_PRUNE, on_pruned)))
-			return false;
-		s->prune_due = false;
-		j->keep_s = s->cfg->keep_done_ms / 1000;
-	} else if (s->dedupe_due) {
-		if (!(j = sup_new_job(s, DBQ_DEDUPE, on_deduped)))
-			return false;
-		s->dedupe_due = false;
-	} else if (s->groups_due) {
-		if (!(j = sup_new_job(s, DBQ_GROUPS, on_groups_healed)))
-			return false;
-		s->groups_due = false;
-		j->queues = s->queue_ptrs;
-		j->n = s->cfg->nqueues;
-	} else if (s->groups_prune_due) {
-		if (!(j = sup_new_job(s, DBQ_PRUNE_GROUPS, on_groups_pruned)))
-			return false;
-		s->groups_prune_due = false;
-		j->keep_s = s->cfg->keep_done_ms / 1000;
-	} else {
+	while (k < SUP_MAINT_STEPS && !s->maint_due[k])
+		k++;
+	if (k == SUP_MAINT_STEPS || !(j = sup_new_job(s, maint_steps[k].kind, on_maintained)))
 		return false;
-	}
-	s->prune_inflight = true;
+	s->maint_due[k] = false;
+	j->keep_s = s->cfg->keep_done_ms / 1000;
+	j->queues = s->queue_ptrs;
+	j->n = s->cfg->nqueues;
+	s->maint_inflight = true;
 	dbq_push(s->dbq, j);
 	return true;
 }
