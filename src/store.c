@@ -579,15 +579,11 @@ int store_claim(struct store *s, const char *queue, unsigned max, unsigned lease
 /* Runs s->sql (one fenced UPDATE) with retries; returns the rows it changed. */
 static int run_update(struct store *s, const char *op, size_t n, char *err, size_t errlen)
 {
-	unsigned attempt = 0;
 	struct run rr;
-	int r;
+	int r = sq_run_retry(s, op, &rr, err, errlen);
 
-	do
-		r = sq_run(s, op, &rr, err, errlen);
-	while (r < 0 && sq_retry(s, r, &attempt));
 	if (r < 0)
-		return sq_final(r);
+		return r;
 	return rr.rows[0] > n ? (int)n : (int)rr.rows[0];
 }
 
@@ -609,13 +605,15 @@ static void sql_add_finish(struct store *s, unsigned delay_ms, const char *text,
 
 /* One transaction, one round trip: the fenced UPDATE decides dead or ready in SQL; the
  * SELECT after it (the row is still locked by us) says which it decided. */
-static int fail_once(struct store *s, struct store_ref ref, unsigned retry_ms, const char *error,
-		     char *err, size_t errlen)
+int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const char *error,
+	       char *err, size_t errlen)
 {
+	int r = sq_check(s, "store_fail", &ref, 1, NULL, err, errlen), u;
 	MYSQL_ROW row;
 	struct run rr;
-	int r, u;
 
+	if (r < 0)
+		return r;
 	sq_reset(s);
 	sql_add(s, "START TRANSACTION;");
 	if (ref.grouped)
@@ -627,11 +625,9 @@ static int fail_once(struct store *s, struct store_ref ref, unsigned retry_ms, c
 		sql_add_group_next(s, &ref, 1);
 	sql_add(s, "SELECT state FROM work_items WHERE id = %llu;COMMIT",
 		(unsigned long long)ref.id);
-	r = sq_run(s, "store_fail", &rr, err, errlen);
-	if (r < 0) {
-		sq_abort(s);
+	r = sq_run_retry(s, "store_fail", &rr, err, errlen);
+	if (r < 0)
 		return r;
-	}
 	/* Statements: START, [GROUP_LOCK], UPDATE, [GROUP_NEXT], SELECT, COMMIT. */
 	u = ref.grouped ? 2 : 1;
 	row = rr.rows[u] > 0 && rr.res ? mysql_fetch_row(rr.res) : NULL;
@@ -644,25 +640,10 @@ static int fail_once(struct store *s, struct store_ref ref, unsigned retry_ms, c
 	return r;
 }
 
-int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const char *error,
-	       char *err, size_t errlen)
-{
-	unsigned attempt = 0;
-	int r = sq_check(s, "store_fail", &ref, 1, NULL, err, errlen);
-
-	if (r < 0)
-		return r;
-	do
-		r = fail_once(s, ref, retry_ms, error, err, errlen);
-	while (r < 0 && sq_retry(s, r, &attempt));
-	return sq_final(r);
-}
-
 int store_release(struct store *s, const struct store_ref *refs, size_t n, bool count_attempt,
 		  const char *reason, char *err, size_t errlen)
 {
 	int r = sq_check(s, "store_release", refs, n, NULL, err, errlen);
-	unsigned attempt = 0;
 	struct run rr;
 
 	if (r < 0 || n == 0)
@@ -675,21 +656,16 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 		return run_update(s, "store_release", n, err, errlen);
 	}
 	/* Rows whose last attempt this was go dead: their groups go on. */
-	do {
-		sq_reset(s);
-		sql_add(s, "START TRANSACTION;");
-		sql_add_group_lock(s, refs, n);
-		sql_add_finish(s, 0, reason, true);
-		sql_add_fence(s, refs, n);
-		sql_add(s, ";");
-		sql_add_group_next(s, refs, n);
-		sql_add(s, "COMMIT");
-		r = sq_run(s, "store_release", &rr, err, errlen);
-		if (r < 0)
-			sq_abort(s);
-	} while (r < 0 && sq_retry(s, r, &attempt));
+	sql_add(s, "START TRANSACTION;");
+	sql_add_group_lock(s, refs, n);
+	sql_add_finish(s, 0, reason, true);
+	sql_add_fence(s, refs, n);
+	sql_add(s, ";");
+	sql_add_group_next(s, refs, n);
+	sql_add(s, "COMMIT");
+	r = sq_run_retry(s, "store_release", &rr, err, errlen);
 	if (r < 0)
-		return sq_final(r);
+		return r;
 	return rr.rows[2] > n ? (int)n : (int)rr.rows[2];
 }
 
@@ -734,21 +710,17 @@ int store_poll_any(struct store *s, const char *const *queues, size_t n, char *e
 		   size_t errlen)
 {
 	int r = sq_check(s, "store_poll", NULL, 0, NULL, err, errlen);
-	char q[QUOTED_QUEUE_MAX];
 	struct run rr;
 
-	for (size_t i = 0; r == 0 && i < n; i++)
-		r = sq_check(s, "store_poll", NULL, 0, queues[i], err, errlen);
-	if (r < 0 || n == 0)
-		return r < 0 ? r : sq_fail_msg(-EINVAL, err, errlen, "store_poll: no queue");
+	if (r < 0)
+		return r;
 	sq_reset(s);
 	/* One statement for any number of queues: a range per queue and priority. */
-	sql_add(s, "SELECT 1 FROM work_items FORCE INDEX (claim_prio_idx) WHERE queue IN (");
-	for (size_t i = 0; i < n; i++) {
-		sq_quote(s->conn, q, queues[i], strlen(queues[i]));
-		sql_add(s, "%s%s", i ? "," : "", q);
-	}
-	sql_add(s, ") AND priority IN (");
+	sql_add(s, "SELECT 1 FROM work_items FORCE INDEX (claim_prio_idx) WHERE ");
+	r = sq_add_queue_in(s, "store_poll", &s->sql, queues, n, err, errlen);
+	if (r < 0)
+		return r;
+	sql_add(s, " AND priority IN (");
 	for (int p = STORE_PRIORITY_MIN; p <= STORE_PRIORITY_MAX; p++)
 		sql_add(s, "%s%d", p > STORE_PRIORITY_MIN ? "," : "", p);
 	sql_add(s, ") AND visible_at <= NOW(6) AND queue NOT IN "

@@ -176,7 +176,6 @@ int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err,
 {
 	int r = sq_check(s, "store_retry_dead", NULL, 0, queue, err, errlen);
 	char q[QUOTED_QUEUE_MAX], which[QUOTED_QUEUE_MAX + 64], scope[QUOTED_QUEUE_MAX + 96];
-	unsigned attempt = 0;
 	struct run rr;
 
 	if (r < 0)
@@ -192,18 +191,14 @@ int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err,
 	}
 	/* A grouped row goes back parked, behind its group's running row if there is one; if
 	 * there is none, the oldest live row of the group starts (GROUP_HEAL). */
-	do {
-		sq_reset(s);
-		sql_add(s, "START TRANSACTION;" GROUP_LOCK ";", which);
-		sql_add(s, "UPDATE work_items SET state = 'ready', attempts = 0, "
-			"visible_at = IF(group_key IS NULL OR period_s IS NOT NULL, NOW(6), NULL), "
-			"finished_at = NULL WHERE %s;" GROUP_HEAL ";COMMIT", which, scope);
-		r = sq_run(s, "store_retry_dead", &rr, err, errlen);
-		if (r < 0)
-			sq_abort(s);
-	} while (r < 0 && sq_retry(s, r, &attempt));
+	sq_reset(s);
+	sql_add(s, "START TRANSACTION;" GROUP_LOCK ";", which);
+	sql_add(s, "UPDATE work_items SET state = 'ready', attempts = 0, "
+		"visible_at = IF(group_key IS NULL OR period_s IS NOT NULL, NOW(6), NULL), "
+		"finished_at = NULL WHERE %s;" GROUP_HEAL ";COMMIT", which, scope);
+	r = sq_run_retry(s, "store_retry_dead", &rr, err, errlen);
 	if (r < 0)
-		return sq_final(r);
+		return r;
 	return rr.rows[2] > INT32_MAX ? INT32_MAX : (int)rr.rows[2];
 }
 
@@ -211,27 +206,19 @@ int store_group_heal(struct store *s, const char *const *queues, size_t n, char 
 		     size_t errlen)
 {
 	int r = sq_check(s, "store_group_heal", NULL, 0, NULL, err, errlen);
-	char q[QUOTED_QUEUE_MAX];
 	struct buf scope;
 
-	for (size_t i = 0; r == 0 && i < n; i++)
-		r = sq_check(s, "store_group_heal", NULL, 0, queues[i], err, errlen);
 	if (r < 0 || n == 0)
 		return r;
 	buf_init(&scope);
-	buf_puts(&scope, "queue IN (");
-	for (size_t i = 0; i < n; i++) {
-		sq_quote(s->conn, q, queues[i], strlen(queues[i]));
-		buf_printf(&scope, "%s%s", i ? "," : "", q);
-	}
-	buf_puts(&scope, ")");
+	r = sq_add_queue_in(s, "store_group_heal", &scope, queues, n, err, errlen);
 	sq_reset(s);
 	if (buf_failed(&scope))
 		s->sql.failed = true;
-	else
+	else if (r == 0)
 		sql_add(s, GROUP_HEAL, scope.data);
 	buf_free(&scope);
-	return run_count(s, "store_group_heal", err, errlen);
+	return r < 0 ? r : run_count(s, "store_group_heal", err, errlen);
 }
 
 int store_paused(struct store *s, const char *queue, char *err, size_t errlen)

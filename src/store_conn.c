@@ -200,6 +200,38 @@ int sq_final(int r)
 	return r == -EDEADLK || r == -ETIMEDOUT ? -EIO : r;
 }
 
+int sq_add_queue_in(struct store *s, const char *op, struct buf *b, const char *const *queues,
+		    size_t n, char *err, size_t errlen)
+{
+	char q[QUOTED_QUEUE_MAX];
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = sq_check(s, op, NULL, 0, queues[i], err, errlen);
+	if (r < 0 || n == 0)
+		return r < 0 ? r : sq_fail_msg(-EINVAL, err, errlen, "%s: no queue", op);
+	buf_puts(b, "queue IN (");
+	for (size_t i = 0; i < n; i++) {
+		sq_quote(s->conn, q, queues[i], strlen(queues[i]));
+		buf_printf(b, "%s%s", i ? "," : "", q);
+	}
+	buf_puts(b, ")");
+	return 0;
+}
+
+int sq_run_retry(struct store *s, const char *op, struct run *rr, char *err, size_t errlen)
+{
+	unsigned attempt = 0;
+	int r;
+
+	do
+		r = sq_run(s, op, rr, err, errlen);
+	while (r < 0 && sq_retry(s, r, &attempt));
+	if (r < 0)
+		sq_abort(s);
+	return sq_final(r);
+}
+
 /* Common argument checks: a store, a sane row list, a queue name if queue is not NULL,
  * a connection. */
 int sq_check(struct store *s, const char *op, const struct store_ref *refs, size_t n,

@@ -133,6 +133,15 @@ void sq_abort(struct store *s);
  * timeout, a few times, with a short randomised sleep first; the transaction is rolled back). */
 bool sq_retry(struct store *s, int r, unsigned *attempt);
 
+/* Checks the names queues[0..n) (at least one) and appends "queue IN ('a','b')" to b.
+ * Returns 0 or a negative error with err filled. */
+int sq_add_queue_in(struct store *s, const char *op, struct buf *b, const char *const *queues,
+		    size_t n, char *err, size_t errlen);
+
+/* sq_run, run again (the same text) while sq_retry says so; no transaction stays open after
+ * a failure. Returns 0 or the error as sq_final gives it. */
+int sq_run_retry(struct store *s, const char *op, struct run *rr, char *err, size_t errlen);
+
 /* What callers see: retryable errors that ran out of tries are plain SQL errors. */
 int sq_final(int r);
 
