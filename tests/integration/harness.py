@@ -44,6 +44,7 @@ SOURCE_ROOT = os.environ.get('CLAIMD_SOURCE_ROOT') or os.path.abspath(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
 TOOLS_DB = os.path.join(SOURCE_ROOT, 'tools', 'db')
 SCHEMA = os.path.join(SOURCE_ROOT, 'sql', 'schema.sql')
+PIPE_ECHO = os.path.join(SOURCE_ROOT, 'tests', 'pipe_echo.py')
 
 
 def _binary(env, name):
@@ -634,6 +635,13 @@ class Test:
     def script(self, body, lang='bash', name=None):
         name = name or f'script{len(os.listdir(self.tmpdir))}'
         return write_script(self.tmpdir, name, body, lang)
+
+    def pipe_echo(self, name='pipe_echo'):
+        """tests/pipe_echo.py as a `pipe:` handler logging to <name>.log (printed on failure,
+        its pids cleaned up): returns (Handler, handler spec)."""
+        h = Handler(None, os.path.join(self.tmpdir, name + '.log'))
+        self._handlers.append(h)
+        return h, f'pipe:{sys.executable} {PIPE_ECHO} {h.log_path}'
 
     def log_handler(self, body='', name=None):
         """A bash handler that reads the payload (as $payload) from stdin, appends

@@ -4,20 +4,13 @@ finished within the window) is not added, by plain SQL (INSERT IGNORE) or by cla
 with two supervisors sharing the database."""
 
 import collections
-import os
-import sys
 import time
 
 import harness
 from harness import check, check_eq, wait_for
 
-PIPE_ECHO = os.path.join(os.environ.get('CLAIMD_SOURCE_ROOT', '.'), 'tests', 'pipe_echo.py')
-
-
 def _two(t, db, *args):
-    h = harness.Handler(None, os.path.join(t.tmpdir, 'dedupe.log'))
-    t._handlers.append(h)
-    spec = f'pipe:{sys.executable} {PIPE_ECHO} {h.log_path}'
+    h, spec = t.pipe_echo('dedupe')
     sups = [t.claimd(db, '--workers', '2', '--handler', spec, '--poll-interval', '50ms', *args,
                      name=f'claimd{i}') for i in (1, 2)]
     for c in sups:

@@ -7,14 +7,13 @@ the harness's handler-log format, with the pid that handled the item."""
 
 import os
 import signal
-import sys
 
 import harness
 from harness import check, check_eq, pid_running, wait_for
 
 PLUGIN_DIR = os.environ.get('CLAIMD_TEST_PLUGIN_DIR') or os.path.join(
     os.path.dirname(harness.CLAIMD_BIN), 'tests')
-PIPE_ECHO = os.path.join(harness.SOURCE_ROOT, 'tests', 'pipe_echo.py')
+PIPE_ECHO = harness.PIPE_ECHO
 
 
 def _log(t, name):
@@ -22,11 +21,6 @@ def _log(t, name):
     h = harness.Handler(None, os.path.join(t.tmpdir, name + '.log'))
     t._handlers.append(h)
     return h
-
-
-def _pipe(t):
-    h = _log(t, 'pipe_echo')
-    return h, f'pipe:{sys.executable} {PIPE_ECHO} {h.log_path}'
 
 
 def _plugin(t, name):
@@ -71,7 +65,7 @@ def it_pipe_runs_many_items_in_one_coprocess(t):
         "UNHEX('FF00FE80')",                       # not UTF-8: goes as payload_b64
         "CONCAT('q\"b', CHAR(92), 'n', CHAR(10), CHAR(9), 'x', CHAR(0))",
         "'\u00fc\u20ac\U0001F600'", "''", 'NULL')]
-    h, spec = _pipe(t)
+    h, spec = t.pipe_echo()
     c = t.claimd(db, '--workers', '1', '--handler', spec)
     _finished(db, len(ids))
     check_eq(db.states()['done'], len(ids), 'rows done')
@@ -101,7 +95,7 @@ def it_pipe_failure_is_retried_then_dead(t):
     db = t.database()
     bad = db.insert_item('fail', max_attempts=3)
     good = db.insert_items(5)
-    h, spec = _pipe(t)
+    h, spec = t.pipe_echo()
     t.claimd(db, '--workers', '1', '--handler', spec, '--retry-base', '100ms')
     _finished(db, 1 + len(good))
     state, attempts, last_error = db.row(bad)
@@ -115,7 +109,7 @@ def it_pipe_failure_is_retried_then_dead(t):
 def it_pipe_retry_in_ms_runs_it_later_without_using_an_attempt(t):
     db = t.database()
     later = db.insert_item('later', max_attempts=2)
-    h, spec = _pipe(t)
+    h, spec = t.pipe_echo()
     t.claimd(db, '--workers', '1', '--handler', spec, '--poll-interval', '50ms')
     _finished(db, 1)
     state, attempts, last_error = db.row(later)
@@ -132,7 +126,7 @@ def it_pipe_coprocess_death_fails_the_item_and_it_is_restarted(t):
     before = db.insert_items(3)
     die = db.insert_item('die', max_attempts=1)
     after = db.insert_items(3)
-    h, spec = _pipe(t)
+    h, spec = t.pipe_echo()
     c = t.claimd(db, '--workers', '1', '--handler', spec)
     _finished(db, 7)
     state, _, last_error = db.row(die)
@@ -159,7 +153,7 @@ def it_pipe_bad_replies_fail_with_clear_errors(t):
     for payload in cases:
         ids[payload] = db.insert_item(payload, max_attempts=1)
         good += db.insert_items(2)
-    h, spec = _pipe(t)
+    h, spec = t.pipe_echo()
     t.claimd(db, '--workers', '1', '--handler', spec)
     _finished(db, len(good) + len(ids))
     for payload, want in cases.items():
@@ -176,7 +170,7 @@ def it_pipe_timeout_stops_and_restarts_the_coprocess(t):
     db = t.database()
     slow = db.insert_item('sleep', max_attempts=1)
     good = db.insert_items(3)
-    h, spec = _pipe(t)
+    h, spec = t.pipe_echo()
     c = t.claimd(db, '--workers', '1', '--handler', spec, '--timeout', '1s', '--kill-grace', '500ms')
     _finished(db, 4)
     state, _, last_error = db.row(slow)
@@ -192,7 +186,7 @@ def it_pipe_timeout_stops_and_restarts_the_coprocess(t):
 def it_pipe_coprocess_dies_with_its_worker(t):
     db = t.database()
     db.insert_items(1)
-    h, spec = _pipe(t)
+    h, spec = t.pipe_echo()
     c = t.claimd(db, '--workers', '1', '--handler', spec)
     boot = wait_for(lambda: h.events('boot'), 15, 'the co-process to start')[0]
     wait_for(db.states, 15, 'the row done', until=lambda s: s['done'] == 1)

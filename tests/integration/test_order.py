@@ -5,22 +5,11 @@ with two supervisors sharing one database, checked from the database and from th
 handler's own log."""
 
 import collections
-import os
-import sys
 import threading
 import time
 
 import harness
 from harness import check, check_eq, wait_for
-
-PIPE_ECHO = os.path.join(os.environ.get('CLAIMD_SOURCE_ROOT', '.'), 'tests', 'pipe_echo.py')
-
-
-def _pipe(t, name):
-    h = harness.Handler(None, os.path.join(t.tmpdir, name + '.log'))
-    t._handlers.append(h)
-    return h, f'pipe:{sys.executable} {PIPE_ECHO} {h.log_path}'
-
 
 def _two(t, db, spec, *args):
     sups = [t.claimd(db, *args, '--handler', spec, name=f'claimd{i}') for i in (1, 2)]
@@ -49,7 +38,7 @@ def it_smaller_priority_runs_first_on_two_supervisors(t):
                     run_at='NOW(6) - INTERVAL ((seq * 13) % 60) SECOND')
     order = {int(i): (int(p), r, int(i)) for i, p, r in
              db.sql('SELECT id, priority, run_at FROM work_items')}
-    h, spec = _pipe(t, 'priority')
+    h, spec = t.pipe_echo('priority')
     sups = _two(t, db, spec, '--workers', '1', '--batch', '1')
     _ctl(sups[0], 'resume', 'default')
     wait_for(db.states, 60, 'all rows done', until=lambda s: s['done'] == 350)
@@ -118,7 +107,7 @@ def it_group_rows_run_one_at_a_time_in_order_with_8_workers(t):
     # 20 groups of 15 rows, interleaved in id order; 40 rows without a group.
     db.insert_items(300, payload="'nap'", group_key="CONCAT('g', seq % 20)")
     db.insert_items(40, payload="'nap'")
-    h, spec = _pipe(t, 'groups')
+    h, spec = t.pipe_echo('groups')
     sups = _two(t, db, spec, '--workers', '4', '--batch', '4')
     _ctl(sups[0], 'resume', 'default')
     wait_for(db.states, 90, 'all rows done', until=lambda s: s['done'] == 340)
@@ -144,7 +133,7 @@ def it_rows_inserted_while_their_group_runs_keep_order_and_never_overlap(t):
     # Inserts race the finish of their group's running row: each insert takes the group's
     # lock and sees the running row either still live (it waits) or gone (it runs).
     db = t.database()
-    h, spec = _pipe(t, 'race')
+    h, spec = t.pipe_echo('race')
     sups = _two(t, db, spec, '--workers', '4', '--poll-interval', '20ms')
 
     def inserter(k):
@@ -172,7 +161,7 @@ def it_failing_row_holds_back_only_its_own_group(t):
     bad = db.insert_item('fail', group_key="'a'", max_attempts=3)
     after = db.insert_items(3, payload="'nap'", group_key="'a'")
     other = db.insert_items(5, payload="'nap'", group_key="'b'")
-    h, spec = _pipe(t, 'hold')
+    h, spec = t.pipe_echo('hold')
     sups = _two(t, db, spec, '--workers', '2', '--retry-base', '300ms')
     _ctl(sups[0], 'resume', 'default')
     wait_for(db.states, 30, 'all rows finished', until=lambda s: s['done'] + s['dead'] == 9)
@@ -190,7 +179,7 @@ def it_failing_row_holds_back_only_its_own_group(t):
 
 def it_claimctl_add_group_and_the_handler_sees_key_and_sequence(t):
     db = t.database()
-    h, spec = _pipe(t, 'addgroup')
+    h, spec = t.pipe_echo('addgroup')
     c = t.claimd(db, '--workers', '2', '--handler', spec)
     c.wait_ready()
     ids = [int(_ctl(c, 'add', '--group', 'order-42', 'nap')) for _ in range(3)]
@@ -206,7 +195,7 @@ def it_group_goes_on_after_its_running_row_is_deleted_by_hand(t):
     db = t.database()
     first = db.insert_item('sleep', group_key="'x'")
     rest = db.insert_items(2, payload="'nap'", group_key="'x'")
-    h, spec = _pipe(t, 'heal')
+    h, spec = t.pipe_echo('heal')
     c = t.claimd(db, '--workers', '2', '--handler', spec, '--maintenance-interval', '1s',
                  '--grace', '200ms', '--kill-grace', '100ms')
     wait_for(lambda: h.starts(first), 10, 'the first row running')
@@ -225,7 +214,7 @@ def it_group_goes_on_when_the_worker_running_its_last_attempt_is_killed(t):
     db = t.database()
     head = db.insert_item('sleep', group_key="'k'", max_attempts=1)
     rest = db.insert_items(2, payload="'nap'", group_key="'k'")
-    h, spec = _pipe(t, 'killed')
+    h, spec = t.pipe_echo('killed')
     c = t.claimd(db, '--workers', '2', '--handler', spec)
     st = c.wait_status(lambda s: (harness.worker_with_item(s, head) or {}).get('state') == 'busy',
                        10, f'row {head} running')
@@ -241,7 +230,7 @@ def it_retried_dead_row_waits_behind_its_groups_running_row(t):
     db = t.database()
     dead = db.insert_item('nap', group_key="'r'", state="'dead'")
     running = db.insert_item('sleep', group_key="'r'", timeout_s=2, max_attempts=1)
-    h, spec = _pipe(t, 'retrydead')
+    h, spec = t.pipe_echo('retrydead')
     c = t.claimd(db, '--workers', '2', '--handler', spec, '--grace', '200ms',
                  '--kill-grace', '100ms')
     wait_for(lambda: h.starts(running), 10, 'the group\'s row running')

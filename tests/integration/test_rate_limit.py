@@ -2,16 +2,13 @@
 """A queue's shared rate limit: starts across two supervisors at least min_interval_ms apart,
 a backlog runs at that rate, and it holds after one supervisor is killed."""
 
-import os
 import signal
 import statistics
-import sys
 import time
 
 import harness
 from harness import check, check_eq, wait_for
 
-PIPE_ECHO = os.path.join(os.environ.get('CLAIMD_SOURCE_ROOT', '.'), 'tests', 'pipe_echo.py')
 INTERVAL = 0.1
 
 
@@ -33,9 +30,7 @@ def _check_rate(times, what):
 
 def it_starts_are_spaced_across_supervisors_and_survive_losing_one(t):
     db = t.database()
-    h = harness.Handler(None, os.path.join(t.tmpdir, 'rate.log'))
-    t._handlers.append(h)
-    spec = f'pipe:{sys.executable} {PIPE_ECHO} {h.log_path}'
+    h, spec = t.pipe_echo('rate')
     sups = [t.claimd(db, '--workers', '2', '--handler', spec, name=f'claimd{i}') for i in (1, 2)]
     for c in sups:
         c.wait_ready()

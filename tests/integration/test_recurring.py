@@ -3,20 +3,9 @@
 with two supervisors sharing one database."""
 
 import collections
-import os
-import sys
 
 import harness
 from harness import check, check_eq, wait_for
-
-PIPE_ECHO = os.path.join(os.environ.get('CLAIMD_SOURCE_ROOT', '.'), 'tests', 'pipe_echo.py')
-
-
-def _pipe(t, name):
-    h = harness.Handler(None, os.path.join(t.tmpdir, name + '.log'))
-    t._handlers.append(h)
-    return h, f'pipe:{sys.executable} {PIPE_ECHO} {h.log_path}'
-
 
 def _two(t, db, spec, *args):
     return [t.claimd(db, '--workers', '2', '--handler', spec, *args, name=f'claimd{i}')
@@ -26,7 +15,7 @@ def _two(t, db, spec, *args):
 def it_recurring_rows_cycle_fairly_over_1000_items_on_two_supervisors(t):
     db = t.database()
     ids = db.insert_items(1000, period_s=0)
-    h, spec = _pipe(t, 'recurring')
+    h, spec = t.pipe_echo('recurring')
     sups = _two(t, db, spec, '--batch', '16')
     wait_for(lambda: len(h.starts()), 60, '3,000 runs', until=lambda n: n >= 3000)
     for c in sups:
@@ -44,7 +33,7 @@ def it_recurring_rows_cycle_fairly_over_1000_items_on_two_supervisors(t):
 def it_recurring_row_waits_its_period_between_runs(t):
     db = t.database()
     ids = db.insert_items(3, period_s=1)
-    h, spec = _pipe(t, 'period')
+    h, spec = t.pipe_echo('period')
     sups = _two(t, db, spec, '--poll-interval', '50ms')
     wait_for(lambda: min(len(h.starts(i)) for i in ids), 15, '3 runs of each row',
              until=lambda n: n >= 3)
@@ -62,7 +51,7 @@ def it_delayed_rows_do_not_start_early(t):
     soon = db.insert_items(5, run_at='NOW(6) + INTERVAL 1500000 MICROSECOND')
     later = db.insert_items(5, run_at='NOW(6) + INTERVAL 3 SECOND')
     now = db.insert_items(5)
-    h, spec = _pipe(t, 'delayed')
+    h, spec = t.pipe_echo('delayed')
     sups = _two(t, db, spec, '--poll-interval', '50ms')
     wait_for(db.states, 15, 'all rows done', until=lambda s: s['done'] == 15)
     for c in sups:
