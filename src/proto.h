@@ -62,8 +62,9 @@ enum proto_outcome {
 };
 
 /* A place in claim order (priority, then the store's encoding of visible_at, then id);
- * { u64 pos, u64 id, i32 priority } on the wire. pos zero: none. The supervisor hands the newest place any of its workers
- * claimed to the next claimer, so no worker's scan starts behind rows its siblings took. */
+ * { u64 pos, u64 id, i32 priority } on the wire. pos zero: none. The supervisor hands the
+ * newest place any of its workers claimed to the next claimer, so no worker's scan starts
+ * behind rows its siblings took. */
 struct proto_cursor {
 	uint64_t pos;
 	uint64_t id;

@@ -45,8 +45,10 @@
 	" ORDER BY priority, visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
 /* After the cursor: every other priority whole, the cursor's own past the cursor. Up to it:
  * the cursor's priority before the cursor (the rest was in the scan after it). */
-#define CLAIM_AFTER " AND (priority <> %d OR visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
-#define CLAIM_UPTO " AND priority = %d AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
+#define CLAIM_AFTER \
+	" AND (priority <> %d OR visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
+#define CLAIM_UPTO \
+	" AND priority = %d AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
 #define CLAIM_FIELDS 12
 /* Is a row of priority %d due in queue %s: one range, one lookup. DUE_PRIORITIES asks it
  * for every priority in one statement, each with the priority written out: a correlated
@@ -592,7 +594,8 @@ static int run_update(struct store *s, const char *op, size_t n, char *err, size
 static void sql_add_finish(struct store *s, unsigned delay_ms, const char *text, bool keep)
 {
 	sql_add(s, "UPDATE work_items SET state = IF(" IS_DEAD ", 'dead', 'ready'), "
-		"claim_token = claim_token + 1, visible_at = IF(" IS_DEAD ", NULL, NOW(6) + INTERVAL %llu MICROSECOND), "
+		"claim_token = claim_token + 1, "
+		"visible_at = IF(" IS_DEAD ", NULL, NOW(6) + INTERVAL %llu MICROSECOND), "
 		"finished_at = IF(" IS_DEAD ", NOW(6), NULL), "
 		"dedupe_until = IF(" IS_DEAD " AND dedupe_key IS NOT NULL, "
 		"NOW(6) + INTERVAL %u SECOND, NULL), last_error = ",

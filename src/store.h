@@ -92,19 +92,18 @@ bool store_connected(const struct store *s);
 
 /* In one transaction: mark done[0..ndone) complete (fenced; state 'done', finished_at =
  * NOW(6), visible_at NULL), then claim up to max rows of queue whose visible_at <= NOW(6),
- * smallest priority first, then oldest visible, then smallest id, skipping rows other sessions hold locked, and set them claimed with
- * a new token each, claimed_by, claimed_at = NOW(6), visible_at = NOW(6) + lease_ms,
- * attempts + 1. max may be 0 (complete only). Fills items[0..*ret_n) (caller frees payloads
- * with store_items_clear) and *ret_completed with how many of done[] were applied (the rest
- * were fenced out). On error nothing is written to the outputs and nothing is committed,
- * except that after -ENOTCONN the COMMIT may have happened unseen: rows claimed then stay
- * claimed until their lease ends, and done[] may have been applied (completing them again
- * reports them fenced out).
- * "Oldest first" is per store and approximate: each store goes on from where its last
- * claim ended (see store.c: it skips index entries that earlier claims left behind) and
- * rescans from the oldest row when that runs short and at least once a second, so a row
- * that becomes due behind the others (a backdated run_at, a lease that ran out) may wait
- * up to a second under load. */
+ * smallest priority first, then oldest visible, then smallest id, skipping rows other sessions
+ * hold locked, and set them claimed with a new token each, claimed_by, claimed_at = NOW(6),
+ * visible_at = NOW(6) + lease_ms, attempts + 1. max may be 0 (complete only). Fills
+ * items[0..*ret_n) (caller frees payloads with store_items_clear) and *ret_completed with how
+ * many of done[] were applied (the rest were fenced out). On error nothing is written to the
+ * outputs and nothing is committed, except that after -ENOTCONN the COMMIT may have happened
+ * unseen: rows claimed then stay claimed until their lease ends, and done[] may have been
+ * applied (completing them again reports them fenced out). "Oldest first" is per store and
+ * approximate: each store goes on from where its last claim ended (see store.c: it skips index
+ * entries that earlier claims left behind) and rescans from the oldest row when that runs
+ * short and at least once a second, so a row that becomes due behind the others (a backdated
+ * run_at, a lease that ran out) may wait up to a second under load. */
 int store_claim(struct store *s, const char *queue, unsigned max, unsigned lease_ms,
 		const struct store_ref *done, size_t ndone,
 		struct store_item *items, size_t *ret_n, size_t *ret_completed,
