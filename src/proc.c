@@ -5,8 +5,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -200,4 +204,234 @@ void proc_describe_status(int status, char *out, size_t outlen)
 			 strsignal(WTERMSIG(status)));
 	else
 		snprintf(out, outlen, "status 0x%x", (unsigned)status);
+}
+
+int proc_reap_any(pid_t *ret_pid, int *ret_status)
+{
+	int status;
+	pid_t r;
+
+	do
+		r = waitpid(-1, &status, WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	if (r == 0)
+		return 0;
+	*ret_pid = r;
+	*ret_status = status;
+	return 1;
+}
+
+int proc_become_subreaper(void)
+{
+	return prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 ? 0 : -errno;
+}
+
+void proc_set_name(const char *name)
+{
+	prctl(PR_SET_NAME, name);
+}
+
+/* ---- the fork server ---- */
+
+/* One request (tag, with the descriptor as SCM_RIGHTS) and one answer (tag, pid or -errno),
+ * each one datagram of a SOCK_SEQPACKET pair. */
+struct forker_msg {
+	int32_t tag;
+	int32_t pid;
+};
+
+int proc_forker_start(struct proc_forker *f, char *const argv[])
+{
+	extern char **environ;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none;
+	int sv[2], r;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	if (sv[1] == 3) {  /* dup2 onto itself would leave it close-on-exec */
+		int d = fcntl(sv[1], F_DUPFD_CLOEXEC, 4);
+		if (d < 0) {
+			r = -errno;
+			close(sv[0]);
+			close(sv[1]);
+			return r;
+		}
+		close(sv[1]);
+		sv[1] = d;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+	posix_spawnattr_init(&at);
+	sigemptyset(&none);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+	r = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+	posix_spawnattr_destroy(&at);
+	posix_spawn_file_actions_destroy(&fa);
+	close(sv[1]);
+	if (r != 0) {
+		close(sv[0]);
+		return -r;
+	}
+	f->pid = pid;
+	f->fd = sv[0];
+	return 0;
+}
+
+void proc_forker_lost(struct proc_forker *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	f->pid = 0;
+}
+
+void proc_forker_stop(struct proc_forker *f)
+{
+	pid_t pid = f->pid, r;
+
+	proc_forker_lost(f);
+	if (pid <= 0)
+		return;
+	kill(pid, SIGKILL);  /* it holds nothing: no reason to wait for it to notice */
+	do
+		r = waitpid(pid, NULL, 0);
+	while (r < 0 && errno == EINTR);
+}
+
+int proc_forker_fork(struct proc_forker *f, int tag, int fd, int timeout_ms, pid_t *ret_pid)
+{
+	struct forker_msg m = { .tag = tag, .pid = 0 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			     .msg_controllen = sizeof(cm.buf) };
+	struct cmsghdr *c;
+	struct pollfd pfd = { .fd = f->fd, .events = POLLIN };
+	ssize_t n;
+	int r;
+
+	if (f->fd < 0)
+		return -ESRCH;
+	memset(cm.buf, 0, sizeof(cm.buf));
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	do
+		n = sendmsg(f->fd, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(m)) {
+		r = n < 0 ? -errno : -EPROTO;
+		goto broken;
+	}
+	do
+		r = poll(&pfd, 1, timeout_ms);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0) {
+		r = r == 0 ? -ETIMEDOUT : -errno;
+		goto broken;
+	}
+	do
+		n = recv(f->fd, &m, sizeof(m), 0);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(m) || m.tag != tag) {
+		r = n < 0 ? -errno : n == 0 ? -EPIPE : -EPROTO;
+		goto broken;
+	}
+	if (m.pid <= 0)
+		return m.pid < 0 ? m.pid : -EPROTO;
+	*ret_pid = m.pid;
+	return 0;
+broken:
+	kill(f->pid, SIGKILL);  /* the caller reaps it */
+	proc_forker_lost(f);
+	return r;
+}
+
+static void forker_reply(int fd, int tag, int pid)
+{
+	struct forker_msg m = { .tag = tag, .pid = pid };
+
+	(void)!send(fd, &m, sizeof(m), MSG_NOSIGNAL);
+}
+
+/* The middle process: fork the new one, answer with its pid and exit, which re-parents it. */
+static void forker_middle(int fd, pid_t parent, int tag, int passed,
+			  int (*run)(int tag, int fd, void *arg), void *arg)
+{
+	pid_t middle = getpid(), pid;
+
+	pid = fork();
+	if (pid != 0) {
+		forker_reply(fd, tag, pid < 0 ? -errno : (int)pid);
+		_exit(0);
+	}
+	close(fd);
+	/* Run only once we are the parent's child: it must be able to wait for us, and we
+	 * must die with it (the caller of run sets that up against parent). */
+	for (int i = 0; getppid() == middle; i++) {
+		if (i == 50000)
+			_exit(1);
+		usleep(100);
+	}
+	if (getppid() != parent)
+		_exit(1);
+	exit(run(tag, passed, arg));
+}
+
+int proc_forker_serve(int fd, pid_t parent, int (*run)(int tag, int fd, void *arg), void *arg)
+{
+	for (;;) {
+		struct forker_msg m;
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} cm;
+		struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+				     .msg_controllen = sizeof(cm.buf) };
+		struct cmsghdr *c;
+		int passed = -1;
+		ssize_t n;
+		pid_t pid, r;
+
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n == 0 ? 0 : -errno;
+		c = CMSG_FIRSTHDR(&mh);
+		if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&passed, CMSG_DATA(c), sizeof(int));
+		if (n != (ssize_t)sizeof(m) || passed < 0) {
+			if (passed >= 0)
+				close(passed);
+			forker_reply(fd, n == (ssize_t)sizeof(m) ? m.tag : -1, -EPROTO);
+			continue;
+		}
+		fflush(NULL);  /* nothing buffered may be written twice */
+		pid = fork();
+		if (pid == 0)
+			forker_middle(fd, parent, m.tag, passed, run, arg);
+		close(passed);
+		if (pid < 0) {
+			forker_reply(fd, m.tag, -errno);
+			continue;
+		}
+		do
+			r = waitpid(pid, NULL, 0);
+		while (r < 0 && errno == EINTR);
+	}
 }

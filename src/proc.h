@@ -1,5 +1,5 @@
 /* proc — processes and signals: the only module that calls fork, exec, kill, waitpid,
- * prctl or sets signal dispositions. Does not log. */
+ * prctl or sets signal dispositions, and the fork server the workers come from. Does not log. */
 #ifndef CLAIMD_PROC_H
 #define CLAIMD_PROC_H
 
@@ -51,5 +51,49 @@ int proc_reap(pid_t pid, int *ret_status);
 
 /* "exit status 3", "killed by signal 9 (Killed)" into out. */
 void proc_describe_status(int status, char *out, size_t outlen);
+
+/* Non-blocking wait for any child. Returns 1 with *ret_pid and *ret_status, 0 if none has
+ * exited, -errno (-ECHILD: no children). */
+int proc_reap_any(pid_t *ret_pid, int *ret_status);
+
+/* Make orphaned descendants of this process its children (PR_SET_CHILD_SUBREAPER), so that
+ * processes a fork server starts are ours to wait for. Returns 0 or -errno. */
+int proc_become_subreaper(void);
+
+/* The process name ps and top show (at most 15 bytes are kept). */
+void proc_set_name(const char *name);
+
+/* A fork server: a single-threaded process, started by exec before the caller has threads,
+ * connections or much heap, that forks processes on request. A process forked from it shares
+ * its loaded and relocated libraries instead of loading them again, and starts with its small
+ * heap instead of a copy of the caller's. It forks twice, so the new process is re-parented to
+ * the caller (which must be a subreaper): the caller waits for it and kills it as its own
+ * child, and the new process dies with the caller, not with the fork server. */
+struct proc_forker {
+	pid_t pid;  /* 0: not running */
+	int fd;     /* our end of its socket, -1 when not running */
+};
+
+/* Start the fork server: exec argv[0] with argv, its socket on descriptor 3 and stdin on
+ * /dev/null; argv must tell the program to serve (call proc_forker_serve on fd 3). Returns 0
+ * or -errno. */
+int proc_forker_start(struct proc_forker *f, char *const argv[]);
+
+/* Ask the fork server for a process that runs run(tag, fd) (see proc_forker_serve) with fd,
+ * a descriptor of ours, passed to it. Waits up to timeout_ms for the answer. Returns 0 with
+ * *ret_pid, or -errno (the fork failed, or the fork server is gone or hung: then it is killed
+ * and proc_forker_lost is done). */
+int proc_forker_fork(struct proc_forker *f, int tag, int fd, int timeout_ms, pid_t *ret_pid);
+
+/* The fork server has exited (reaped by the caller) or is given up on: close our end. */
+void proc_forker_lost(struct proc_forker *f);
+
+/* Stop the fork server (it exits when its socket closes) and wait for it. */
+void proc_forker_stop(struct proc_forker *f);
+
+/* In the fork server: serve requests on fd until it closes, then return 0. Each new process
+ * waits until it is the child of parent (pid), closes fd and exits with run(tag, passed_fd,
+ * arg); it never returns here. */
+int proc_forker_serve(int fd, pid_t parent, int (*run)(int tag, int fd, void *arg), void *arg);
 
 #endif
