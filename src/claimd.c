@@ -1,5 +1,6 @@
-/* claimd — entry point: the supervisor, or (with the hidden --worker-slot option the supervisor
- * passes) one of its workers. */
+/* claimd — entry point: the supervisor, or (with the hidden --fork-server-fd option the
+ * supervisor passes) its fork server, which forks the workers from this state: the client
+ * library loaded and initialised, nothing else. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -41,12 +42,12 @@ int main(int argc, char **argv)
 	}
 	/* The supervisor checks the handler once (a so: library loads and speaks our ABI), so a
 	 * bad one is an error at start rather than workers failing over and over. */
-	if (cfg.worker_slot < 0 && handler_check(cfg.handler, err, sizeof(err)) < 0) {
+	if (cfg.fork_fd < 0 && handler_check(cfg.handler, err, sizeof(err)) < 0) {
 		fprintf(stderr, "claimd: %s\n", err);
 		return 2;
 	}
-	if (cfg.worker_slot >= 0)
-		r = worker_main(&cfg);
+	if (cfg.fork_fd >= 0)
+		r = worker_forker_main(&cfg);
 	else
 		r = supervisor_main(&cfg, argc, argv);
 	store_library_end();

@@ -13,7 +13,7 @@ enum {
 	OPT_DSN = 256, OPT_WORKERS, OPT_CLAIMERS, OPT_HANDLER, OPT_QUEUE, OPT_CONTROL, OPT_BATCH, OPT_LEASE,
 	OPT_TIMEOUT, OPT_HANG, OPT_KILL_GRACE, OPT_GRACE, OPT_HEARTBEAT, OPT_POLL,
 	OPT_RETRY_BASE, OPT_KEEP_DONE, OPT_DEDUPE_WINDOW, OPT_MAINTENANCE, OPT_VERBOSE, OPT_QUIET, OPT_HELP, OPT_VERSION,
-	OPT_W_SLOT, OPT_W_FD, OPT_W_PARENT,
+	OPT_FORK_FD, OPT_PARENT,
 };
 
 static const struct option long_opts[] = {
@@ -39,9 +39,8 @@ static const struct option long_opts[] = {
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
-	{ "worker-slot", required_argument, NULL, OPT_W_SLOT },
-	{ "worker-fd", required_argument, NULL, OPT_W_FD },
-	{ "parent-pid", required_argument, NULL, OPT_W_PARENT },
+	{ "fork-server-fd", required_argument, NULL, OPT_FORK_FD },
+	{ "parent-pid", required_argument, NULL, OPT_PARENT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -168,6 +167,7 @@ static void set_defaults(struct config *c)
 	c->dedupe_window_ms = 5u * 60u * 1000u;
 	c->maintenance_ms = 60u * 1000u;
 	c->log_level = 2; /* LOG_INFO */
+	c->fork_fd = -1;
 	c->worker_slot = -1;
 	c->worker_fd = -1;
 }
@@ -270,12 +270,11 @@ static int apply_opt(struct config *c, int opt, const char *arg, const char **ds
 	case OPT_QUIET: c->log_level = 1; return 0;
 	case OPT_HELP: return CONFIG_HELP;
 	case OPT_VERSION: return CONFIG_VERSION;
-	case OPT_W_SLOT: case OPT_W_FD: case OPT_W_PARENT:
+	case OPT_FORK_FD: case OPT_PARENT:
 		if (parse_uint(arg, 0, INT_MAX, &v) < 0)
 			goto bad;
 		w = (int)v;
-		if (opt == OPT_W_SLOT) c->worker_slot = w;
-		else if (opt == OPT_W_FD) c->worker_fd = w;
+		if (opt == OPT_FORK_FD) c->fork_fd = w;
 		else c->parent_pid = w;
 		return 0;
 	}

@@ -37,10 +37,11 @@ struct config {
 	unsigned dedupe_window_ms;
 	unsigned maintenance_ms;
 	int log_level;
-	/* Set only in a worker process (hidden options the supervisor passes). */
-	int worker_slot;  /* -1 in the supervisor */
+	/* Set only in the fork server (hidden options the supervisor passes) and its workers. */
+	int fork_fd;      /* the fork server's socket; -1 in the supervisor */
+	int parent_pid;   /* the supervisor */
+	int worker_slot;  /* -1 but in a worker */
 	int worker_fd;
-	int parent_pid;
 };
 
 enum config_result {

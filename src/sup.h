@@ -13,6 +13,7 @@
 #include "config.h"
 #include "control.h"
 #include "dbq.h"
+#include "proc.h"
 #include "proto.h"
 
 #define SUP_MAINT_STEPS 4 /* supervisor.c: maint_steps */
@@ -26,7 +27,6 @@ struct sup;
 struct slot {
 	struct sup *sup;
 	int idx;
-	uv_process_t *proc;      /* heap: freed in its close callback */
 	pid_t pid;
 	struct chan *chan;
 	int state;               /* enum proto_wstate, SLOT_UNRESPONSIVE or SLOT_DOWN */
@@ -56,7 +56,8 @@ struct sup {
 	char host[64];
 	struct slot *slots;
 	uv_timer_t hb_timer, poll_timer, stop_timer;
-	uv_signal_t sigterm, sigint;
+	uv_signal_t sigterm, sigint, sigchld;
+	struct proc_forker forker;  /* the fork server the workers come from */
 	struct control *control;
 	bool stopping, stopped;
 	uint64_t started;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -21,6 +22,7 @@
 #define QUICK_DEATH_MS 10000   /* a worker that dies sooner than this counts towards back-off */
 #define RESPAWN_MAX_MS 30000
 #define HEAD_SCAN_MS 1000      /* see store_cursor_hint() */
+#define FORK_TIMEOUT_MS 5000  /* the fork server answers in about a millisecond */
 #define DRAIN_MS 1000          /* wait for a dead worker's channel to reach EOF */
 
 static uint64_t now_ms(const struct sup *s)
@@ -421,11 +423,6 @@ static void on_respawn(uv_timer_t *t)
 		spawn_worker(sl);
 }
 
-static void on_proc_closed(uv_handle_t *h)
-{
-	free(h);
-}
-
 /* The worker is gone and its channel drained: release what it still held, then replace it. */
 static void slot_gone(struct slot *sl)
 {
@@ -471,28 +468,25 @@ static void on_drain_timeout(uv_timer_t *t)
 	slot_gone(t->data);
 }
 
-static void on_worker_exit(uv_process_t *p, int64_t exit_status, int term_signal)
+static void worker_exited(struct slot *sl, int status)
 {
-	struct slot *sl = p->data;
 	struct sup *s = sl->sup;
 	uint64_t lived = now_ms(s) - sl->started;
+	bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	char how[64];
 
-	if (term_signal)
-		log_warn("worker slot=%d pid=%d killed by signal %d (%s) after %llu ms", sl->idx,
-			 (int)sl->pid, term_signal, strsignal(term_signal), (unsigned long long)lived);
-	else if (exit_status != 0 || !s->stopping)
-		log_warn("worker slot=%d pid=%d exited with status %lld after %llu ms", sl->idx,
-			 (int)sl->pid, (long long)exit_status, (unsigned long long)lived);
+	proc_describe_status(status, how, sizeof(how));
+	if (failed || !s->stopping)
+		log_warn("worker slot=%d pid=%d %s after %llu ms", sl->idx, (int)sl->pid,
+			 how, (unsigned long long)lived);
 	else
 		log_info("worker slot=%d pid=%d stopped", sl->idx, (int)sl->pid);
 	/* A handler outlives a killed worker only by the children it started itself (the
 	 * handler gets SIGKILL with its parent): take its whole process group down. */
-	if (sl->handler_pid > 0 && (term_signal || exit_status != 0)) {
+	if (sl->handler_pid > 0 && failed) {
 		proc_kill_group(sl->handler_pid, SIGKILL);
 		sl->handler_pid = 0;
 	}
-	uv_close((uv_handle_t *)p, on_proc_closed);
-	sl->proc = NULL;
 	sl->exited = true;
 	sl->exited_at = now_ms(s);
 	/* Its last reports may still sit unread in the socket: read them before releasing. */
@@ -502,60 +496,80 @@ static void on_worker_exit(uv_process_t *p, int64_t exit_status, int term_signal
 		uv_timer_start(&sl->respawn_timer, on_drain_timeout, DRAIN_MS, 0);
 }
 
-static void spawn_worker(struct slot *sl)
+/* Every child and every orphan of ours (we are a subreaper): workers, the fork server, and
+ * whatever a dead worker's handler left behind. */
+static void on_sigchld(uv_signal_t *h, int signum)
 {
-	struct sup *s = sl->sup;
-	char slot_s[16], ppid_s[16];
-	char **args = calloc((size_t)s->argc + 8, sizeof(char *));
-	uv_stdio_container_t stdio[4];
-	uv_process_options_t opt;
-	uv_os_sock_t fds[2] = { -1, -1 };
+	struct sup *s = h->data;
+	int status;
+	pid_t pid;
+
+	while (proc_reap_any(&pid, &status) == 1) {
+		struct slot *sl = NULL;
+		char how[64];
+
+		for (unsigned i = 0; i < s->cfg->workers && !sl; i++)
+			if (s->slots[i].pid == pid && slot_alive(&s->slots[i]) && !s->slots[i].exited)
+				sl = &s->slots[i];
+		if (sl) {
+			worker_exited(sl, status);
+			continue;
+		}
+		proc_describe_status(status, how, sizeof(how));
+		if (pid == s->forker.pid) {
+			log_warn("the fork server pid=%d exited (%s); starting another with the next "
+				 "worker", (int)pid, how);
+			proc_forker_lost(&s->forker);
+		} else {
+			log_debug("reaped pid=%d (%s), an orphan of a worker", (int)pid, how);
+		}
+	}
+}
+
+static int start_forker(struct sup *s)
+{
+	char ppid_s[16], fd_s[] = "3";
+	char **args = calloc((size_t)s->argc + 6, sizeof(char *));
 	int n = 0, r;
 
-	sl->proc = calloc(1, sizeof(*sl->proc));
-	if (!args || !sl->proc) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	snprintf(slot_s, sizeof(slot_s), "%d", sl->idx);
+	if (!args)
+		return -ENOMEM;
 	snprintf(ppid_s, sizeof(ppid_s), "%d", (int)getpid());
 	args[n++] = s->exe;
 	for (int i = 1; i < s->argc; i++)
 		args[n++] = s->argv[i];
-	args[n++] = "--worker-slot";
-	args[n++] = slot_s;
-	args[n++] = "--worker-fd";
-	args[n++] = "3";
+	args[n++] = "--fork-server-fd";
+	args[n++] = fd_s;
 	args[n++] = "--parent-pid";
 	args[n++] = ppid_s;
 	args[n] = NULL;
+	r = proc_forker_start(&s->forker, args);
+	free(args);
+	if (r == 0)
+		log_debug("fork server pid=%d started", (int)s->forker.pid);
+	return r;
+}
+
+static void spawn_worker(struct slot *sl)
+{
+	struct sup *s = sl->sup;
+	uv_os_sock_t fds[2] = { -1, -1 };
+	pid_t pid = 0;
+	int r;
+
 	r = uv_socketpair(SOCK_STREAM, 0, fds, 0, 0);
 	if (r < 0)
 		goto fail;
-	memset(stdio, 0, sizeof(stdio));
-	stdio[0].flags = UV_IGNORE;
-	stdio[1].flags = UV_INHERIT_FD;
-	stdio[1].data.fd = 1;
-	stdio[2].flags = UV_INHERIT_FD;
-	stdio[2].data.fd = 2;
-	stdio[3].flags = UV_INHERIT_FD;
-	stdio[3].data.fd = fds[1];
-	memset(&opt, 0, sizeof(opt));
-	opt.file = s->exe;
-	opt.args = args;
-	opt.stdio = stdio;
-	opt.stdio_count = 4;
-	opt.exit_cb = on_worker_exit;
-	sl->proc->data = sl;
-	r = uv_spawn(s->loop, sl->proc, &opt);
-	close(fds[1]);
-	fds[1] = -1;
-	if (r < 0) {
-		uv_close((uv_handle_t *)sl->proc, on_proc_closed);
-		sl->proc = NULL;
+	if (s->forker.pid <= 0 && (r = start_forker(s)) < 0) {
+		log_error("cannot start the fork server: %s", strerror(-r));
 		goto fail;
 	}
-	sl->pid = sl->proc->pid;
+	r = proc_forker_fork(&s->forker, sl->idx, fds[1], FORK_TIMEOUT_MS, &pid);
+	close(fds[1]);
+	fds[1] = -1;
+	if (r < 0)
+		goto fail;
+	sl->pid = pid;
 	sl->started = now_ms(s);
 	sl->state = PROTO_W_STARTING;
 	sl->term_sent = sl->kill_sent = false;
@@ -571,19 +585,13 @@ static void spawn_worker(struct slot *sl)
 	} else {
 		log_info("worker slot=%d pid=%d started", sl->idx, (int)sl->pid);
 	}
-	free(args);
 	return;
 fail:
 	for (int i = 0; i < 2; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
-	if (sl->proc && r == -ENOMEM) {
-		free(sl->proc);
-	}
-	sl->proc = NULL;
-	free(args);
 	log_error("cannot start worker slot=%d: %s; trying again in %d ms", sl->idx,
-		  uv_strerror(r), RESPAWN_MAX_MS / 10);
+		  strerror(-r), RESPAWN_MAX_MS / 10);
 	sl->state = SLOT_DOWN;
 	if (!s->stopping)
 		uv_timer_start(&sl->respawn_timer, on_respawn, RESPAWN_MAX_MS / 10, 0);
@@ -785,6 +793,20 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 	s->sigterm.data = s->sigint.data = s;
 	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&s->sigint, on_signal, SIGINT);
+	/* Workers come from the fork server and are re-parented to us: we wait for them. */
+	r = proc_become_subreaper();
+	if (r < 0) {
+		log_error("cannot become a subreaper: %s", strerror(-r));
+		return r;
+	}
+	uv_signal_init(s->loop, &s->sigchld);
+	s->sigchld.data = s;
+	uv_signal_start(&s->sigchld, on_sigchld, SIGCHLD);
+	r = start_forker(s);
+	if (r < 0) {
+		log_error("cannot start the fork server: %s", strerror(-r));
+		return r;
+	}
 	for (unsigned i = 0; i < cfg->workers; i++) {
 		struct slot *sl = &s->slots[i];
 		sl->sup = s;
@@ -800,7 +822,8 @@ static void sup_teardown(struct sup *s)
 {
 	uv_handle_t *hs[] = { (uv_handle_t *)&s->hb_timer, (uv_handle_t *)&s->poll_timer,
 			      (uv_handle_t *)&s->stop_timer, (uv_handle_t *)&s->prune_timer,
-			      (uv_handle_t *)&s->sigterm, (uv_handle_t *)&s->sigint };
+			      (uv_handle_t *)&s->sigterm, (uv_handle_t *)&s->sigint,
+			      (uv_handle_t *)&s->sigchld };
 
 	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
 		if (hs[i]->loop)
@@ -811,6 +834,7 @@ static void sup_teardown(struct sup *s)
 		free(s->slots[i].claims);
 	}
 	control_close(s->control);
+	proc_forker_stop(&s->forker);
 	/* Let close callbacks (and a running database job) finish. */
 	uv_run(s->loop, UV_RUN_DEFAULT);
 	free(s->slots);
@@ -830,6 +854,7 @@ int supervisor_main(const struct config *cfg, int argc, char **argv)
 
 	log_init("sup", cfg->log_level);
 	memset(&s, 0, sizeof(s));
+	s.forker.fd = -1;
 	if (uv_loop_init(&loop) < 0)
 		return 1;
 	s.loop = &loop;

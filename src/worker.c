@@ -713,3 +713,33 @@ int worker_main(const struct config *cfg)
 	log_debug("exit code=%d", w.exit_code);
 	return w.exit_code;
 }
+
+static int run_forked_worker(int slot, int fd, void *arg)
+{
+	struct config *cfg = arg;
+	int r;
+
+	proc_set_name("claimd");
+	cfg->worker_slot = slot;
+	cfg->worker_fd = fd;
+	r = worker_main(cfg);
+	store_library_end();
+	return r;
+}
+
+int worker_forker_main(struct config *cfg)
+{
+	int r;
+
+	log_init("fork", cfg->log_level);
+	proc_set_name("claimd-fork");
+	proc_ignore_stop_signals();
+	if (proc_die_with_parent(cfg->parent_pid) < 0)
+		log_warn("cannot ask to die with the supervisor; relying on the socket");
+	r = proc_forker_serve(cfg->fork_fd, cfg->parent_pid, run_forked_worker, cfg);
+	if (r < 0) {
+		log_error("fork server: %s", strerror(-r));
+		return 1;
+	}
+	return 0;
+}
