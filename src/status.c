@@ -67,7 +67,12 @@ static void json_counts(const struct status *st, struct buf *b)
 
 void status_render_json(const struct status *st, struct buf *b)
 {
-	buf_printf(b, "{\"pid\":%d,\"host\":", st->pid);
+	buf_printf(b, "{\"pid\":%d,\"fork_server_pid\":", st->pid);
+	if (st->fork_server_pid > 0)
+		buf_printf(b, "%d", st->fork_server_pid);
+	else
+		buf_puts(b, "null");
+	buf_puts(b, ",\"host\":");
 	buf_json_str(b, st->host);
 	buf_puts(b, ",\"queue\":");
 	buf_json_str(b, st->queue);
@@ -86,9 +91,13 @@ void status_render_json(const struct status *st, struct buf *b)
 
 void status_render_table(const struct status *st, struct buf *b)
 {
-	buf_printf(b, "claimd pid %d on %s, queue %s, up %llu s, database %s%s\n\n", st->pid,
-		   st->host, st->queue, (unsigned long long)(st->uptime_ms / 1000),
-		   st->db_up ? "up" : "DOWN", st->stopping ? ", STOPPING" : "");
+	char fsrv[32] = "none";
+
+	if (st->fork_server_pid > 0)
+		snprintf(fsrv, sizeof(fsrv), "%d", st->fork_server_pid);
+	buf_printf(b, "claimd pid %d on %s, queue %s, up %llu s, database %s%s; fork server %s\n\n",
+		   st->pid, st->host, st->queue, (unsigned long long)(st->uptime_ms / 1000),
+		   st->db_up ? "up" : "DOWN", st->stopping ? ", STOPPING" : "", fsrv);
 	buf_printf(b, "%-4s %-8s %-13s %-12s %-9s %8s %7s %8s %9s\n", "SLOT", "PID", "STATE",
 		   "ITEM", "FOR", "DONE", "FAILED", "RESTARTS", "RTT");
 	for (size_t i = 0; i < st->nworkers; i++) {

@@ -26,6 +26,7 @@ struct status_worker {
 
 struct status {
 	int pid;
+	int fork_server_pid;  /* 0: not running */
 	const char *host;
 	const char *queue;
 	uint64_t uptime_ms;

@@ -32,6 +32,8 @@ def it_workers_are_children_of_the_supervisor_not_of_the_fork_server(t):
     c = t.claimd(db, '--workers', '3', '--handler', 'noop')
     st = c.wait_ready(workers=3)
     fork = _fork_server(c)
+    check_eq(st['fork_server_pid'], fork, 'fork_server_pid in claimctl status --json')
+    check('; fork server %d\n' % fork in c.ctl('status').stdout, 'the fork server in claimctl status')
     for w in st['workers']:
         ps = proc_stat(w['pid'])
         check_eq((ps['ppid'], ps['comm']), (c.pid, 'claimd'), f'parent and name of worker {w}')
@@ -52,6 +54,7 @@ def it_a_killed_fork_server_is_replaced_when_a_worker_must_start(t):
              until=lambda s: s is None)
     check('fork server pid=%d exited (killed by signal 9' % fork in c.log(),
           f'the supervisor logs the fork server\'s death: {c.log_tail(5)}')
+    check_eq(c.status()['fork_server_pid'], None, 'fork_server_pid in status once it is gone')
 
     # The workers it started go on serving.
     ids = db.insert_items(20)
@@ -66,6 +69,7 @@ def it_a_killed_fork_server_is_replaced_when_a_worker_must_start(t):
     new = worker_in_slot(st, 0)
     check_eq(proc_stat(new['pid'])['ppid'], c.pid, f'parent of the new worker {new}')
     check(_fork_server(c) != fork, 'a new fork server runs')
+    check_eq(c.status()['fork_server_pid'], _fork_server(c), 'fork_server_pid in status')
     ids += db.insert_items(20)
     wait_for(db.states, 15, 'all rows done', until=lambda s: s.get('done') == len(ids))
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
