@@ -179,7 +179,8 @@ int proc_kill(pid_t pid, int sig)
 	return kill(pid, sig) == 0 ? 0 : -errno;
 }
 
-int proc_reap(pid_t pid, int *ret_status)
+/* waitpid(pid, WNOHANG): 1 with *ret_pid and *ret_status, 0 if none has exited, -errno. */
+static int reap(pid_t pid, pid_t *ret_pid, int *ret_status)
 {
 	int status;
 	pid_t r;
@@ -191,8 +192,16 @@ int proc_reap(pid_t pid, int *ret_status)
 		return -errno;
 	if (r == 0)
 		return 0;
+	*ret_pid = r;
 	*ret_status = status;
 	return 1;
+}
+
+int proc_reap(pid_t pid, int *ret_status)
+{
+	pid_t got;
+
+	return reap(pid, &got, ret_status);
 }
 
 void proc_describe_status(int status, char *out, size_t outlen)
@@ -208,19 +217,7 @@ void proc_describe_status(int status, char *out, size_t outlen)
 
 int proc_reap_any(pid_t *ret_pid, int *ret_status)
 {
-	int status;
-	pid_t r;
-
-	do
-		r = waitpid(-1, &status, WNOHANG);
-	while (r < 0 && errno == EINTR);
-	if (r < 0)
-		return -errno;
-	if (r == 0)
-		return 0;
-	*ret_pid = r;
-	*ret_status = status;
-	return 1;
+	return reap(-1, ret_pid, ret_status);
 }
 
 int proc_become_subreaper(void)
@@ -241,6 +238,25 @@ struct forker_msg {
 	int32_t tag;
 	int32_t pid;
 };
+
+/* A forker_msg with room for one descriptor, ready for sendmsg or recvmsg. */
+struct forker_frame {
+	struct forker_msg m;
+	_Alignas(struct cmsghdr) char cmsg[CMSG_SPACE(sizeof(int))];
+	struct iovec iov;
+	struct msghdr mh;
+};
+
+static void frame_init(struct forker_frame *fr)
+{
+	memset(fr, 0, sizeof(*fr));
+	fr->iov.iov_base = &fr->m;
+	fr->iov.iov_len = sizeof(fr->m);
+	fr->mh.msg_iov = &fr->iov;
+	fr->mh.msg_iovlen = 1;
+	fr->mh.msg_control = fr->cmsg;
+	fr->mh.msg_controllen = sizeof(fr->cmsg);
+}
 
 int proc_forker_start(struct proc_forker *f, char *const argv[])
 {
@@ -307,14 +323,8 @@ void proc_forker_stop(struct proc_forker *f)
 
 int proc_forker_fork(struct proc_forker *f, int tag, int fd, int timeout_ms, pid_t *ret_pid)
 {
-	struct forker_msg m = { .tag = tag, .pid = 0 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cm;
-	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
-			     .msg_controllen = sizeof(cm.buf) };
+	struct forker_frame fr;
+	struct forker_msg m;
 	struct cmsghdr *c;
 	struct pollfd pfd = { .fd = f->fd, .events = POLLIN };
 	ssize_t n;
@@ -322,16 +332,17 @@ int proc_forker_fork(struct proc_forker *f, int tag, int fd, int timeout_ms, pid
 
 	if (f->fd < 0)
 		return -ESRCH;
-	memset(cm.buf, 0, sizeof(cm.buf));
-	c = CMSG_FIRSTHDR(&mh);
+	frame_init(&fr);
+	fr.m.tag = tag;
+	c = CMSG_FIRSTHDR(&fr.mh);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	do
-		n = sendmsg(f->fd, &mh, MSG_NOSIGNAL);
+		n = sendmsg(f->fd, &fr.mh, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(m)) {
+	if (n != (ssize_t)sizeof(fr.m)) {
 		r = n < 0 ? -errno : -EPROTO;
 		goto broken;
 	}
@@ -393,41 +404,35 @@ static void forker_middle(int fd, pid_t parent, int tag, int passed,
 int proc_forker_serve(int fd, pid_t parent, int (*run)(int tag, int fd, void *arg), void *arg)
 {
 	for (;;) {
-		struct forker_msg m;
-		union {
-			char buf[CMSG_SPACE(sizeof(int))];
-			struct cmsghdr align;
-		} cm;
-		struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
-				     .msg_controllen = sizeof(cm.buf) };
+		struct forker_frame fr;
 		struct cmsghdr *c;
 		int passed = -1;
 		ssize_t n;
 		pid_t pid, r;
 
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+		frame_init(&fr);
+		n = recvmsg(fd, &fr.mh, MSG_CMSG_CLOEXEC);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return n == 0 ? 0 : -errno;
-		c = CMSG_FIRSTHDR(&mh);
+		c = CMSG_FIRSTHDR(&fr.mh);
 		if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
 		    c->cmsg_len == CMSG_LEN(sizeof(int)))
 			memcpy(&passed, CMSG_DATA(c), sizeof(int));
-		if (n != (ssize_t)sizeof(m) || passed < 0) {
+		if (n != (ssize_t)sizeof(fr.m) || passed < 0) {
 			if (passed >= 0)
 				close(passed);
-			forker_reply(fd, n == (ssize_t)sizeof(m) ? m.tag : -1, -EPROTO);
+			forker_reply(fd, n == (ssize_t)sizeof(fr.m) ? fr.m.tag : -1, -EPROTO);
 			continue;
 		}
 		fflush(NULL);  /* nothing buffered may be written twice */
 		pid = fork();
 		if (pid == 0)
-			forker_middle(fd, parent, m.tag, passed, run, arg);
+			forker_middle(fd, parent, fr.m.tag, passed, run, arg);
 		close(passed);
 		if (pid < 0) {
-			forker_reply(fd, m.tag, -errno);
+			forker_reply(fd, fr.m.tag, -errno);
 			continue;
 		}
 		do
