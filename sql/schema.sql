@@ -40,7 +40,6 @@ CREATE TABLE IF NOT EXISTS work_items (
                                       group_key, NULL)) STORED,
     PRIMARY KEY (id),
     KEY claim_prio_idx (queue, priority, visible_at, id),
-    KEY finished_idx (finished_at),
     UNIQUE KEY dedupe_idx (queue, dedupe_key),
     KEY dedupe_expiry_idx (dedupe_until),
     KEY group_idx (queue, group_live, id),
@@ -69,6 +68,9 @@ ALTER TABLE work_items
     ADD CONSTRAINT IF NOT EXISTS priority_range CHECK (priority BETWEEN -10 AND 10);
 -- The claim index before priorities: claim_prio_idx does its work.
 ALTER TABLE work_items DROP KEY IF EXISTS claim_idx;
+-- Done rows are pruned by a sweep in id order (no index on finished_at: a completion would
+-- pay for one).
+ALTER TABLE work_items DROP KEY IF EXISTS finished_idx;
 ALTER TABLE work_items
     ADD COLUMN IF NOT EXISTS group_key VARCHAR(255) NULL DEFAULT NULL AFTER dedupe_until,
     ADD COLUMN IF NOT EXISTS group_seq BIGINT UNSIGNED NULL DEFAULT NULL AFTER group_key,

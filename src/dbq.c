@@ -90,7 +90,9 @@ static void on_work(uv_work_t *req)
 		j->rc = store_poll_any(s, j->queues, j->n, j->err, sizeof(j->err));
 		break;
 	case DBQ_PRUNE:
-		j->rc = store_prune(s, j->keep_s, DBQ_PRUNE_CHUNK, j->err, sizeof(j->err));
+		j->rc = store_prune(s, j->keep_s, j->from, DBQ_PRUNE_CHUNK, &j->from_next, j->err,
+				    sizeof(j->err));
+		j->more = j->rc >= 0 && j->from_next > 0;
 		break;
 	case DBQ_LIMIT:
 		j->rc = store_set_interval(s, j->queue, j->interval_ms, j->err, sizeof(j->err));
@@ -100,12 +102,14 @@ static void on_work(uv_work_t *req)
 		break;
 	case DBQ_DEDUPE:
 		j->rc = store_dedupe_expire(s, DBQ_PRUNE_CHUNK, j->err, sizeof(j->err));
+		j->more = j->rc == (int)DBQ_PRUNE_CHUNK;
 		break;
 	case DBQ_GROUPS:
 		j->rc = store_group_heal(s, j->queues, j->n, j->err, sizeof(j->err));
 		break;
 	case DBQ_PRUNE_GROUPS:
 		j->rc = store_prune_groups(s, j->keep_s, DBQ_PRUNE_CHUNK, j->err, sizeof(j->err));
+		j->more = j->rc == (int)DBQ_PRUNE_CHUNK;
 		break;
 	case DBQ_RETRY:
 		j->rc = store_retry_dead(s, j->id, j->all_dead ? j->queue : NULL, j->err,

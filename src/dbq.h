@@ -20,11 +20,12 @@ enum dbq_kind {
 	DBQ_COUNTS,   /* out: counts, ncounts (caller frees counts) */
 	DBQ_POLL,     /* in: queues, nqueues. out: rc = 1 if a row is claimable now */
 	DBQ_ADD,      /* in: queue, payload, len, add. out: id; rc = 1 for a duplicate */
-	DBQ_PRUNE,    /* in: keep_s. out: rc = rows deleted (0 when another supervisor prunes) */
+	DBQ_PRUNE,    /* in: keep_s, from (0: a new sweep). out: rc = rows deleted, from_next (see
+		       * store_prune), more */
 	DBQ_RETRY,    /* in: id, or queue with all_dead. out: rc = rows put back */
-	DBQ_DEDUPE,   /* out: rc = rows whose dedupe key expired */
+	DBQ_DEDUPE,   /* out: rc = rows whose dedupe key expired, more */
 	DBQ_GROUPS,   /* in: queues, nqueues. out: rc = FIFO groups started again */
-	DBQ_PRUNE_GROUPS, /* in: keep_s. out: rc = FIFO groups forgotten */
+	DBQ_PRUNE_GROUPS, /* in: keep_s. out: rc = FIFO groups forgotten, more */
 	DBQ_PAUSE,    /* in: queue, pause */
 	DBQ_LIMIT,    /* in: queue, interval_ms */
 };
@@ -53,6 +54,8 @@ struct dbq_job {
 	struct store_count *counts;
 	size_t ncounts;
 	uint64_t id;              /* out for ADD, in for RETRY */
+	uint64_t from, from_next; /* PRUNE: where this step of the sweep starts, the next one */
+	bool more;                /* maintenance: not finished, run again at the next tick */
 	/* called on the loop thread when the job is over; it may free the job */
 	void (*done)(struct dbq_job *j);
 	void *data;

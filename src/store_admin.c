@@ -305,21 +305,34 @@ int store_set_interval(struct store *s, const char *queue, unsigned interval_ms,
 				 err, errlen);
 }
 
-int store_prune(struct store *s, unsigned keep_done_s, unsigned limit, char *err, size_t errlen)
+int store_prune(struct store *s, unsigned keep_done_s, uint64_t from, unsigned span,
+		uint64_t *ret_next, char *err, size_t errlen)
 {
+	unsigned long long a = (unsigned long long)from, b = a + (span ? span : 1);
+	MYSQL_ROW row;
+	struct run rr;
 	int r = sq_check(s, "store_prune", NULL, 0, NULL, err, errlen);
 
+	*ret_next = 0;
 	if (r < 0)
 		return r;
 	sq_reset(s);
-	/* One statement, election included: only the session holding the prune lock deletes.
+	/* The election first: only the session holding the prune lock deletes and sweeps on.
 	 * Lock names are server-wide, hence the database's name in it; IS_USED_LOCK first, as
-	 * taking a lock this session holds would nest it. */
-	sql_add(s, "DELETE FROM work_items WHERE finished_at < NOW(6) - INTERVAL %u SECOND "
-		"AND state = 'done' AND IF(IS_USED_LOCK(" PRUNE_LOCK ") = CONNECTION_ID(), 1, "
-		"GET_LOCK(" PRUNE_LOCK ", 0)) = 1 ORDER BY finished_at LIMIT %u", keep_done_s,
-		limit ? limit : 1);
-	return run_count(s, "store_prune", err, errlen);
+	 * taking a lock this session holds would nest it. Then the span by primary key, and the
+	 * row after it: a row created less than keep_done_s ago cannot have finished earlier,
+	 * and ids grow with creation time, so the sweep ends there. */
+	sql_add(s, PRUNE_ELECT ";" PRUNE_SPAN ";" PRUNE_NEXT, a, b, keep_done_s, keep_done_s,
+		keep_done_s, b);
+	r = sq_run(s, "store_prune", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	if (row && row[0] && row[1] && strcmp(row[1], "1") == 0)
+		*ret_next = strtoull(row[0], NULL, 10);
+	mysql_free_result(rr.res);
+	mysql_free_result(rr.res2);
+	return rr.rows[1] > INT32_MAX ? INT32_MAX : (int)rr.rows[1];
 }
 
 int store_prune_groups(struct store *s, unsigned keep_s, unsigned limit, char *err,

@@ -16,6 +16,19 @@
 #define RUN_MAX_STMTS 6
 #define MAX_REFS 65536u         /* rows in one call: keeps statements small */
 #define PRUNE_LOCK "CONCAT('claimd.prune.', MD5(DATABASE()))"
+/* Pruning done rows, one span of ids at a time (see store_prune): the election into
+ * @claimd_pruner, the span (from, to, keep_done_s twice), and the row after it (keep_done_s,
+ * to). Both are primary-key ranges whatever the table holds. */
+#define PRUNE_ELECT \
+	"SET @claimd_pruner = IF(IS_USED_LOCK(" PRUNE_LOCK ") = CONNECTION_ID(), 1, " \
+	"GET_LOCK(" PRUNE_LOCK ", 0))"
+#define PRUNE_SPAN \
+	"DELETE FROM work_items WHERE @claimd_pruner = 1 AND id >= %llu AND id < %llu " \
+	"AND state = 'done' AND finished_at < NOW(6) - INTERVAL %u SECOND " \
+	"AND created_at < NOW(6) - INTERVAL %u SECOND"
+#define PRUNE_NEXT \
+	"SELECT id, created_at < NOW(6) - INTERVAL %u SECOND FROM work_items " \
+	"WHERE @claimd_pruner = 1 AND id >= %llu ORDER BY id LIMIT 1"
 
 /* A paused queue's rows are not claimed (nor polled for). The subqueries name the queue
  * itself, not work_items.queue: uncorrelated, each runs once per statement. */

@@ -75,6 +75,8 @@ struct sup {
 	bool poll_inflight;
 	bool maint_inflight;     /* a maintenance statement is running */
 	bool maint_due[SUP_MAINT_STEPS]; /* supervisor.c's maint_steps still to run */
+	long long maint_rows[SUP_MAINT_STEPS]; /* rows a step changed since it began */
+	uint64_t prune_from;     /* where the sweep of done rows goes on (0: not sweeping) */
 	uv_timer_t prune_timer;
 	/* status */
 	struct store_count *counts;

@@ -20,7 +20,8 @@ static void answer_status(struct sup *s, struct control_conn *conn, bool json)
 
 	struct status_worker *ws = calloc(s->cfg->workers, sizeof(*ws));
 	struct status st = {
-		.pid = (int)getpid(), .fork_server_pid = (int)s->forker.pid, .host = s->host, .queue = s->cfg->queue_list,
+		.pid = (int)getpid(), .fork_server_pid = (int)s->forker.pid, .host = s->host,
+		.queue = s->cfg->queue_list,
 		.uptime_ms = sup_now(s) - s->started, .stopping = s->stopping, .db_up = dbq_db_up(s->dbq),
 		.workers = ws, .nworkers = ws ? s->cfg->workers : 0,
 		.counts = s->counts, .ncounts = s->ncounts,

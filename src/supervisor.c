@@ -147,22 +147,22 @@ static void on_polled(struct dbq_job *j)
 
 /* Maintenance, in this order. Each step is one statement, taking the place of one idle poll:
  * the database sees at most one statement per poll interval from an idle supervisor,
- * maintenance included. A step that did a whole chunk goes on at the next tick. */
+ * maintenance included. A step that is not finished (a whole chunk done, a sweep not at its
+ * end) goes on at the next tick; what it changed is logged once, when it is. */
 static const struct maint_step {
 	enum dbq_kind kind;
 	bool needs_keep;     /* only with --keep-done > 0 */
-	bool chunked;        /* LIMIT DBQ_PRUNE_CHUNK rows a statement */
 	int level;           /* of the message when rows changed */
 	const char *did;     /* after the number of rows it changed */
 	const char *doing;   /* for a failure */
 } maint_steps[SUP_MAINT_STEPS] = {
-	{ DBQ_PRUNE, true, true, LOG_INFO, "done rows older than --keep-done pruned",
+	{ DBQ_PRUNE, true, LOG_INFO, "done rows older than --keep-done pruned",
 	  "pruning done rows" },
-	{ DBQ_DEDUPE, false, true, LOG_DEBUG, "expired dedupe keys forgotten",
+	{ DBQ_DEDUPE, false, LOG_DEBUG, "expired dedupe keys forgotten",
 	  "expiring dedupe keys" },
-	{ DBQ_GROUPS, false, false, LOG_WARN, "FIFO groups with waiting rows but none running (a "
+	{ DBQ_GROUPS, false, LOG_WARN, "FIFO groups with waiting rows but none running (a "
 	  "running row deleted by hand?) started again", "checking FIFO groups" },
-	{ DBQ_PRUNE_GROUPS, true, true, LOG_DEBUG, "FIFO groups without rows forgotten",
+	{ DBQ_PRUNE_GROUPS, true, LOG_DEBUG, "FIFO groups without rows forgotten",
 	  "forgetting FIFO groups" },
 };
 
@@ -175,11 +175,19 @@ static void on_maintained(struct dbq_job *j)
 		k++;
 	s->maint_inflight = false;
 	if (j->rc > 0)
-		log_msg(maint_steps[k].level, "maintenance: %d %s", j->rc, maint_steps[k].did);
+		s->maint_rows[k] += j->rc;
 	else if (j->rc < 0)
 		log_warn("%s failed: %s; trying again later", maint_steps[k].doing, j->err);
-	if (maint_steps[k].chunked && j->rc == (int)DBQ_PRUNE_CHUNK)
-		s->maint_due[k] = true; /* more to go: the next tick continues */
+	if (j->kind == DBQ_PRUNE)
+		s->prune_from = j->more ? j->from_next : 0;
+	if (j->more) {
+		s->maint_due[k] = true; /* the next tick goes on */
+	} else {
+		if (s->maint_rows[k] > 0)
+			log_msg(maint_steps[k].level, "maintenance: %lld %s", s->maint_rows[k],
+				maint_steps[k].did);
+		s->maint_rows[k] = 0;
+	}
 	free(j);
 }
 
@@ -204,6 +212,7 @@ static bool maintain_now(struct sup *s)
 		return false;
 	s->maint_due[k] = false;
 	j->keep_s = s->cfg->keep_done_ms / 1000;
+	j->from = s->prune_from;
 	j->queues = s->queue_ptrs;
 	j->n = s->cfg->nqueues;
 	s->maint_inflight = true;
