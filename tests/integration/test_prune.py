@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""claimd deletes done rows older than --keep-done (first pass one --maintenance-interval after
-it starts: 5 s here); it never deletes dead rows or recent done rows, and --keep-done 0 keeps
-everything."""
+"""claimd deletes done rows that finished (and were created) longer than --keep-done ago (first
+sweep one --maintenance-interval after it starts: 5 s here); it never deletes dead rows or
+recent done rows, and --keep-done 0 keeps everything."""
 
 import time
 
 import harness
-from harness import check_eq, wait_for
+from harness import check, check_eq, wait_for
 
 
 def _finished_rows(db):
@@ -14,11 +14,11 @@ def _finished_rows(db):
     ago; return (old_done, recent_done, dead) id lists."""
     ago = 'NOW(6) - INTERVAL 2 HOUR'
     old = db.insert_items(3, payload="CONCAT('old-', seq)", state="'done'", attempts=1,
-                          claimed_at=ago, finished_at=ago)
+                          created_at=ago, claimed_at=ago, finished_at=ago)
     recent = db.insert_items(2, payload="CONCAT('recent-', seq)", state="'done'", attempts=1,
                              claimed_at='NOW(6)', finished_at='NOW(6)')
-    dead = db.insert_items(1, payload="'dead'", state="'dead'", attempts=5, claimed_at=ago,
-                           finished_at=ago, last_error="'exit status 1'")
+    dead = db.insert_items(1, payload="'dead'", state="'dead'", attempts=5, created_at=ago,
+                           claimed_at=ago, finished_at=ago, last_error="'exit status 1'")
     return old, recent, dead
 
 
@@ -40,6 +40,34 @@ def it_prunes_done_rows_after_keep_done(t):
     check_eq(left, sorted(recent + dead), 'rows left after the prune (recent done and dead ones)')
     check_eq(db.sql('SELECT state, COUNT(*) FROM work_items GROUP BY state ORDER BY state'),
              [('done', '2'), ('dead', '1')], 'rows left per state')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
+def it_sweeps_the_whole_id_range_in_spans(t):
+    """The sweep reads the table by id, a span of 5,000 ids a statement, skipping gaps: old done
+    rows far apart all go; a row created recently ends the sweep (its finished_at set by hand
+    to hours ago does not make it old); the total is logged once per sweep."""
+    db = t.database()
+    ago = 'NOW(6) - INTERVAL 2 HOUR'
+    done = dict(state="'done'", attempts=1, created_at=ago, claimed_at=ago, finished_at=ago)
+    old = []
+    for base in (0, 20_000, 1_000_000):
+        old += db.insert_items(3, id=f'{base} + seq', **done)
+    dead = db.insert_items(1, id='1000500', state="'dead'", attempts=5, created_at=ago,
+                           finished_at=ago)
+    young = db.insert_items(1, id='1000600', state="'done'", attempts=1, finished_at=ago)
+    check_eq(len(old), 9, 'old done rows inserted')
+    c = t.claimd(db, '--workers', '1', '--handler', 'noop', '--keep-done', '1h',
+                 '--maintenance-interval', '2s')
+    left = wait_for(lambda: _ids(db), 10, f'the old done rows {old} to be deleted',
+                    until=lambda ids: not set(old) & set(ids))
+    check_eq(left, dead + young, 'rows left (dead; created a moment ago)')
+    wait_for(lambda: [ln for ln in c.log().splitlines() if 'pruned' in ln], 5,
+             'the sweep to log what it deleted')
+    lines = [ln for ln in c.log().splitlines() if 'pruned' in ln]
+    check_eq(len(lines), 1, f'log lines of the first sweep: {lines}')
+    check('maintenance: 9 done rows older than --keep-done pruned' in lines[0],
+          f'the sweep logs its total: {lines}')
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 

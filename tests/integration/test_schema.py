@@ -143,6 +143,20 @@ def it_group_statements_read_no_whole_table(t):
         check(tables and not scans, f'{name} scans a whole table or index: {text}')
 
 
+def it_prune_statements_are_primary_key_ranges(t):
+    # The sweep that deletes done rows reads a span of ids and the row after it, by primary
+    # key: there is no index on finished_at.
+    db = t.database()
+    fill(db)
+    for name, query in (('PRUNE_SPAN', c_macro('PRUNE_SPAN') % (1000, 6000, 3600, 3600)),
+                        ('PRUNE_NEXT', c_macro('PRUNE_NEXT') % (3600, 6000))):
+        text = db.scalar('SET @claimd_pruner = 1; EXPLAIN FORMAT=JSON ' + query)
+        node = table_node(json.loads(text))
+        t.note(f'{name}: {node.get("access_type")} on {node.get("key")}')
+        check_eq((node.get('access_type'), node.get('key')), ('range', 'PRIMARY'),
+                 f'{name} access ({text})')
+
+
 def it_fence_update_uses_the_primary_key_for_one_and_many_rows(t):
     # The fence store.c's sql_add_fence writes; a one-element "(id, token) IN ((x, y))"
     # would be a full index scan.
