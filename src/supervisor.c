@@ -660,6 +660,12 @@ static void on_poll(uv_timer_t *t)
 
 	if (s->stopping || maintain_now(s))
 		return;
+	/* With every claim permit out, finding work would wake nobody: the workers holding
+	 * them are claiming already, and one gives its permit back when a claim finds nothing.
+	 * (Under load the poll would only read the head of the claim ranges, where the entries
+	 * of rows just claimed wait for purge.) */
+	if (s->claiming >= s->cfg->claimers)
+		return;
 	for (unsigned i = 0; i < s->cfg->workers; i++)
 		idle |= s->slots[i].state == PROTO_W_IDLE && s->slots[i].chan;
 	if (!idle || s->poll_inflight || !(j = sup_new_job(s, DBQ_POLL, on_polled)))
