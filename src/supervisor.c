@@ -574,6 +574,7 @@ static void spawn_worker(struct slot *sl)
 		goto fail;
 	}
 	r = proc_forker_fork(&s->forker, sl->idx, fds[1], FORK_TIMEOUT_MS, &pid);
+	uv_update_time(s->loop);  /* it blocked: up to FORK_TIMEOUT_MS when the server hangs */
 	close(fds[1]);
 	fds[1] = -1;
 	if (r < 0)

@@ -5,6 +5,7 @@ worker's handler leaves behind."""
 
 import os
 import signal
+import time
 
 import harness
 from harness import check, check_eq, proc_stat, wait_for, worker_in_slot
@@ -74,6 +75,32 @@ def it_a_killed_fork_server_is_replaced_when_a_worker_must_start(t):
     wait_for(db.states, 15, 'all rows done', until=lambda s: s.get('done') == len(ids))
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
     check_eq(c.group_processes(), [], 'processes left in claimd\'s session after it stopped')
+
+
+def it_a_hung_fork_server_is_killed_and_replaced(t):
+    """A fork server that does not answer within 5 s is killed; the worker it was asked for
+    comes from a new one on the next try, 3 s later."""
+    db = t.database()
+    c = t.claimd(db, '--workers', '2', '--handler', 'noop')
+    st = c.wait_ready(workers=2)
+    fork = _fork_server(c)
+    os.kill(fork, signal.SIGSTOP)
+    old = worker_in_slot(st, 1)
+    os.kill(old['pid'], signal.SIGKILL)
+    wait_for(lambda: proc_stat(fork), 10, f'the stopped fork server {fork} to be killed and reaped',
+             until=lambda s: s is None)
+    check('cannot start worker slot=1: Connection timed out' in c.log(),
+          f'the supervisor says why the worker did not start: {c.log_tail(5)}')
+    t_failed = time.monotonic()
+    st = c.wait_status(lambda s: worker_in_slot(s, 1)['pid'] not in (None, old['pid'])
+                       and worker_in_slot(s, 1)['state'] in ('idle', 'busy'),
+                       15, 'a new worker in slot 1')
+    waited = time.monotonic() - t_failed
+    check(2.5 <= waited <= 6, f'the next try came {waited:.1f} s after the failure (want 3 s)')
+    check(_fork_server(c) != fork, 'a new fork server runs')
+    ids = db.insert_items(20)
+    wait_for(db.states, 15, 'all rows done', until=lambda s: s.get('done') == len(ids))
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 
 def it_reaps_the_orphans_of_a_killed_worker(t):
