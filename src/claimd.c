@@ -21,7 +21,7 @@ int main(int argc, char **argv)
 	char err[512] = "";
 	int r;
 
-	proc_init();
+	proc_init(argc, argv);
 	r = config_parse(argc, argv, &cfg, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "claimd: %s\n", err);

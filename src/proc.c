@@ -14,9 +14,33 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-void proc_init(void)
+static char *title_area;
+static size_t title_len;
+
+void proc_init(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
+	/* The argument strings lie end to end: the area is from the first to the end of the
+	 * last that follows on. */
+	if (argc > 0 && argv[0]) {
+		char *end = argv[0] + strlen(argv[0]);
+		for (int i = 1; i < argc && argv[i] == end + 1; i++)
+			end = argv[i] + strlen(argv[i]);
+		title_area = argv[0];
+		title_len = (size_t)(end - argv[0]);
+	}
+}
+
+void proc_set_title(const char *title)
+{
+	size_t n = strlen(title);
+
+	if (!title_area || title_len == 0)
+		return;
+	if (n > title_len)
+		n = title_len;
+	memset(title_area, 0, title_len);
+	memcpy(title_area, title, n);
 }
 
 void proc_ignore_stop_signals(void)

@@ -7,8 +7,13 @@
 #include <sys/types.h>
 
 /* Process-wide set-up every claimd process does first: ignore SIGPIPE (a closed socket is an
- * error return, not a death). */
-void proc_init(void);
+ * error return, not a death). Keeps argv for proc_set_title. */
+void proc_init(int argc, char **argv);
+
+/* What ps shows as this process's command line: written over the arguments main got (longer
+ * titles are cut to their length). For the fork server and the workers, which would all show
+ * the fork server's arguments. */
+void proc_set_title(const char *title);
 
 /* In a worker: die with SIGKILL when the parent dies. If the parent is already gone (its pid is
  * no longer parent_pid) exit at once. Returns 0 or -errno. */

@@ -717,8 +717,11 @@ int worker_main(const struct config *cfg)
 static int run_forked_worker(int slot, int fd, void *arg)
 {
 	struct config *cfg = arg;
+	char title[64];
 	int r;
 
+	snprintf(title, sizeof(title), "claimd: worker %d of supervisor %d", slot, cfg->parent_pid);
+	proc_set_title(title);
 	proc_set_name("claimd");
 	cfg->worker_slot = slot;
 	cfg->worker_fd = fd;
@@ -729,9 +732,12 @@ static int run_forked_worker(int slot, int fd, void *arg)
 
 int worker_forker_main(struct config *cfg)
 {
+	char title[64];
 	int r;
 
+	snprintf(title, sizeof(title), "claimd: fork server of supervisor %d", cfg->parent_pid);
 	log_init("fork", cfg->log_level);
+	proc_set_title(title);
 	proc_set_name("claimd-fork");
 	proc_ignore_stop_signals();
 	if (proc_die_with_parent(cfg->parent_pid) < 0)

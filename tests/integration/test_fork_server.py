@@ -22,6 +22,11 @@ def _children(pid, comm=None):
     return sorted(out)
 
 
+def _cmdline(pid):
+    with open(f'/proc/{pid}/cmdline', 'rb') as f:
+        return f.read().rstrip(b'\0').decode()
+
+
 def _fork_server(c):
     servers = wait_for(lambda: _children(c.pid, 'claimd-fork'), 5, 'the fork server',
                        until=lambda p: len(p) == 1)
@@ -38,6 +43,10 @@ def it_workers_are_children_of_the_supervisor_not_of_the_fork_server(t):
     for w in st['workers']:
         ps = proc_stat(w['pid'])
         check_eq((ps['ppid'], ps['comm']), (c.pid, 'claimd'), f'parent and name of worker {w}')
+        check_eq(_cmdline(w['pid']), f'claimd: worker {w["slot"]} of supervisor {c.pid}',
+                 'what ps shows for a worker')
+    check_eq(_cmdline(fork), f'claimd: fork server of supervisor {c.pid}',
+             'what ps shows for the fork server')
     check_eq(_children(fork), [], 'children the fork server keeps')
     ids = db.insert_items(50)
     wait_for(db.states, 15, 'all rows done', until=lambda s: s.get('done') == len(ids))
