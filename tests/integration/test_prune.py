@@ -71,6 +71,33 @@ def it_sweeps_the_whole_id_range_in_spans(t):
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 
+def it_one_supervisor_prunes_and_another_takes_over_when_it_stops(t):
+    """Two supervisors on one database: the one holding the prune lock sweeps, the other's
+    sweeps stop at the election; when the first stops (its connection, and the lock, gone)
+    the other prunes."""
+    db = t.database()
+    ago = 'NOW(6) - INTERVAL 2 HOUR'
+    done = dict(state="'done'", attempts=1, created_at=ago, claimed_at=ago, finished_at=ago)
+    first = db.insert_items(30, **done)
+    args = ('--workers', '1', '--handler', 'noop', '--keep-done', '1h',
+            '--maintenance-interval', '1s')
+    a = t.claimd(db, *args, name='a')
+    b = t.claimd(db, *args, name='b')
+    wait_for(lambda: _ids(db), 10, f'the old done rows {first} deleted',
+             until=lambda ids: not set(first) & set(ids))
+    time.sleep(2.5)  # both have swept a few times since
+    pruned = lambda c: [ln for ln in c.log().splitlines() if 'pruned' in ln]
+    check_eq(sorted([len(pruned(a)) > 0, len(pruned(b)) > 0]), [False, True],
+             f'supervisors that pruned: a {pruned(a)}, b {pruned(b)}')
+    pruner, other = (a, b) if pruned(a) else (b, a)
+    check_eq(pruner.stop(), 0, f'{pruner.name} exit code after SIGTERM')
+    second = db.insert_items(20, **done)
+    wait_for(lambda: _ids(db), 10, f'{other.name} to delete the old done rows {second}',
+             until=lambda ids: not set(second) & set(ids))
+    check(pruned(other), f'{other.name} logs its prune: {other.log_tail(5)}')
+    check_eq(other.stop(), 0, f'{other.name} exit code after SIGTERM')
+
+
 def it_forgets_fifo_groups_without_live_rows(t):
     db = t.database()
     # Group 'old': its rows finished long ago, last insert 2 h ago. Group 'live': a ready row
