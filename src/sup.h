@@ -98,6 +98,13 @@ struct dbq_job *sup_new_job(struct sup *s, enum dbq_kind kind, void (*done)(stru
 /* There is work: hand a claim permit to a waiting or an idle worker, if one is free. */
 void sup_wake_one(struct sup *s, const struct slot *except);
 
+/* supmaint.c */
+/* Mark every maintenance step due (each --maintenance-interval). */
+void sup_maint_due(struct sup *s);
+/* At a poll tick: start the next due maintenance step, if none is running. Returns true if it
+ * took the tick's place (no idle poll then). */
+bool sup_maintain_now(struct sup *s);
+
 /* supctl.c */
 void supctl_on_request(void *data, struct control_conn *conn, const char *line);
 /* Answer status requests still waiting for counts (at stop). */
