@@ -488,8 +488,13 @@ static void step(struct worker *w)
 		return;
 	if (w->stopping)
 		release_unstarted(w);
-	if (!w->db_ok)
+	if (!w->db_ok) {
+		/* Stopping with nothing to write: no reason to wait for the database. (Rows
+		 * claimed but not started come back when their lease expires.) */
+		if (w->stopping && w->npend == 0)
+			finish_exit(w);
 		return;  /* the reconnect timer kicks us */
+	}
 	if (w->next < w->nitems) {
 		if (!handler_inline(w->handler)) {
 			/* A slow item's outcome is written before the next one starts, and a

@@ -3,6 +3,7 @@
 
 This test restarts its server, so it starts a private one rather than the shared one."""
 
+import os
 import threading
 import time
 
@@ -70,6 +71,21 @@ def it_keeps_running_through_a_db_restart_and_finishes_every_row(t):
     check_eq(len(st['workers']), 4, 'workers after the restart')
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
     check_eq(c.group_processes(), [], 'processes left in claimd\'s session')
+
+
+def it_stops_at_once_when_the_database_is_down_and_nothing_is_pending(t):
+    """SIGTERM with the database unreachable: the workers have nothing to write, so they do
+    not wait out the grace period for it to come back."""
+    sock = os.path.join(t.tmpdir, 'no-server.sock')
+    c = t.claimd(None, '--workers', '2', '--handler', 'noop', '--grace', '30s',
+                 dsn=f'mysql://root@localhost/claimd?socket={sock}')
+    c.wait_status(lambda s: len(s['workers']) == 2 and
+                  all(w['state'] == 'db-down' for w in s['workers']), 10,
+                  'both workers reporting the database down')
+    t0 = time.monotonic()
+    check_eq(c.stop(timeout=10), 0, 'claimd exit code after SIGTERM')
+    took = time.monotonic() - t0
+    check(took < 3, f'claimd took {took:.1f} s to stop (--grace 30s; nothing to wait for)')
 
 
 if __name__ == '__main__':
