@@ -24,6 +24,8 @@
 #define DB_BACKOFF_MAX_MS 5000
 #define RETRY_CAP_MS (3600u * 1000u)
 #define FLUSH_WAIT_MS 20      /* outcomes waiting for a claim permit are written after this */
+#define QUICK_RUN_NS 2000000u /* an item that ran less than this is quick (see outcomes_due) */
+#define PAUSE_CHECK_NS 50000000u /* is a prefetched item's queue paused: asked at most this often */
 
 /* An outcome not yet written to the database. */
 struct pend {
@@ -49,9 +51,12 @@ struct worker {
 	size_t nitems, next;
 	bool running;
 	uint64_t item_started_ns;
+	uint64_t pause_seen_ns;   /* when a claim or a check last saw the queues not paused */
 
 	struct pend pend[PEND_MAX];
 	size_t npend;
+	uint64_t pend_since_ns;  /* when the oldest unwritten outcome came */
+	bool pend_urgent;        /* one is not a quick success: write them before going on */
 
 	bool wanted;      /* ready for more work */
 	bool asked;       /* WANT sent, no WAKE yet */
@@ -180,14 +185,35 @@ static void report_finished(struct worker *w, const struct pend *p, size_t n)
 static void add_pend(struct worker *w, const struct store_item *it, uint8_t outcome,
 		     unsigned retry_ms, const char *error)
 {
-	struct pend *p = &w->pend[w->npend++];
+	struct pend *p;
 
+	if (w->npend == 0) {
+		w->pend_since_ns = uv_hrtime();
+		w->pend_urgent = false;
+	}
+	p = &w->pend[w->npend++];
 	p->ref.id = it->id;
 	p->ref.token = it->token;
 	p->ref.grouped = it->group != NULL;
 	p->outcome = outcome;
 	p->retry_ms = retry_ms;
 	p->error = error && *error ? strdup(error) : NULL;
+}
+
+/* Whether a handler that is not inline writes its outcomes before its next item. A quick
+ * success waits, to ride on the next claim (or the flush timer) with the others; a slow one, a
+ * failure, or outcomes waiting FLUSH_WAIT_MS already are written now, so a worker that dies
+ * running its next item loses at most a few milliseconds of work. */
+static bool outcomes_due(const struct worker *w)
+{
+	return w->npend > 0 &&
+	       (w->pend_urgent || uv_hrtime() - w->pend_since_ns >= FLUSH_WAIT_MS * 1000000ull);
+}
+
+static void start_flush_timer(struct worker *w)
+{
+	if (w->npend > 0 && !uv_is_active((uv_handle_t *)&w->flush_timer))
+		uv_timer_start(&w->flush_timer, on_flush_timer, FLUSH_WAIT_MS, 0);
 }
 
 /* Write failures and releases one by one (they are rare); leave DONE entries for the claim
@@ -245,6 +271,7 @@ static void handle_claimed(struct worker *w, size_t n)
 	struct proto_msg m;
 
 	w->granted = false;
+	w->pause_seen_ns = uv_hrtime();  /* the claim skips paused queues */
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_CLAIMED;
 	m.u.items.n = (uint16_t)n;
@@ -373,6 +400,7 @@ static void run_next(struct worker *w)
 		/* Claimed again after its last attempt's worker vanished without a word (the lease
 		 * ran out): that attempt counted, and it was the last. */
 		add_pend(w, it, PROTO_OUT_DEAD, 0, "its last attempt's worker vanished (lease expired)");
+		w->pend_urgent = true;
 		if (!handler_inline(w->handler))
 			kick(w);
 		return;
@@ -399,23 +427,31 @@ static void on_result(void *data, const struct handler_result *res)
 	switch (res->status) {
 	case HANDLER_OK:
 		add_pend(w, it, PROTO_OUT_DONE, 0, NULL);
+		if (uv_hrtime() - w->item_started_ns < QUICK_RUN_NS)
+			break;
+		w->pend_urgent = true;
 		break;
 	case HANDLER_CANCELLED:
 		add_pend(w, it, PROTO_OUT_RELEASED, 0, NULL);
+		w->pend_urgent = true;
 		break;
 	case HANDLER_RETRY_LATER:
 		log_debug("item id=%llu asks to run again in %u ms", (unsigned long long)it->id,
 			  res->retry_in_ms);
 		add_pend(w, it, PROTO_OUT_DEFERRED, res->retry_in_ms, NULL);
+		w->pend_urgent = true;
 		break;
 	default:
 		log_info("item id=%llu attempt=%u/%u failed error=%s", (unsigned long long)it->id,
 			 it->attempt, it->max_attempts, log_quote(res->error, 300, q, sizeof(q)));
 		add_pend(w, it, it->attempt >= it->max_attempts ? PROTO_OUT_DEAD : PROTO_OUT_RETRY,
 			 retry_delay_ms(w, it->attempt), res->error);
+		w->pend_urgent = true;
 	}
-	if (!handler_inline(w->handler))
+	if (!handler_inline(w->handler)) {
+		start_flush_timer(w);
 		kick(w);
+	}
 }
 
 /* Items of the batch that will not run now go back, their attempt given back. */
@@ -461,14 +497,20 @@ static bool release_if_paused(struct worker *w)
 {
 	char err[STORE_ERR_MAX] = "";
 	const char *queue = w->items[w->next].queue;
-	int r = store_paused(w->store, queue, err, sizeof(err));
+	int r;
 
+	/* Quick items do not pay a round trip each: a pause shows within PAUSE_CHECK_NS. */
+	if (uv_hrtime() - w->pause_seen_ns < PAUSE_CHECK_NS)
+		return false;
+	r = store_paused(w->store, queue, err, sizeof(err));
 	if (r < 0) {
 		db_failed(w, r, "checking for a pause", err);
 		return true;
 	}
-	if (r == 0)
+	if (r == 0) {
+		w->pause_seen_ns = uv_hrtime();
 		return false;
+	}
 	log_info("queue '%s' paused: %zu prefetched items go back", queue,
 		 w->nitems - w->next);
 	release_unstarted(w);
@@ -499,8 +541,8 @@ static void step(struct worker *w)
 		if (!handler_inline(w->handler)) {
 			/* A slow item's outcome is written before the next one starts, and a
 			 * prefetched item does not start in a queue paused meanwhile. */
-			if (write_and_claim(w, 0) < 0 || (w->next > 0 && release_if_paused(w)) ||
-			    wait_for_slot(w))
+			if ((outcomes_due(w) && write_and_claim(w, 0) < 0) ||
+			    (w->next > 0 && release_if_paused(w)) || wait_for_slot(w))
 				return;
 			run_next(w);
 			return;
@@ -518,7 +560,7 @@ static void step(struct worker *w)
 		return;
 	}
 	/* Slow items' outcomes are written at once; quick ones ride on the next claim. */
-	if (w->npend > 0 && !handler_inline(w->handler) && write_and_claim(w, 0) < 0)
+	if (!handler_inline(w->handler) && outcomes_due(w) && write_and_claim(w, 0) < 0)
 		return;
 	if (w->granted) {
 		write_and_claim(w, w->cfg->batch);
@@ -526,8 +568,7 @@ static void step(struct worker *w)
 		ask_for_work(w);
 		/* Quick outcomes wait for the next claim, but not for long: the supervisor may
 		 * keep permits with the workers that are claiming. */
-		if (w->npend > 0 && !uv_is_active((uv_handle_t *)&w->flush_timer))
-			uv_timer_start(&w->flush_timer, on_flush_timer, FLUSH_WAIT_MS, 0);
+		start_flush_timer(w);
 	} else if (w->npend > 0) {
 		write_and_claim(w, 0);
 	}
