@@ -540,9 +540,14 @@ static void step(struct worker *w)
 	if (w->next < w->nitems) {
 		if (!handler_inline(w->handler)) {
 			/* A slow item's outcome is written before the next one starts, and a
-			 * prefetched item does not start in a queue paused meanwhile. */
-			if ((outcomes_due(w) && write_and_claim(w, 0) < 0) ||
-			    (w->next > 0 && release_if_paused(w)) || wait_for_slot(w))
+			 * prefetched item does not start in a queue paused meanwhile. With a
+			 * rate limit, both before its start slot is taken: nothing then stands
+			 * between the slot and the start (slots are min_interval_ms apart). */
+			bool limited = w->items[w->next].min_interval_ms > 0;
+			if (((outcomes_due(w) || (limited && w->npend > 0 && !w->slot_ready)) &&
+			     write_and_claim(w, 0) < 0) ||
+			    (w->next > 0 && !w->slot_ready && release_if_paused(w)) ||
+			    wait_for_slot(w))
 				return;
 			run_next(w);
 			return;
