@@ -15,9 +15,9 @@
 #include "dbq.h"
 #include "proc.h"
 #include "proto.h"
-
-#define SUP_MAINT_STEPS 4 /* supervisor.c: maint_steps */
 #include "store.h"
+
+#define SUP_MAINT_STEPS 4 /* supmaint.c: maint_steps */
 
 #define SLOT_UNRESPONSIVE 100  /* beyond enum proto_wstate: our own verdict */
 #define SLOT_DOWN 101          /* no process: waiting to be started */
@@ -74,7 +74,7 @@ struct sup {
 	const char *queue_ptrs[CONFIG_QUEUES_MAX]; /* cfg->queues[i], for the poll */
 	bool poll_inflight;
 	bool maint_inflight;     /* a maintenance statement is running */
-	bool maint_due[SUP_MAINT_STEPS]; /* supervisor.c's maint_steps still to run */
+	bool maint_due[SUP_MAINT_STEPS]; /* supmaint.c's maint_steps still to run */
 	long long maint_rows[SUP_MAINT_STEPS]; /* rows a step changed since it began */
 	uint64_t prune_from;     /* where the sweep of done rows goes on (0: not sweeping) */
 	uv_timer_t prune_timer;

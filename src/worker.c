@@ -191,6 +191,9 @@ static void add_pend(struct worker *w, const struct store_item *it, uint8_t outc
 		w->pend_since_ns = uv_hrtime();
 		w->pend_urgent = false;
 	}
+	/* Anything but a success is written before the worker goes on (see outcomes_due). */
+	if (outcome != PROTO_OUT_DONE)
+		w->pend_urgent = true;
 	p = &w->pend[w->npend++];
 	p->ref.id = it->id;
 	p->ref.token = it->token;
@@ -400,7 +403,6 @@ static void run_next(struct worker *w)
 		/* Claimed again after its last attempt's worker vanished without a word (the lease
 		 * ran out): that attempt counted, and it was the last. */
 		add_pend(w, it, PROTO_OUT_DEAD, 0, "its last attempt's worker vanished (lease expired)");
-		w->pend_urgent = true;
 		if (!handler_inline(w->handler))
 			kick(w);
 		return;
@@ -427,26 +429,22 @@ static void on_result(void *data, const struct handler_result *res)
 	switch (res->status) {
 	case HANDLER_OK:
 		add_pend(w, it, PROTO_OUT_DONE, 0, NULL);
-		if (uv_hrtime() - w->item_started_ns < QUICK_RUN_NS)
-			break;
-		w->pend_urgent = true;
+		if (uv_hrtime() - w->item_started_ns >= QUICK_RUN_NS)
+			w->pend_urgent = true;
 		break;
 	case HANDLER_CANCELLED:
 		add_pend(w, it, PROTO_OUT_RELEASED, 0, NULL);
-		w->pend_urgent = true;
 		break;
 	case HANDLER_RETRY_LATER:
 		log_debug("item id=%llu asks to run again in %u ms", (unsigned long long)it->id,
 			  res->retry_in_ms);
 		add_pend(w, it, PROTO_OUT_DEFERRED, res->retry_in_ms, NULL);
-		w->pend_urgent = true;
 		break;
 	default:
 		log_info("item id=%llu attempt=%u/%u failed error=%s", (unsigned long long)it->id,
 			 it->attempt, it->max_attempts, log_quote(res->error, 300, q, sizeof(q)));
 		add_pend(w, it, it->attempt >= it->max_attempts ? PROTO_OUT_DEAD : PROTO_OUT_RETRY,
 			 retry_delay_ms(w, it->attempt), res->error);
-		w->pend_urgent = true;
 	}
 	if (!handler_inline(w->handler)) {
 		start_flush_timer(w);
