@@ -4,12 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "config.h"
-#include "handler.h"
-#include "proc.h"
-#include "store.h"
-#include "supervisor.h"
-#include "worker.h"
+#include "common/config.h"
+#include "worker/handler.h"
+#include "common/proc.h"
+#include "store/store.h"
+#include "supervisor/supervisor.h"
+#include "worker/worker.h"
 
 #ifndef CLAIMD_VERSION
 #define CLAIMD_VERSION "0.1.0"

@@ -13,8 +13,8 @@
  * WARNING: empties work_items. Exit 0 on success, 1 on failure. Never 77: an unreachable
  * server is a failure here.
  */
-#include "dsn.h"
-#include "store.h"
+#include "common/dsn.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <mysql.h>

@@ -7,7 +7,7 @@
  *         src/proto.c tests/fuzz_proto.c -o /tmp/fuzz_proto
  * Otherwise it has a main() that replays files and directories of inputs (tests/corpus/proto),
  * which is how the corpus runs as an ordinary test. */
-#include "proto.h"
+#include "common/proto.h"
 
 #include <stdio.h>
 #include <stdlib.h>

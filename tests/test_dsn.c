@@ -1,7 +1,7 @@
 /* test_dsn — table-driven tests of dsn_parse: accepted DSNs field by field, rejected DSNs
  * with the reason in err, *ret untouched on error, and every prefix of every case parsed
  * without crashing. Exits 1 on the first failing case set, after printing all failures. */
-#include "dsn.h"
+#include "common/dsn.h"
 
 #include <errno.h>
 #include <stdarg.h>

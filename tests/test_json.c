@@ -2,7 +2,7 @@
  * objects field by field, rejected ones with their error code and message, every prefix of
  * every accepted object rejected (or accepted only when the rest is whitespace), integers,
  * decoding with truncation, escaping and base64. Prints every failure, exits 1 if any. */
-#include "json.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /* Unit tests for proto: round trips, byte order, partial input fed byte by byte, and every
  * way a frame or a message can be rejected. One line per case; exit 1 if any case fails. */
-#include "proto.h"
+#include "common/proto.h"
 
 #include <errno.h>
 #include <stdarg.h>

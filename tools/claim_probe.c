@@ -20,8 +20,8 @@
  * The rows it claims end 'done', as with claimd. Errors go to stderr as one line
  * "claim_probe: ..."; exit status 0 on success, 1 on a failure, 2 on bad usage.
  */
-#include "dsn.h"
-#include "store.h"
+#include "common/dsn.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <fcntl.h>

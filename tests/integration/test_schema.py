@@ -10,11 +10,13 @@ import re
 import harness
 from harness import check, check_eq
 
-STORE_SOURCES = [os.path.join(harness.SOURCE_ROOT, 'src', f) for f in ('store.c', 'store_int.h')]
+STORE_DIR = os.path.join(harness.SOURCE_ROOT, 'src', 'store')
+STORE_SOURCES = sorted(os.path.join(STORE_DIR, f) for f in os.listdir(STORE_DIR)
+                       if f.endswith(('.c', '.h')))
 
 
 def c_macro(name):
-    """The string a '#define NAME "..." "..."' in store.c expands to, as a Python % format."""
+    """The string a '#define NAME "..." "..."' in src/store/ expands to, as a Python % format."""
     text = ''
     for path in STORE_SOURCES:
         with open(path, encoding='utf-8') as f:

@@ -1,0 +1,403 @@
+#include "common/config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum {
+	OPT_DSN = 256, OPT_WORKERS, OPT_CLAIMERS, OPT_HANDLER, OPT_QUEUE, OPT_CONTROL, OPT_BATCH, OPT_LEASE,
+	OPT_TIMEOUT, OPT_HANG, OPT_KILL_GRACE, OPT_GRACE, OPT_HEARTBEAT, OPT_POLL,
+	OPT_RETRY_BASE, OPT_KEEP_DONE, OPT_DEDUPE_WINDOW, OPT_MAINTENANCE, OPT_VERBOSE, OPT_QUIET, OPT_HELP, OPT_VERSION,
+	OPT_FORK_FD, OPT_PARENT,
+};
+
+static const struct option long_opts[] = {
+	{ "dsn", required_argument, NULL, OPT_DSN },
+	{ "workers", required_argument, NULL, OPT_WORKERS },
+	{ "claimers", required_argument, NULL, OPT_CLAIMERS },
+	{ "handler", required_argument, NULL, OPT_HANDLER },
+	{ "queue", required_argument, NULL, OPT_QUEUE },
+	{ "control", required_argument, NULL, OPT_CONTROL },
+	{ "batch", required_argument, NULL, OPT_BATCH },
+	{ "lease", required_argument, NULL, OPT_LEASE },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "hang-timeout", required_argument, NULL, OPT_HANG },
+	{ "kill-grace", required_argument, NULL, OPT_KILL_GRACE },
+	{ "grace", required_argument, NULL, OPT_GRACE },
+	{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
+	{ "poll-interval", required_argument, NULL, OPT_POLL },
+	{ "retry-base", required_argument, NULL, OPT_RETRY_BASE },
+	{ "keep-done", required_argument, NULL, OPT_KEEP_DONE },
+	{ "dedupe-window", required_argument, NULL, OPT_DEDUPE_WINDOW },
+	{ "maintenance-interval", required_argument, NULL, OPT_MAINTENANCE },
+	{ "verbose", no_argument, NULL, OPT_VERBOSE },
+	{ "quiet", no_argument, NULL, OPT_QUIET },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "fork-server-fd", required_argument, NULL, OPT_FORK_FD },
+	{ "parent-pid", required_argument, NULL, OPT_PARENT },
+	{ NULL, 0, NULL, 0 },
+};
+
+const char *config_usage(void)
+{
+	return
+	"usage: claimd --dsn DSN --handler SPEC [options]\n"
+	"\n"
+	"Runs a supervised pool of workers that claim rows of work_items and run a handler on each.\n"
+	"\n"
+	"  --dsn DSN              mysql://user@host:port/db?socket=/path (or env CLAIMD_DSN);\n"
+	"                         password from env CLAIMD_DB_PASSWORD or ?password_file=PATH\n"
+	"  --handler SPEC         noop | exec:/path/to/cmd [args...] (run per item, no shell)\n"
+	"                         | pipe:/path/to/cmd [args...] (one co-process per worker, JSON lines)\n"
+	"                         | so:/path/to/plugin.so [args] (in-process plugin, claimd/handler.h)\n"
+	"  --workers N            worker processes (default 4)\n"
+	"  --queue NAME           queue to serve (default \"default\"); repeat it to serve\n"
+	"                         several, each claimed in turn\n"
+	"  --control PATH         control socket for claimctl (default $CLAIMD_CONTROL,\n"
+	"                         $XDG_RUNTIME_DIR/claimd.sock or /tmp/claimd-UID.sock)\n"
+	"  --batch N              rows a worker claims per round trip, 1..256 (default 1)\n"
+	"  --claimers N           claim transactions at once per supervisor (default: the\n"
+	"                         number of CPUs, at least 2)\n"
+	"  --lease DUR            claim lease, renewed while a handler runs (default 30s)\n"
+	"  --timeout DUR          handler time limit per item (default 300s)\n"
+	"  --hang-timeout DUR     unanswered heartbeat this long = worker hung (default 10s)\n"
+	"  --kill-grace DUR       SIGTERM to SIGKILL for a hung worker (default 2s)\n"
+	"  --grace DUR            on SIGTERM/SIGINT, time in-flight items get (default 30s)\n"
+	"  --heartbeat DUR        heartbeat interval (default 1s)\n"
+	"  --poll-interval DUR    idle poll interval, one poller per supervisor (default 100ms)\n"
+	"  --retry-base DUR       retry back-off base: base*2^(attempt-1) +-25% (default 1s)\n"
+	"  --keep-done DUR        delete done rows this long after they finished (default 24h;\n"
+	"                         0 keeps them); dead rows are never deleted\n"
+	"  --dedupe-window DUR    a finished row keeps its dedupe_key this long (default 5m)\n"
+	"  --maintenance-interval DUR  how often pruning and dedupe-key expiry run, each in\n"
+	"                         place of one idle poll (default 1m)\n"
+	"  --verbose, --quiet     more or less logging\n"
+	"  --help, --version\n"
+	"\n"
+	"DUR is a number with a unit ms, s, m or h; a bare number is seconds.\n";
+}
+
+int config_parse_duration(const char *s, unsigned *ret_ms)
+{
+	char *end;
+	double v, mult = 1000.0;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -EINVAL;
+	if (!strcmp(end, "ms"))
+		mult = 1.0;
+	else if (!strcmp(end, "s") || !*end)
+		mult = 1000.0;
+	else if (!strcmp(end, "m"))
+		mult = 60000.0;
+	else if (!strcmp(end, "h"))
+		mult = 3600000.0;
+	else
+		return -EINVAL;
+	v *= mult;
+	if (v > (double)UINT_MAX)
+		return -EINVAL;
+	*ret_ms = (unsigned)(v + 0.5);
+	return 0;
+}
+
+static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *ret)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return -EINVAL;
+	*ret = (unsigned)v;
+	return 0;
+}
+
+int config_default_control(char *out, size_t outlen)
+{
+	const char *env = getenv("CLAIMD_CONTROL");
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	int n;
+
+	if (env && *env)
+		n = snprintf(out, outlen, "%s", env);
+	else if (xdg && *xdg)
+		n = snprintf(out, outlen, "%s/claimd.sock", xdg);
+	else
+		n = snprintf(out, outlen, "/tmp/claimd-%u.sock", (unsigned)getuid());
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+/* As many claim transactions at once as there are cores, and at least 2. */
+static unsigned default_claimers(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 2 ? 2u : n > 1024 ? 1024u : (unsigned)n;
+}
+
+static void set_defaults(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->workers = 4;
+	c->batch = 1;
+	c->claimers = default_claimers();
+	c->lease_ms = 30000;
+	c->timeout_ms = 300000;
+	c->hang_ms = 10000;
+	c->kill_grace_ms = 2000;
+	c->grace_ms = 30000;
+	c->heartbeat_ms = 1000;
+	c->poll_ms = 100;
+	c->retry_base_ms = 1000;
+	c->keep_done_ms = 24u * 3600u * 1000u;
+	c->dedupe_window_ms = 5u * 60u * 1000u;
+	c->maintenance_ms = 60u * 1000u;
+	c->log_level = 2; /* LOG_INFO */
+	c->fork_fd = -1;
+	c->worker_slot = -1;
+	c->worker_fd = -1;
+}
+
+static int copy_str(char *dst, size_t cap, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= cap)
+		return -ENAMETOOLONG;
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+static unsigned *duration_field(struct config *c, int opt)
+{
+	switch (opt) {
+	case OPT_LEASE: return &c->lease_ms;
+	case OPT_TIMEOUT: return &c->timeout_ms;
+	case OPT_HANG: return &c->hang_ms;
+	case OPT_KILL_GRACE: return &c->kill_grace_ms;
+	case OPT_GRACE: return &c->grace_ms;
+	case OPT_HEARTBEAT: return &c->heartbeat_ms;
+	case OPT_POLL: return &c->poll_ms;
+	case OPT_RETRY_BASE: return &c->retry_base_ms;
+	case OPT_KEEP_DONE: return &c->keep_done_ms;
+	case OPT_DEDUPE_WINDOW: return &c->dedupe_window_ms;
+	case OPT_MAINTENANCE: return &c->maintenance_ms;
+	default: return NULL;
+	}
+}
+
+static bool valid_queue(const char *q)
+{
+	if (!*q)
+		return false;
+	for (; *q; q++)
+		if ((unsigned char)*q < 0x20 || *q == 0x7f)
+			return false;
+	return true;
+}
+
+/* --queue, repeatable: the first replaces "default". */
+static int add_queue(struct config *c, const char *name, char *err, size_t errlen)
+{
+	if (c->nqueues == CONFIG_QUEUES_MAX) {
+		snprintf(err, errlen, "--queue: at most %d queues", CONFIG_QUEUES_MAX);
+		return -EINVAL;
+	}
+	if (strlen(name) > CONFIG_QUEUE_MAX || !valid_queue(name) || strchr(name, ',')) {
+		snprintf(err, errlen, "--queue: invalid queue name '%s'", name);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < c->nqueues; i++) {
+		if (!strcmp(c->queues[i], name)) {
+			snprintf(err, errlen, "--queue: '%s' given twice", name);
+			return -EINVAL;
+		}
+	}
+	snprintf(c->queues[c->nqueues++], sizeof(c->queues[0]), "%s", name);
+	return 0;
+}
+
+/* One option; returns 0, a config_result > 0, or -EINVAL with err filled. */
+static int apply_opt(struct config *c, int opt, const char *arg, const char **dsn_str,
+		     char *err, size_t errlen)
+{
+	unsigned *dur = duration_field(c, opt);
+	unsigned v;
+	int w;
+
+	if (dur) {
+		if (config_parse_duration(arg, dur) < 0 ||
+		    (*dur == 0 && opt != OPT_KEEP_DONE && opt != OPT_DEDUPE_WINDOW))
+			goto bad;
+		return 0;
+	}
+	switch (opt) {
+	case OPT_DSN: *dsn_str = arg; return 0;
+	case OPT_WORKERS:
+		return parse_uint(arg, 1, 1024, &c->workers) < 0 ? (snprintf(err, errlen,
+			"--workers: '%s' is not a number from 1 to 1024", arg), -EINVAL) : 0;
+	case OPT_CLAIMERS:
+		return parse_uint(arg, 1, 1024, &c->claimers) < 0 ? (snprintf(err, errlen,
+			"--claimers: '%s' is not a number from 1 to 1024", arg), -EINVAL) : 0;
+	case OPT_BATCH:
+		return parse_uint(arg, 1, 256, &c->batch) < 0 ? (snprintf(err, errlen,
+			"--batch: '%s' is not a number from 1 to 256", arg), -EINVAL) : 0;
+	case OPT_HANDLER:
+		if (copy_str(c->handler, sizeof(c->handler), arg) < 0)
+			goto bad;
+		return 0;
+	case OPT_QUEUE:
+		return add_queue(c, arg, err, errlen);
+	case OPT_CONTROL:
+		if (copy_str(c->control, sizeof(c->control), arg) < 0 || !*arg)
+			goto bad;
+		return 0;
+	case OPT_VERBOSE: c->log_level = 3; return 0;
+	case OPT_QUIET: c->log_level = 1; return 0;
+	case OPT_HELP: return CONFIG_HELP;
+	case OPT_VERSION: return CONFIG_VERSION;
+	case OPT_FORK_FD: case OPT_PARENT:
+		if (parse_uint(arg, 0, INT_MAX, &v) < 0)
+			goto bad;
+		w = (int)v;
+		if (opt == OPT_FORK_FD) c->fork_fd = w;
+		else c->parent_pid = w;
+		return 0;
+	}
+bad:
+	for (const struct option *o = long_opts; o->name; o++)
+		if (o->val == opt)
+			snprintf(err, errlen, "--%s: invalid value '%s'", o->name, arg ? arg : "");
+	return -EINVAL;
+}
+
+/* The first word of an exec: or pipe: handler must be an absolute path to an executable file. */
+static int check_exec_path(const char *cmd, char *err, size_t errlen)
+{
+	char path[CONFIG_HANDLER_MAX];
+	size_t n = strcspn(cmd, " \t");
+
+	memcpy(path, cmd, n);
+	path[n] = '\0';
+	if (path[0] != '/') {
+		snprintf(err, errlen, "--handler: needs an absolute path, got '%s'", path);
+		return -EINVAL;
+	}
+	if (access(path, X_OK) < 0) {
+		snprintf(err, errlen, "--handler: '%s' is not an executable file: %s", path,
+			 strerror(errno));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int check_handler(const char *h, char *err, size_t errlen)
+{
+	if (!*h) {
+		snprintf(err, errlen, "--handler is required (noop, or exec:/path/to/cmd args)");
+		return -EINVAL;
+	}
+	if (!strcmp(h, "noop"))
+		return 0;
+	if (!strncmp(h, "so:", 3))
+		return 0;  /* the library is loaded and checked by handler_check() at start-up */
+	if (!strncmp(h, "exec:", 5) || !strncmp(h, "pipe:", 5)) {
+		const char *p = h + 5;
+		while (*p == ' ')
+			p++;
+		if (*p == '\0') {
+			snprintf(err, errlen, "--handler: '%.5s' needs a command", h);
+			return -EINVAL;
+		}
+		return check_exec_path(p, err, errlen);
+	}
+	snprintf(err, errlen, "--handler: unknown kind '%s' (expected noop, exec:CMD, pipe:CMD or "
+		 "so:LIB)", h);
+	return -EINVAL;
+}
+
+static int finish(struct config *c, const char *dsn_str, char *err, size_t errlen)
+{
+	char derr[256];
+	int r;
+
+	if (!dsn_str || !*dsn_str)
+		dsn_str = getenv("CLAIMD_DSN");
+	if (!dsn_str || !*dsn_str) {
+		snprintf(err, errlen, "no database given: use --dsn mysql://user@host/db or set CLAIMD_DSN");
+		return -EINVAL;
+	}
+	if (dsn_parse(dsn_str, &c->dsn, derr, sizeof(derr)) < 0) {
+		snprintf(err, errlen, "bad DSN: %s", derr);
+		return -EINVAL;
+	}
+	if (c->nqueues == 0)
+		add_queue(c, "default", err, errlen);
+	for (unsigned i = 0; i < c->nqueues; i++) {
+		size_t len = strlen(c->queue_list);
+		snprintf(c->queue_list + len, sizeof(c->queue_list) - len, "%s%s", i ? "," : "",
+			 c->queues[i]);
+	}
+	snprintf(c->queue, sizeof(c->queue), "%s", c->queues[0]);
+	r = check_handler(c->handler, err, errlen);
+	if (r < 0)
+		return r;
+	if (!*c->control && config_default_control(c->control, sizeof(c->control)) < 0) {
+		snprintf(err, errlen, "default control socket path is too long; use --control");
+		return -EINVAL;
+	}
+	if (c->hang_ms <= c->heartbeat_ms) {
+		snprintf(err, errlen, "--hang-timeout must be longer than --heartbeat");
+		return -EINVAL;
+	}
+	if (c->lease_ms < 1000) {
+		snprintf(err, errlen, "--lease must be at least 1s");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int config_parse(int argc, char **argv, struct config *ret, char *err, size_t errlen)
+{
+	struct config c;
+	const char *dsn_str = NULL;
+	int opt, r;
+
+	set_defaults(&c);
+	optind = 0; /* full reset, glibc */
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":", long_opts, NULL)) != -1) {
+		if (opt == '?' || opt == ':') {
+			const char *what = argv[optind - 1];
+			snprintf(err, errlen, opt == ':' ? "option '%s' needs a value" :
+				 "unknown option '%s' (see --help)", what);
+			return -EINVAL;
+		}
+		r = apply_opt(&c, opt, optarg, &dsn_str, err, errlen);
+		if (r != 0)
+			return r;
+	}
+	if (optind < argc) {
+		snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+		return -EINVAL;
+	}
+	r = finish(&c, dsn_str, err, errlen);
+	if (r < 0)
+		return r;
+	*ret = c;
+	return CONFIG_RUN;
+}

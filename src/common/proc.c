@@ -1,0 +1,466 @@
+#include "common/proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *title_area;
+static size_t title_len;
+
+void proc_init(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	/* The argument strings lie end to end: the area is from the first to the end of the
+	 * last that follows on. */
+	if (argc > 0 && argv[0]) {
+		char *end = argv[0] + strlen(argv[0]);
+		for (int i = 1; i < argc && argv[i] == end + 1; i++)
+			end = argv[i] + strlen(argv[i]);
+		title_area = argv[0];
+		title_len = (size_t)(end - argv[0]);
+	}
+}
+
+void proc_set_title(const char *title)
+{
+	size_t n = strlen(title);
+
+	if (!title_area || title_len == 0)
+		return;
+	if (n > title_len)
+		n = title_len;
+	memset(title_area, 0, title_len);
+	memcpy(title_area, title, n);
+}
+
+void proc_ignore_stop_signals(void)
+{
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+}
+
+int proc_die_with_parent(pid_t parent_pid)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		return -errno;
+	/* The parent may have died before prctl: then we were re-parented already. */
+	if (parent_pid > 0 && getppid() != parent_pid)
+		_exit(1);
+	return 0;
+}
+
+/* The handler itself, in the guard's process group: between fork and exec, only
+ * async-signal-safe calls. */
+static void handler_exec(char *const argv[], char *const envp[], pid_t guard)
+{
+	const char *e;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != guard)
+		_exit(127);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	execve(argv[0], argv, envp);
+	e = strerror(errno);
+	(void)!write(2, "claimd: cannot exec ", 20);
+	(void)!write(2, argv[0], strlen(argv[0]));
+	(void)!write(2, ": ", 2);
+	(void)!write(2, e, strlen(e));
+	(void)!write(2, "\n", 1);
+	_exit(127);
+}
+
+static void on_guard_orphaned(int sig)
+{
+	kill(0, SIGKILL);  /* the whole group: handler, its children, and this guard */
+	_exit(128 + sig);
+}
+
+/* The guard: leads the handler's process group, waits for the handler and exits the same way
+ * it did. When the worker dies, however it dies, the kernel signals the guard (parent-death
+ * signal), and the guard kills the whole group, so nothing the handler started outlives the
+ * worker. It ignores SIGTERM, so a SIGTERM to the group reaches the handler and the guard
+ * stays to report how the handler ended. */
+static void guard_run(char *const argv[], char *const envp[], int in_fd, int out_fd,
+		      int err_fd, pid_t worker)
+{
+	sigset_t none;
+	int fd, status;
+	pid_t h, r;
+
+	signal(SIGHUP, on_guard_orphaned);
+	prctl(PR_SET_PDEATHSIG, SIGHUP);
+	if (getppid() != worker)
+		on_guard_orphaned(SIGHUP);
+	setpgid(0, 0);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_IGN);
+	if (dup2(in_fd, 0) < 0 || dup2(err_fd, 2) < 0 || (out_fd >= 0 && dup2(out_fd, 1) < 0))
+		_exit(127);
+	for (fd = 3; fd < 1024; fd++)
+		close(fd);
+	h = fork();
+	if (h < 0)
+		_exit(127);
+	if (h == 0)
+		handler_exec(argv, envp, getppid());
+	/* Our copies of the pipes would keep them open after the handler is gone. */
+	fd = open("/dev/null", O_RDWR);
+	dup2(fd, 0);
+	dup2(fd, 2);
+	if (out_fd >= 0)
+		dup2(fd, 1);
+	if (fd > 2)
+		close(fd);
+	do
+		r = waitpid(h, &status, 0);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		_exit(127);
+	if (WIFEXITED(status))
+		_exit(WEXITSTATUS(status));
+	signal(WTERMSIG(status), SIG_DFL);
+	raise(WTERMSIG(status));
+	_exit(128 + WTERMSIG(status));
+}
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0)
+			close(p[i]);
+}
+
+static int nonblock(int fd)
+{
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	return fd;
+}
+
+int proc_spawn_io(char *const argv[], char *const envp[], bool pipe_stdout,
+		  struct proc_child *ret)
+{
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
+	pid_t parent = getpid(), pid;
+	int r;
+
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+	    (pipe_stdout && pipe2(out, O_CLOEXEC) < 0))
+		goto fail;
+	pid = fork();
+	if (pid < 0)
+		goto fail;
+	if (pid == 0)
+		guard_run(argv, envp, in[0], out[1], err[1], parent);
+	/* Also set the group from the parent side: no race with an early kill of the group. */
+	setpgid(pid, pid);
+	close(in[0]);
+	close(err[1]);
+	if (pipe_stdout)
+		close(out[1]);
+	ret->pid = pid;
+	ret->stdin_fd = nonblock(in[1]);
+	ret->stderr_fd = nonblock(err[0]);
+	ret->stdout_fd = pipe_stdout ? nonblock(out[0]) : -1;
+	return 0;
+fail:
+	r = -errno;
+	close_pair(in);
+	close_pair(out);
+	close_pair(err);
+	return r;
+}
+
+int proc_spawn(char *const argv[], char *const envp[], struct proc_child *ret)
+{
+	return proc_spawn_io(argv, envp, false, ret);
+}
+
+int proc_kill_group(pid_t pid, int sig)
+{
+	if (pid <= 0)
+		return -EINVAL;
+	return kill(-pid, sig) == 0 ? 0 : -errno;
+}
+
+int proc_kill(pid_t pid, int sig)
+{
+	if (pid <= 0)
+		return -EINVAL;
+	return kill(pid, sig) == 0 ? 0 : -errno;
+}
+
+/* waitpid(pid, WNOHANG): 1 with *ret_pid and *ret_status, 0 if none has exited, -errno. */
+static int reap(pid_t pid, pid_t *ret_pid, int *ret_status)
+{
+	int status;
+	pid_t r;
+
+	do
+		r = waitpid(pid, &status, WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	if (r == 0)
+		return 0;
+	*ret_pid = r;
+	*ret_status = status;
+	return 1;
+}
+
+int proc_reap(pid_t pid, int *ret_status)
+{
+	pid_t got;
+
+	return reap(pid, &got, ret_status);
+}
+
+void proc_describe_status(int status, char *out, size_t outlen)
+{
+	if (WIFEXITED(status))
+		snprintf(out, outlen, "exit status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(out, outlen, "killed by signal %d (%s)", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)));
+	else
+		snprintf(out, outlen, "status 0x%x", (unsigned)status);
+}
+
+int proc_reap_any(pid_t *ret_pid, int *ret_status)
+{
+	return reap(-1, ret_pid, ret_status);
+}
+
+int proc_become_subreaper(void)
+{
+	return prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 ? 0 : -errno;
+}
+
+void proc_set_name(const char *name)
+{
+	prctl(PR_SET_NAME, name);
+}
+
+/* ---- the fork server ---- */
+
+/* One request (tag, with the descriptor as SCM_RIGHTS) and one answer (tag, pid or -errno),
+ * each one datagram of a SOCK_SEQPACKET pair. */
+struct forker_msg {
+	int32_t tag;
+	int32_t pid;
+};
+
+/* A forker_msg with room for one descriptor, ready for sendmsg or recvmsg. */
+struct forker_frame {
+	struct forker_msg m;
+	_Alignas(struct cmsghdr) char cmsg[CMSG_SPACE(sizeof(int))];
+	struct iovec iov;
+	struct msghdr mh;
+};
+
+static void frame_init(struct forker_frame *fr)
+{
+	memset(fr, 0, sizeof(*fr));
+	fr->iov.iov_base = &fr->m;
+	fr->iov.iov_len = sizeof(fr->m);
+	fr->mh.msg_iov = &fr->iov;
+	fr->mh.msg_iovlen = 1;
+	fr->mh.msg_control = fr->cmsg;
+	fr->mh.msg_controllen = sizeof(fr->cmsg);
+}
+
+int proc_forker_start(struct proc_forker *f, char *const argv[])
+{
+	extern char **environ;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none;
+	int sv[2], r;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	if (sv[1] == 3) {  /* dup2 onto itself would leave it close-on-exec */
+		int d = fcntl(sv[1], F_DUPFD_CLOEXEC, 4);
+		if (d < 0) {
+			r = -errno;
+			close(sv[0]);
+			close(sv[1]);
+			return r;
+		}
+		close(sv[1]);
+		sv[1] = d;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+	posix_spawnattr_init(&at);
+	sigemptyset(&none);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+	r = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+	posix_spawnattr_destroy(&at);
+	posix_spawn_file_actions_destroy(&fa);
+	close(sv[1]);
+	if (r != 0) {
+		close(sv[0]);
+		return -r;
+	}
+	f->pid = pid;
+	f->fd = sv[0];
+	return 0;
+}
+
+void proc_forker_lost(struct proc_forker *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	f->pid = 0;
+}
+
+void proc_forker_stop(struct proc_forker *f)
+{
+	pid_t pid = f->pid, r;
+
+	proc_forker_lost(f);
+	if (pid <= 0)
+		return;
+	kill(pid, SIGKILL);  /* it holds nothing: no reason to wait for it to notice */
+	do
+		r = waitpid(pid, NULL, 0);
+	while (r < 0 && errno == EINTR);
+}
+
+int proc_forker_fork(struct proc_forker *f, int tag, int fd, int timeout_ms, pid_t *ret_pid)
+{
+	struct forker_frame fr;
+	struct forker_msg m;
+	struct cmsghdr *c;
+	struct pollfd pfd = { .fd = f->fd, .events = POLLIN };
+	ssize_t n;
+	int r;
+
+	if (f->fd < 0)
+		return -ESRCH;
+	frame_init(&fr);
+	fr.m.tag = tag;
+	c = CMSG_FIRSTHDR(&fr.mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	do
+		n = sendmsg(f->fd, &fr.mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(fr.m)) {
+		r = n < 0 ? -errno : -EPROTO;
+		goto broken;
+	}
+	do
+		r = poll(&pfd, 1, timeout_ms);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0) {
+		r = r == 0 ? -ETIMEDOUT : -errno;
+		goto broken;
+	}
+	do
+		n = recv(f->fd, &m, sizeof(m), 0);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(m) || m.tag != tag) {
+		r = n < 0 ? -errno : n == 0 ? -EPIPE : -EPROTO;
+		goto broken;
+	}
+	if (m.pid <= 0)
+		return m.pid < 0 ? m.pid : -EPROTO;
+	*ret_pid = m.pid;
+	return 0;
+broken:
+	kill(f->pid, SIGKILL);  /* the caller reaps it */
+	proc_forker_lost(f);
+	return r;
+}
+
+static void forker_reply(int fd, int tag, int pid)
+{
+	struct forker_msg m = { .tag = tag, .pid = pid };
+
+	(void)!send(fd, &m, sizeof(m), MSG_NOSIGNAL);
+}
+
+/* The middle process: fork the new one, answer with its pid and exit, which re-parents it. */
+static void forker_middle(int fd, pid_t parent, int tag, int passed,
+			  int (*run)(int tag, int fd, void *arg), void *arg)
+{
+	pid_t middle = getpid(), pid;
+
+	pid = fork();
+	if (pid != 0) {
+		forker_reply(fd, tag, pid < 0 ? -errno : (int)pid);
+		_exit(0);
+	}
+	close(fd);
+	/* Run only once we are the parent's child: it must be able to wait for us, and we
+	 * must die with it (the caller of run sets that up against parent). */
+	for (int i = 0; getppid() == middle; i++) {
+		if (i == 50000)
+			_exit(1);
+		usleep(100);
+	}
+	if (getppid() != parent)
+		_exit(1);
+	exit(run(tag, passed, arg));
+}
+
+int proc_forker_serve(int fd, pid_t parent, int (*run)(int tag, int fd, void *arg), void *arg)
+{
+	for (;;) {
+		struct forker_frame fr;
+		struct cmsghdr *c;
+		int passed = -1;
+		ssize_t n;
+		pid_t pid, r;
+
+		frame_init(&fr);
+		n = recvmsg(fd, &fr.mh, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n == 0 ? 0 : -errno;
+		c = CMSG_FIRSTHDR(&fr.mh);
+		if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&passed, CMSG_DATA(c), sizeof(int));
+		if (n != (ssize_t)sizeof(fr.m) || passed < 0) {
+			if (passed >= 0)
+				close(passed);
+			forker_reply(fd, n == (ssize_t)sizeof(fr.m) ? fr.m.tag : -1, -EPROTO);
+			continue;
+		}
+		fflush(NULL);  /* nothing buffered may be written twice */
+		pid = fork();
+		if (pid == 0)
+			forker_middle(fd, parent, fr.m.tag, passed, run, arg);
+		close(passed);
+		if (pid < 0) {
+			forker_reply(fd, fr.m.tag, -errno);
+			continue;
+		}
+		do
+			r = waitpid(pid, NULL, 0);
+		while (r < 0 && errno == EINTR);
+	}
+}

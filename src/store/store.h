@@ -1,0 +1,253 @@
+/* store — everything claimd says to MariaDB/MySQL. The only module that includes mysql.h
+ * (store.c, store_conn.c and store_admin.c, through their private store_int.h).
+ *
+ * A struct store is one connection, used by one thread at a time. Sessions run at READ
+ * COMMITTED; every time comparison uses the database clock (NOW(6)). Claims take rows with
+ * SELECT ... FOR UPDATE SKIP LOCKED over the claim index and update them by primary key in
+ * the same short transaction; every later update of a claimed row (complete, fail, release,
+ * extend) names the row's claim token and state 'claimed', so a worker whose claim was lost
+ * (lease expired, released by the supervisor) can never overwrite the row's new owner.
+ * Deadlock (1213) and lock wait timeout (1205) are retried inside the call.
+ *
+ * Errors: functions return >= 0 on success or a negative errno-style code, and fill the
+ * caller's err buffer with the server's message and error number:
+ *   -ENOTCONN  the connection is gone (2002, 2003, 2006, 2013, ...); call store_connect again
+ *              (with back-off); nothing was committed by the failed call unless it says so.
+ *   -EIO       any other SQL error (missing table, bad privileges, ...).
+ *   -EINVAL    bad arguments.
+ * The module does not log.
+ */
+#ifndef CLAIMD_STORE_H
+#define CLAIMD_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/dsn.h"
+
+#define STORE_QUEUE_MAX 64
+#define STORE_ERR_MAX 512
+#define STORE_PAYLOAD_MAX (16u * 1024 * 1024 - 1) /* MEDIUMBLOB */
+#define STORE_DEDUPE_KEY_MAX 255
+#define STORE_GROUP_KEY_MAX 255
+#define STORE_PRIORITY_MIN (-10)  /* work_items.priority's range (a CHECK constraint) */
+#define STORE_PRIORITY_MAX 10
+#define STORE_DEDUPE_WINDOW_S 300
+
+struct store;
+
+/* A claimed row, as the worker needs it. */
+struct store_item {
+	uint64_t id;
+	uint64_t token;          /* the fencing token written by this claim */
+	uint32_t attempt;        /* 1 for the first run */
+	uint32_t max_attempts;
+	char queue[STORE_QUEUE_MAX + 1];
+	unsigned char *payload;  /* malloc'd, NUL-terminated for convenience; may be NULL */
+	size_t payload_len;
+	uint32_t timeout_ms;     /* the row's own time limit (timeout_s); 0 = none */
+	int64_t enqueued_at_ms;  /* created_at, unix ms */
+	uint32_t min_interval_ms; /* its queue's shared rate limit (queues.min_interval_ms), 0 = none */
+	int16_t priority;        /* smaller runs first */
+	char *group;             /* FIFO group key, malloc'd; NULL when the row has none */
+	uint64_t group_seq;      /* the row's number within its group (0 without one) */
+};
+
+/* A reference to a claimed row for complete/release/extend. grouped: the row has a FIFO
+ * group (store_item.group), so finishing it also starts the group's next row (set it from
+ * the claimed item; store_release looks for itself). */
+struct store_ref {
+	uint64_t id;
+	uint64_t token;
+	bool grouped;
+};
+
+struct store_count {
+	char queue[STORE_QUEUE_MAX + 1];
+	char state[16];
+	uint64_t count;
+};
+
+/* Call once in main before any thread or store exists. tls: whether any connection of this
+ * process may use TLS. Without it, and when the client library sits on OpenSSL, OpenSSL is
+ * initialised without openssl.cnf, error strings and its cipher/digest name tables, which a
+ * connection without TLS never uses: 1.6 MiB less RSS in every process. Returns 0 or -EIO. */
+int store_library_init(bool tls);
+void store_library_end(void);
+
+/* Make a store for dsn. claimer is written to claimed_by ("host/slot:pid"); both are copied.
+ * Does not connect. Returns 0 or -ENOMEM. */
+int store_new(const struct dsn *dsn, const char *claimer, struct store **ret);
+/* Closes the connection if any. Accepts NULL. */
+void store_free(struct store *s);
+
+/* (Re)connect: closes any old connection, connects with a 3 s connect timeout and 10 s
+ * read/write timeouts, sets READ COMMITTED. The password is CLAIMD_DB_PASSWORD if set
+ * (and not empty), else the first line of dsn->password_file if set, else none.
+ * -ENOTCONN: server unreachable (try again later); -EIO: refused (bad password, unknown
+ * database, unreadable password_file: retrying will not help until someone fixes it). */
+int store_connect(struct store *s, char *err, size_t errlen);
+bool store_connected(const struct store *s);
+
+/* In one transaction: mark done[0..ndone) complete (fenced; state 'done', finished_at =
+ * NOW(6), visible_at NULL), then claim up to max rows of queue whose visible_at <= NOW(6),
+ * smallest priority first, then oldest visible, then smallest id, skipping rows other sessions
+ * hold locked, and set them claimed with a new token each, claimed_by, claimed_at = NOW(6),
+ * visible_at = NOW(6) + lease_ms, attempts + 1. max may be 0 (complete only). Fills
+ * items[0..*ret_n) (caller frees payloads with store_items_clear) and *ret_completed with how
+ * many of done[] were applied (the rest were fenced out). On error nothing is written to the
+ * outputs and nothing is committed, except that after -ENOTCONN the COMMIT may have happened
+ * unseen: rows claimed then stay claimed until their lease ends, and done[] may have been
+ * applied (completing them again reports them fenced out). "Oldest first" is per store and
+ * approximate: each store goes on from where its last claim ended (see store.c: it skips index
+ * entries that earlier claims left behind) and rescans from the oldest row when that runs
+ * short and at least once a second, so a row that becomes due behind the others (a backdated
+ * run_at, a lease that ran out) may wait up to a second under load. */
+int store_claim(struct store *s, const char *queue, unsigned max, unsigned lease_ms,
+		const struct store_ref *done, size_t ndone,
+		struct store_item *items, size_t *ret_n, size_t *ret_completed,
+		char *err, size_t errlen);
+
+void store_items_clear(struct store_item *items, size_t n);
+
+/* A failed run of a claimed row (fenced). If the row's attempts >= max_attempts it becomes
+ * 'dead' (visible_at NULL, finished_at NOW(6)); otherwise 'ready', visible at
+ * NOW(6) + retry_ms. error (may be NULL) is stored in last_error, cut to 4000 bytes on a
+ * character boundary, bytes that are not UTF-8 replaced by '?'.
+ * Returns 1 if applied and the row is now ready, 2 if applied and the row is now dead,
+ * 0 if fenced out, or a negative error. */
+int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const char *error,
+	       char *err, size_t errlen);
+
+/* Put claimed rows back to 'ready', visible now (fenced). With count_attempt false the
+ * attempt they were claimed for is given back (shutdown, prefetched and never started).
+ * A row whose attempts reached max_attempts with count_attempt true goes 'dead' with
+ * last_error = reason. Returns how many rows were changed, or a negative error. */
+int store_release(struct store *s, const struct store_ref *refs, size_t n, bool count_attempt,
+		  const char *reason, char *err, size_t errlen);
+
+/* The handler asked for the row to run again in delay_ms, and that is not a failure: back to
+ * 'ready', visible at NOW(6) + delay_ms, the attempt given back (fenced). Returns 1 if
+ * applied, 0 if fenced out, or a negative error. */
+int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *err,
+		size_t errlen);
+
+/* Push the lease of claimed rows to NOW(6) + lease_ms (fenced). Returns how many rows were
+ * still ours, or a negative error. */
+int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsigned lease_ms,
+		 char *err, size_t errlen);
+
+/* Cheap, non-locking: is any row of queue claimable now? One statement. Returns 1, 0, or a
+ * negative error. */
+int store_poll(struct store *s, const char *queue, char *err, size_t errlen);
+/* The same for any of queues[0..n). */
+int store_poll_any(struct store *s, const char *const *queues, size_t n, char *err,
+		   size_t errlen);
+
+/* Row counts per queue and state (all of work_items). *ret is malloc'd; caller frees.
+ * A queue name longer than STORE_QUEUE_MAX bytes is cut (on a character boundary). */
+int store_counts(struct store *s, struct store_count **ret, size_t *ret_n,
+		 char *err, size_t errlen);
+
+/* A place in claim order: priority, then visible_at packed into an integer that sorts the
+ * same way, then id. */
+struct store_place {
+	int32_t priority;
+	uint64_t pos;
+	uint64_t id;
+};
+
+/* Whether a comes after b in claim order. */
+bool store_place_after(const struct store_place *a, const struct store_place *b);
+
+/* Where this store's next claim starts: after its last claimed row. Returns false when it
+ * has no such place yet. */
+bool store_cursor(const struct store *s, struct store_place *ret);
+
+/* Move the cursor forward to (pos, id), a place a sibling claimer on this host reached, if it
+ * is past this store's own: the next claim then skips rows the siblings took (their old index
+ * entries wait for purge at the head of the range and each costs a lookup); priorities other
+ * than the cursor's are scanned whole. With a hint, the host also schedules the scan from
+ * the head that finds rows left behind: pos 0 asks for it
+ * on the next claim, any other hint puts it off (one host-wide scan a second instead of one
+ * per worker). */
+void store_cursor_hint(struct store *s, const char *queue, const struct store_place *at);
+
+/* What an add may set besides queue and payload; zero (and period_s -1) leaves the column's
+ * default. */
+struct store_add_opts {
+	const char *run_at;      /* a DATETIME literal in the database's time zone, or NULL */
+	unsigned delay_ms;       /* run_at = NOW(6) + delay (when run_at is NULL) */
+	long period_s;           /* recurring every period_s; -1 = not recurring */
+	unsigned max_attempts;
+	unsigned timeout_s;
+	const char *dedupe_key;  /* at most STORE_DEDUPE_KEY_MAX bytes, or NULL */
+	int priority;            /* STORE_PRIORITY_MIN..MAX; smaller runs first */
+	const char *group_key;   /* FIFO group, at most STORE_GROUP_KEY_MAX bytes, or NULL */
+};
+
+/* Insert one ready row of queue with payload (len bytes, at most STORE_PAYLOAD_MAX) and the
+ * options (NULL: none), and write its id to *ret_id. With a dedupe key that a row of the
+ * queue holds (ready, claimed, or finished less than the dedupe window ago), nothing is
+ * inserted and *ret_id is that row's id. Returns 0 if a row was inserted, 1 if it was a
+ * duplicate, or a negative error (-EMSGSIZE for a payload too large, -EIO for a value the
+ * database refuses). */
+int store_add(struct store *s, const char *queue, const unsigned char *payload, size_t len,
+	      const struct store_add_opts *opts, uint64_t *ret_id, char *err, size_t errlen);
+
+/* A row finished (done or dead) keeps its dedupe_key for seconds (default
+ * STORE_DEDUPE_WINDOW_S), so the same key is still refused meanwhile. */
+void store_set_dedupe_window(struct store *s, unsigned seconds);
+
+/* Forget the dedupe keys of rows whose window has passed, up to limit rows. Returns how
+ * many, or a negative error. */
+int store_dedupe_expire(struct store *s, unsigned limit, char *err, size_t errlen);
+
+/* Put dead rows back: row id (queue NULL) or every dead row of queue, ready now with
+ * attempts 0 (last_error stays until the next failure); a grouped row waits behind its
+ * group's running row, if any. Returns how many rows. */
+int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err, size_t errlen);
+
+/* FIFO groups of queues[0..n) that have live rows but none running or due (their running
+ * row was deleted by hand, say): the oldest row of each gets its turn. Returns how many
+ * groups went on, or a negative error. */
+int store_group_heal(struct store *s, const char *const *queues, size_t n, char *err,
+		     size_t errlen);
+
+/* Is queue paused (queues.paused)? Returns 1, 0, or a negative error. Claims and polls skip
+ * a paused queue's rows by themselves; a worker asks before starting a prefetched item. */
+int store_paused(struct store *s, const char *queue, char *err, size_t errlen);
+
+/* Pause or resume queue for every supervisor. Returns 0 or a negative error. */
+int store_set_paused(struct store *s, const char *queue, bool paused, char *err, size_t errlen);
+
+/* Take the next start slot of queue's shared rate limit: *ret_wait_ms is how long to wait
+ * before starting (0 = now, also when the queue has no limit). Slots are min_interval_ms apart
+ * for every claimer of every supervisor sharing the database. Returns 0 or a negative error. */
+int store_take_slot(struct store *s, const char *queue, unsigned *ret_wait_ms, char *err,
+		    size_t errlen);
+
+/* Set queue's shared rate limit (0 = none). Returns 0 or a negative error. */
+int store_set_interval(struct store *s, const char *queue, unsigned interval_ms, char *err,
+		       size_t errlen);
+
+/* One step of a sweep of the table in id order that deletes the rows in state 'done' which
+ * finished, and were created, more than keep_done_s seconds ago: the ids [from, from + span)
+ * in one round trip, if this session holds (or can take) the database's prune lock (GET_LOCK,
+ * released with the connection): among supervisors sharing the database one prunes. Dead rows
+ * are never deleted. *ret_next is where the next step starts: the first id after the span,
+ * or 0 when the sweep is over (no row after it, the row after it was created less than
+ * keep_done_s ago, so are the ones after it, or another session prunes). Start a sweep with
+ * from = 0. No index on finished_at is needed (a completion would pay for one). Returns how
+ * many rows went, or a negative error. */
+int store_prune(struct store *s, unsigned keep_done_s, uint64_t from, unsigned span,
+		uint64_t *ret_next, char *err, size_t errlen);
+
+/* Forget up to limit FIFO groups (work_groups rows) that have no live rows and had no insert
+ * for keep_s seconds, under the same prune lock; a later row of such a group is numbered from
+ * 1 again. Returns how many, or a negative error. */
+int store_prune_groups(struct store *s, unsigned keep_s, unsigned limit, char *err,
+		       size_t errlen);
+
+#endif

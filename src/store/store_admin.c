@@ -1,0 +1,356 @@
+/* store_admin — the store's statements outside the claim path: adding rows (with dedupe),
+ * queue settings (pause, rate limit and its start slots), dead rows back, counts, and the
+ * maintenance passes (pruning done rows, forgetting expired dedupe keys). */
+#include "store/store.h"
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int take_counts(MYSQL_RES *res, struct store_count **ret, size_t *ret_n,
+		       char *err, size_t errlen)
+{
+	size_t n = (size_t)mysql_num_rows(res), i;
+	struct store_count *c = calloc(n ? n : 1, sizeof(*c));
+	MYSQL_ROW row;
+
+	if (!c)
+		return sq_fail_msg(-ENOMEM, err, errlen, "store_counts: out of memory");
+	for (i = 0; i < n && (row = mysql_fetch_row(res)); i++) {
+		if (!row[0] || !row[1] || !sq_parse_u64(row[2], mysql_fetch_lengths(res)[2],
+						     &c[i].count)) {
+			free(c);
+			return sq_fail_msg(-EIO, err, errlen, "store_counts: bad value in the result");
+		}
+		/* 64 characters can be more bytes than fit: cut on a character boundary. */
+		sq_utf8_sanitize(row[0], c[i].queue, STORE_QUEUE_MAX);
+		snprintf(c[i].state, sizeof(c[i].state), "%s", row[1]);
+	}
+	*ret = c;
+	*ret_n = i;
+	return 0;
+}
+
+int store_counts(struct store *s, struct store_count **ret, size_t *ret_n,
+		 char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_counts", NULL, 0, NULL, err, errlen);
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	if (!ret || !ret_n)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_counts: bad arguments");
+	sq_reset(s);
+	sql_add(s, "SELECT queue, state, COUNT(*) FROM work_items GROUP BY queue, state "
+		"ORDER BY queue, state");
+	r = sq_run(s, "store_counts", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	if (!rr.res)
+		return sq_fail_msg(-EIO, err, errlen, "store_counts: no result");
+	r = take_counts(rr.res, ret, ret_n, err, errlen);
+	mysql_free_result(rr.res);
+	return r;
+}
+
+/* ---- enqueue and maintenance ---- */
+
+/* "SET @claimd_dup = 0; INSERT ... ON DUPLICATE KEY UPDATE ...; SELECT @claimd_dup,
+ * LAST_INSERT_ID()": a row holding the dedupe key is left as it is, and its id is the one
+ * returned. Not INSERT IGNORE, which would turn a bad value into a warning. */
+static int sql_add_new_row(struct store *s, const char *queue, const unsigned char *payload,
+			   size_t len, const struct store_add_opts *o)
+{
+	char q[QUOTED_QUEUE_MAX], k[2 * STORE_DEDUPE_KEY_MAX + 3], when[2 * 64 + 3];
+	char g[2 * STORE_GROUP_KEY_MAX + 3];
+	char *p = malloc(2 * len + 3);
+
+	if (!p)
+		return -ENOMEM;
+	sq_quote(s->conn, q, queue, strlen(queue));
+	sq_quote(s->conn, p, (const char *)(payload ? payload : (const unsigned char *)""), len);
+	if (o->dedupe_key) {
+		/* A key whose window has passed is free now, not at the next maintenance pass. */
+		sq_quote(s->conn, k, o->dedupe_key, strlen(o->dedupe_key));
+		sql_add(s, "UPDATE work_items SET dedupe_key = NULL, dedupe_until = NULL "
+			"WHERE queue = %s AND dedupe_key = %s AND dedupe_until < NOW(6);", q, k);
+	}
+	sql_add(s, "SET @claimd_dup = 0;INSERT INTO work_items (queue, payload%s%s%s%s%s%s%s) "
+		"VALUES (%s, %s", o->run_at || o->delay_ms ? ", run_at" : "",
+		o->period_s >= 0 ? ", period_s" : "", o->max_attempts ? ", max_attempts" : "",
+		o->timeout_s ? ", timeout_s" : "", o->dedupe_key ? ", dedupe_key" : "",
+		o->priority ? ", priority" : "", o->group_key ? ", group_key" : "", q, p);
+	free(p);
+	if (o->run_at) {
+		sq_quote(s->conn, when, o->run_at, strlen(o->run_at));
+		sql_add(s, ", %s", when);
+	} else if (o->delay_ms) {
+		sql_add(s, ", NOW(6) + INTERVAL %llu MICROSECOND", (unsigned long long)o->delay_ms * 1000u);
+	}
+	if (o->period_s >= 0)
+		sql_add(s, ", %ld", o->period_s);
+	if (o->max_attempts)
+		sql_add(s, ", %u", o->max_attempts);
+	if (o->timeout_s)
+		sql_add(s, ", %u", o->timeout_s);
+	if (o->dedupe_key)
+		sql_add(s, ", %s", k);
+	if (o->priority)
+		sql_add(s, ", %d", o->priority);
+	if (o->group_key) {
+		sq_quote(s->conn, g, o->group_key, strlen(o->group_key));
+		sql_add(s, ", %s", g);
+	}
+	sql_add(s, ") ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@claimd_dup := 1);"
+		"SELECT @claimd_dup, LAST_INSERT_ID()");
+	return 0;
+}
+
+int store_add(struct store *s, const char *queue, const unsigned char *payload, size_t len,
+	      const struct store_add_opts *opts, uint64_t *ret_id, char *err, size_t errlen)
+{
+	static const struct store_add_opts none = { .period_s = -1 };
+	const struct store_add_opts *o = opts ? opts : &none;
+	int r = sq_check(s, "store_add", NULL, 0, queue ? queue : "", err, errlen);
+	MYSQL_ROW row;
+	struct run rr;
+	uint64_t id;
+
+	if (r < 0)
+		return r;
+	if (len > STORE_PAYLOAD_MAX)
+		return sq_fail_msg(-EMSGSIZE, err, errlen, "store_add: payload of %zu bytes is over "
+				"the %u byte limit", len, STORE_PAYLOAD_MAX);
+	if ((o->dedupe_key && strlen(o->dedupe_key) > STORE_DEDUPE_KEY_MAX) ||
+	    (o->group_key && strlen(o->group_key) > STORE_GROUP_KEY_MAX) ||
+	    (o->run_at && strlen(o->run_at) > 64))
+		return sq_fail_msg(-EINVAL, err, errlen, "store_add: dedupe key, group key or run_at "
+				"too long");
+	if (o->priority < STORE_PRIORITY_MIN || o->priority > STORE_PRIORITY_MAX)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_add: priority %d is out of range",
+				o->priority);
+	sq_reset(s);
+	if (sql_add_new_row(s, queue, payload, len, o) < 0)
+		return sq_fail_msg(-ENOMEM, err, errlen, "store_add: out of memory");
+	r = sq_run(s, "store_add", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	r = row && row[0] && row[1] && sq_parse_u64(row[1], strlen(row[1]), &id) && id > 0 ?
+	    row[0][0] == '1' : -EIO;
+	mysql_free_result(rr.res);
+	if (r < 0)
+		return sq_fail_msg(r, err, errlen, "store_add: no id came back");
+	*ret_id = id;
+	return r;
+}
+
+/* Runs the statement built and returns how many rows it changed (capped to INT32_MAX), or a
+ * negative error. */
+static int run_count(struct store *s, const char *op, char *err, size_t errlen)
+{
+	struct run rr;
+	int r = sq_run(s, op, &rr, err, errlen);
+
+	if (r < 0)
+		return sq_final(r);
+	return rr.rows[0] > INT32_MAX ? INT32_MAX : (int)rr.rows[0];
+}
+
+int store_dedupe_expire(struct store *s, unsigned limit, char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_dedupe_expire", NULL, 0, NULL, err, errlen);
+
+	if (r < 0)
+		return r;
+	sq_reset(s);
+	sql_add(s, "UPDATE work_items SET dedupe_key = NULL, dedupe_until = NULL "
+		"WHERE dedupe_until < NOW(6) LIMIT %u", limit ? limit : 1);
+	return run_count(s, "store_dedupe_expire", err, errlen);
+}
+
+int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_retry_dead", NULL, 0, queue, err, errlen);
+	char q[QUOTED_QUEUE_MAX], which[QUOTED_QUEUE_MAX + 64], scope[QUOTED_QUEUE_MAX + 96];
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	if (queue) {
+		sq_quote(s->conn, q, queue, strlen(queue));
+		snprintf(which, sizeof(which), "state = 'dead' AND queue = %s", q);
+		snprintf(scope, sizeof(scope), "queue = %s", q);
+	} else {
+		snprintf(which, sizeof(which), "state = 'dead' AND id = %llu", (unsigned long long)id);
+		snprintf(scope, sizeof(scope), "queue = (SELECT queue FROM work_items WHERE id = %llu)",
+			 (unsigned long long)id);
+	}
+	/* A grouped row goes back parked, behind its group's running row if there is one; if
+	 * there is none, the oldest live row of the group starts (GROUP_HEAL). */
+	sq_reset(s);
+	sql_add(s, "START TRANSACTION;" GROUP_LOCK ";", which);
+	sql_add(s, "UPDATE work_items SET state = 'ready', attempts = 0, "
+		"visible_at = IF(group_key IS NULL OR period_s IS NOT NULL, NOW(6), NULL), "
+		"finished_at = NULL WHERE %s;" GROUP_HEAL ";COMMIT", which, scope);
+	r = sq_run_retry(s, "store_retry_dead", &rr, err, errlen);
+	if (r < 0)
+		return r;
+	return rr.rows[2] > INT32_MAX ? INT32_MAX : (int)rr.rows[2];
+}
+
+int store_group_heal(struct store *s, const char *const *queues, size_t n, char *err,
+		     size_t errlen)
+{
+	int r = sq_check(s, "store_group_heal", NULL, 0, NULL, err, errlen);
+	struct buf scope;
+
+	if (r < 0 || n == 0)
+		return r;
+	buf_init(&scope);
+	r = sq_add_queue_in(s, "store_group_heal", &scope, queues, n, err, errlen);
+	sq_reset(s);
+	if (buf_failed(&scope))
+		s->sql.failed = true;
+	else if (r == 0)
+		sql_add(s, GROUP_HEAL, scope.data);
+	buf_free(&scope);
+	return r < 0 ? r : run_count(s, "store_group_heal", err, errlen);
+}
+
+int store_paused(struct store *s, const char *queue, char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_paused", NULL, 0, queue, err, errlen);
+	char q[QUOTED_QUEUE_MAX];
+	MYSQL_ROW row;
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	sq_quote(s->conn, q, queue, strlen(queue));
+	sq_reset(s);
+	sql_add(s, "SELECT paused FROM queues WHERE name = %s", q);
+	r = sq_run(s, "store_paused", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	r = row && row[0] && strcmp(row[0], "0") != 0;
+	mysql_free_result(rr.res);
+	return r;
+}
+
+/* One column of queue's row in queues, created with the defaults if it is missing. column
+ * is one of ours, never user input. */
+static int set_queue_setting(struct store *s, const char *op, const char *queue,
+			     const char *column, unsigned value, char *err, size_t errlen)
+{
+	int r = sq_check(s, op, NULL, 0, queue, err, errlen);
+	char q[QUOTED_QUEUE_MAX];
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	sq_quote(s->conn, q, queue, strlen(queue));
+	sq_reset(s);
+	sql_add(s, "INSERT INTO queues (name, %s) VALUES (%s, %u) "
+		"ON DUPLICATE KEY UPDATE %s = VALUES(%s)", column, q, value, column, column);
+	r = sq_run(s, op, &rr, err, errlen);
+	return r < 0 ? sq_final(r) : 0;
+}
+
+int store_set_paused(struct store *s, const char *queue, bool paused, char *err, size_t errlen)
+{
+	return set_queue_setting(s, "store_set_paused", queue, "paused", paused, err, errlen);
+}
+
+int store_take_slot(struct store *s, const char *queue, unsigned *ret_wait_ms, char *err,
+		    size_t errlen)
+{
+	int r = sq_check(s, "store_take_slot", NULL, 0, queue, err, errlen);
+	char q[QUOTED_QUEUE_MAX];
+	uint64_t us = 0;
+	MYSQL_ROW row;
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	sq_quote(s->conn, q, queue, strlen(queue));
+	sq_reset(s);
+	/* The queue's next free slot is ours (now, if it has passed); the one after it moves on
+	 * by the interval. One autocommit UPDATE: the row is locked for microseconds. */
+	sql_add(s, "UPDATE queues SET next_start_at = (@claimd_slot := GREATEST("
+		"COALESCE(next_start_at, NOW(6)), NOW(6))) + INTERVAL min_interval_ms * 1000 "
+		"MICROSECOND WHERE name = %s AND min_interval_ms > 0;"
+		"SELECT IF(ROW_COUNT() > 0, GREATEST(TIMESTAMPDIFF(MICROSECOND, NOW(6), "
+		"@claimd_slot), 0), 0)", q);
+	r = sq_run(s, "store_take_slot", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	r = row && row[0] && sq_parse_u64(row[0], strlen(row[0]), &us) ? 0 : -EIO;
+	mysql_free_result(rr.res);
+	if (r < 0)
+		return sq_fail_msg(r, err, errlen, "store_take_slot: no slot came back");
+	*ret_wait_ms = (unsigned)((us + 999) / 1000);
+	return 0;
+}
+
+int store_set_interval(struct store *s, const char *queue, unsigned interval_ms, char *err,
+		       size_t errlen)
+{
+	return set_queue_setting(s, "store_set_interval", queue, "min_interval_ms", interval_ms,
+				 err, errlen);
+}
+
+int store_prune(struct store *s, unsigned keep_done_s, uint64_t from, unsigned span,
+		uint64_t *ret_next, char *err, size_t errlen)
+{
+	unsigned long long a = (unsigned long long)from, b = a + (span ? span : 1);
+	MYSQL_ROW row;
+	struct run rr;
+	int r = sq_check(s, "store_prune", NULL, 0, NULL, err, errlen);
+
+	*ret_next = 0;
+	if (r < 0)
+		return r;
+	sq_reset(s);
+	/* The election first: only the session holding the prune lock deletes and sweeps on.
+	 * Lock names are server-wide, hence the database's name in it; IS_USED_LOCK first, as
+	 * taking a lock this session holds would nest it. Then the span by primary key, and the
+	 * row after it: a row created less than keep_done_s ago cannot have finished earlier,
+	 * and ids grow with creation time, so the sweep ends there. */
+	sql_add(s, PRUNE_ELECT ";" PRUNE_SPAN ";" PRUNE_NEXT, a, b, keep_done_s, keep_done_s,
+		keep_done_s, b);
+	r = sq_run(s, "store_prune", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	if (row && row[0] && row[1] && strcmp(row[1], "1") == 0)
+		*ret_next = strtoull(row[0], NULL, 10);
+	mysql_free_result(rr.res);
+	mysql_free_result(rr.res2);
+	return rr.rows[1] > INT32_MAX ? INT32_MAX : (int)rr.rows[1];
+}
+
+int store_prune_groups(struct store *s, unsigned keep_s, unsigned limit, char *err,
+		       size_t errlen)
+{
+	int r = sq_check(s, "store_prune_groups", NULL, 0, NULL, err, errlen);
+
+	if (r < 0)
+		return r;
+	sq_reset(s);
+	/* A racing insert into the group holds the row locked: the DELETE waits for it and then
+	 * sees its new updated_at. */
+	sql_add(s, "DELETE FROM work_groups WHERE updated_at < NOW(6) - INTERVAL %u SECOND "
+		"AND NOT EXISTS (SELECT 1 FROM work_items FORCE INDEX (group_idx) "
+		"WHERE work_items.queue = work_groups.queue AND "
+		"work_items.group_live = work_groups.group_key) "
+		"AND IF(IS_USED_LOCK(" PRUNE_LOCK ") = CONNECTION_ID(), 1, "
+		"GET_LOCK(" PRUNE_LOCK ", 0)) = 1 ORDER BY updated_at LIMIT %u", keep_s,
+		limit ? limit : 1);
+	return run_count(s, "store_prune_groups", err, errlen);
+}

@@ -1,0 +1,399 @@
+/* store_conn — the store's connections and how its statements run: connecting (with the
+ * client library's set-up), sending statements and reading their results, mapping errors,
+ * retrying deadlocks and lock wait timeouts; and the small helpers every statement builder
+ * uses (quoting, error texts, numbers). See store.h for the interface, store_int.h for the
+ * helpers' contracts. */
+#include "store/store.h"
+#include "store/store_int.h"
+#include "common/utf8.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef CLAIMD_OPENSSL_PREINIT
+#include <openssl/ssl.h>
+#endif
+
+#define RETRIES_DEADLOCK 5      /* tries in all for 1213 */
+#define RETRIES_LOCK_WAIT 2     /* tries in all for 1205 */
+
+/* Fills err (if any) and returns code. */
+int sq_fail_msg(int code, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+/* ---- building SQL ---- */
+
+/* Writes str quoted and escaped to out (2 * len + 3 bytes); returns its length. */
+size_t sq_quote(MYSQL *c, char *out, const char *str, size_t len)
+{
+	size_t n = mysql_real_escape_string(c, out + 1, str, (unsigned long)len);
+
+	out[0] = '\'';
+	memcpy(out + 1 + n, "'", 2);
+	return n + 2;
+}
+
+/* Copies at most max bytes of src to dst (max + 1 bytes), never ending inside a UTF-8
+ * sequence, with each byte that is not valid UTF-8 made '?': the columns are utf8mb4 and a
+ * strict server would refuse the whole UPDATE. Returns the length written. */
+size_t sq_utf8_sanitize(const char *src, char *dst, size_t max)
+{
+	const unsigned char *p = (const unsigned char *)src;
+	size_t in = 0, out = 0, n = strlen(src), k;
+
+	while (in < n && out < max) {
+		k = utf8_len(p + in, n - in);
+		if (k == 0) {
+			dst[out++] = '?';
+			in++;
+			continue;
+		}
+		if (out + k > max)
+			break;
+		memcpy(dst + out, p + in, k);
+		out += k;
+		in += k;
+	}
+	dst[out] = '\0';
+	return out;
+}
+
+bool sq_parse_u64(const char *p, unsigned long len, uint64_t *ret)
+{
+	uint64_t v = 0;
+	unsigned long i;
+
+	if (!p || len == 0)
+		return false;
+	for (i = 0; i < len; i++) {
+		if (p[i] < '0' || p[i] > '9' || v > (UINT64_MAX - (uint64_t)(p[i] - '0')) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(p[i] - '0');
+	}
+	*ret = v;
+	return true;
+}
+
+
+/* ---- running statements, errors, retries ---- */
+
+/* 2002 CR_CONNECTION_ERROR, 2003 CR_CONN_HOST_ERROR, 2005 CR_UNKNOWN_HOST, 2006
+ * CR_SERVER_GONE_ERROR, 2012 CR_SERVER_HANDSHAKE_ERR, 2013 CR_SERVER_LOST, 2014
+ * CR_COMMANDS_OUT_OF_SYNC (the session's state is unknown: start over), 2055
+ * CR_SERVER_LOST_EXTENDED, 1053 ER_SERVER_SHUTDOWN, 1927 ER_CONNECTION_KILLED, 4031
+ * disconnected for inactivity. */
+static bool conn_lost(unsigned e)
+{
+	static const unsigned lost[] = { 2002, 2003, 2005, 2006, 2012, 2013, 2014, 2055,
+					 1053, 1927, 4031 };
+	size_t i;
+
+	for (i = 0; i < sizeof(lost) / sizeof(lost[0]); i++)
+		if (e == lost[i])
+			return true;
+	return false;
+}
+
+static void drop(struct store *s)
+{
+	if (s->conn)
+		mysql_close(s->conn);
+	s->conn = NULL;
+}
+
+/* Fills err from the connection's last error and maps it: -ENOTCONN (the connection is
+ * dropped), -EDEADLK for 1213 and -ETIMEDOUT for 1205 (retried by the callers), or -EIO. */
+static int db_error(struct store *s, const char *op, char *err, size_t errlen)
+{
+	unsigned e = mysql_errno(s->conn);
+
+	sq_fail_msg(0, err, errlen, "%s: mysql error %u: %s", op, e, mysql_error(s->conn));
+	if (conn_lost(e)) {
+		drop(s);
+		return -ENOTCONN;
+	}
+	return e == 1213 ? -EDEADLK : e == 1205 ? -ETIMEDOUT : -EIO;
+}
+
+/* Sends s->sql (one or more statements) and reads every result: the row count of each
+ * statement into rr->rows, the first result set into rr->res and the second into rr->res2
+ * (callers send at most two). */
+int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t errlen)
+{
+	MYSQL_RES *res;
+	unsigned i = 0;
+	int status, r;
+
+	memset(rr, 0, sizeof(*rr));
+	if (buf_failed(&s->sql))
+		return sq_fail_msg(-ENOMEM, err, errlen, "%s: out of memory", op);
+	if (mysql_real_query(s->conn, s->sql.data, (unsigned long)s->sql.len) != 0)
+		return db_error(s, op, err, errlen);
+	do {
+		res = mysql_store_result(s->conn);
+		if (!res && mysql_field_count(s->conn) != 0)
+			goto fail;
+		if (i < RUN_MAX_STMTS)
+			rr->rows[i++] = res ? mysql_num_rows(res) : mysql_affected_rows(s->conn);
+		if (res && !rr->res)
+			rr->res = res;
+		else if (res && !rr->res2)
+			rr->res2 = res;
+		else
+			mysql_free_result(res);
+		status = mysql_next_result(s->conn);
+	} while (status == 0);
+	if (status > 0)
+		goto fail;
+	return 0;
+fail:
+	r = db_error(s, op, err, errlen);
+	mysql_free_result(rr->res);
+	mysql_free_result(rr->res2);
+	rr->res = rr->res2 = NULL;
+	return r;
+}
+
+/* After a failed statement inside a transaction: leave none open. err keeps the first
+ * error; a failed ROLLBACK matters only if the connection is gone (the server rolls back). */
+void sq_abort(struct store *s)
+{
+	if (s->conn && mysql_real_query(s->conn, "ROLLBACK", 8) != 0 &&
+	    conn_lost(mysql_errno(s->conn)))
+		drop(s);
+}
+
+/* Whether to try again after r; sleeps 1-2 ms, 2-4 ms, 4-8 ms, ... first. */
+bool sq_retry(struct store *s, int r, unsigned *attempt)
+{
+	unsigned max = r == -ETIMEDOUT ? RETRIES_LOCK_WAIT : RETRIES_DEADLOCK, base_us;
+	struct timespec ts = { 0, 0 };
+
+	if (r != -EDEADLK && r != -ETIMEDOUT)
+		return false;
+	sq_abort(s);
+	if (++*attempt >= max || !s->conn)
+		return false;
+	base_us = 1000u << (*attempt - 1);
+	ts.tv_nsec = (long)(base_us + (unsigned)rand_r(&s->seed) % base_us) * 1000;
+	nanosleep(&ts, NULL);
+	return true;
+}
+
+/* What callers see: retryable errors that ran out of tries are plain SQL errors. */
+int sq_final(int r)
+{
+	return r == -EDEADLK || r == -ETIMEDOUT ? -EIO : r;
+}
+
+int sq_add_queue_in(struct store *s, const char *op, struct buf *b, const char *const *queues,
+		    size_t n, char *err, size_t errlen)
+{
+	char q[QUOTED_QUEUE_MAX];
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = sq_check(s, op, NULL, 0, queues[i], err, errlen);
+	if (r < 0 || n == 0)
+		return r < 0 ? r : sq_fail_msg(-EINVAL, err, errlen, "%s: no queue", op);
+	buf_puts(b, "queue IN (");
+	for (size_t i = 0; i < n; i++) {
+		sq_quote(s->conn, q, queues[i], strlen(queues[i]));
+		buf_printf(b, "%s%s", i ? "," : "", q);
+	}
+	buf_puts(b, ")");
+	return 0;
+}
+
+int sq_run_retry(struct store *s, const char *op, struct run *rr, char *err, size_t errlen)
+{
+	unsigned attempt = 0;
+	int r;
+
+	do
+		r = sq_run(s, op, rr, err, errlen);
+	while (r < 0 && sq_retry(s, r, &attempt));
+	if (r < 0)
+		sq_abort(s);
+	return sq_final(r);
+}
+
+/* Common argument checks: a store, a sane row list, a queue name if queue is not NULL,
+ * a connection. */
+int sq_check(struct store *s, const char *op, const struct store_ref *refs, size_t n,
+		 const char *queue, char *err, size_t errlen)
+{
+	size_t qlen = queue ? strlen(queue) : 1;
+
+	if (!s)
+		return sq_fail_msg(-EINVAL, err, errlen, "%s: no store", op);
+	if (n > MAX_REFS || (n > 0 && !refs))
+		return sq_fail_msg(-EINVAL, err, errlen, "%s: bad row list (%zu rows)", op, n);
+	if (qlen == 0 || qlen > STORE_QUEUE_MAX)
+		return sq_fail_msg(-EINVAL, err, errlen, "%s: queue name must be 1..%d bytes", op,
+				STORE_QUEUE_MAX);
+	if (!s->conn)
+		return sq_fail_msg(-ENOTCONN, err, errlen, "%s: not connected", op);
+	return 0;
+}
+
+/* ---- life cycle ---- */
+
+/* Debian's Connector/C calls OPENSSL_init_ssl(OPENSSL_INIT_LOAD_CONFIG) in
+ * mysql_library_init() whether or not a connection will use TLS: openssl.cnf, every error
+ * string and the name tables of all ciphers and digests. That is 1.6 MiB of RSS per process
+ * (a worker: 6.2 -> 4.6 MiB), mostly libcrypto pages touched once. Without TLS the protocol
+ * uses OpenSSL only in password authentication, through EVP_sha1()-style objects, never
+ * by cipher or digest name (checked: mysql_native_password and ed25519 users log in).
+ * OpenSSL runs each init step once, so the NO_ flags here make the library's own full call
+ * find those steps done. With TLS, leave OpenSSL to the library: openssl.cnf (the system's
+ * crypto policy) and error texts matter there, though a handshake works either way. */
+static int openssl_init(bool tls)
+{
+#ifdef CLAIMD_OPENSSL_PREINIT
+	const uint64_t lean = OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS |
+			      OPENSSL_INIT_NO_LOAD_SSL_STRINGS | OPENSSL_INIT_NO_ADD_ALL_CIPHERS |
+			      OPENSSL_INIT_NO_ADD_ALL_DIGESTS;
+
+	if (!tls && !OPENSSL_init_ssl(lean, NULL))
+		return -EIO;
+#endif
+	return 0;
+}
+
+int store_library_init(bool tls)
+{
+	int r = openssl_init(tls);
+
+	if (r < 0)
+		return r;
+	return mysql_library_init(0, NULL, NULL) == 0 ? 0 : -EIO;
+}
+
+void store_library_end(void)
+{
+	mysql_library_end();
+}
+
+int store_new(const struct dsn *dsn, const char *claimer, struct store **ret)
+{
+	struct store *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->dsn = *dsn;
+	/* claimed_by is VARCHAR(255): cut on a character boundary. */
+	sq_utf8_sanitize(claimer ? claimer : "", s->claimer, 255);
+	s->seed = (unsigned)getpid() ^ (unsigned)time(NULL) ^ (unsigned)(uintptr_t)s;
+	s->dedupe_window_s = STORE_DEDUPE_WINDOW_S;
+	*ret = s;
+	return 0;
+}
+
+void store_set_dedupe_window(struct store *s, unsigned seconds)
+{
+	s->dedupe_window_s = seconds;
+}
+
+void store_free(struct store *s)
+{
+	if (!s)
+		return;
+	drop(s);
+	store_items_clear(s->scratch, s->scratch_cap);
+	free(s->scratch);
+	buf_free(&s->sql);
+	free(s);
+}
+
+bool store_connected(const struct store *s)
+{
+	return s && s->conn;
+}
+
+/* CLAIMD_DB_PASSWORD if set and not empty, else the first line of password_file. */
+static int read_password(const struct store *s, char *pw, size_t pwlen, char *err, size_t errlen)
+{
+	const char *env = getenv("CLAIMD_DB_PASSWORD");
+	FILE *f;
+
+	pw[0] = '\0';
+	if (env && *env) {
+		snprintf(pw, pwlen, "%s", env);
+		return 0;
+	}
+	if (!s->dsn.password_file[0])
+		return 0;
+	f = fopen(s->dsn.password_file, "re");
+	if (!f)
+		return sq_fail_msg(-EIO, err, errlen, "store_connect: cannot open password_file "
+				"\"%s\": %s", s->dsn.password_file, strerror(errno));
+	if (!fgets(pw, (int)pwlen, f))
+		pw[0] = '\0';
+	fclose(f);
+	pw[strcspn(pw, "\r\n")] = '\0';
+	return 0;
+}
+
+static void set_options(MYSQL *c)
+{
+	unsigned connect_timeout = 3, rw_timeout = 10;
+	my_bool off = 0;
+
+	mysql_options(c, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout);
+	mysql_options(c, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
+	mysql_options(c, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
+	mysql_options(c, MYSQL_OPT_RECONNECT, &off);
+	mysql_options(c, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+	mysql_options(c, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+	/* A lock wait must end (1205, retried) well before the 10 s read timeout drops us. */
+	mysql_options(c, MYSQL_INIT_COMMAND, "SET SESSION autocommit = 1, innodb_lock_wait_timeout = 5");
+}
+
+int store_connect(struct store *s, char *err, size_t errlen)
+{
+	const struct dsn *d = &s->dsn;
+	const char *host = d->host[0] ? d->host : "localhost";
+	const char *sock = strcmp(host, "localhost") == 0 && d->socket[0] ? d->socket : NULL;
+	char pw[1024];
+	int r;
+
+	drop(s);
+	r = read_password(s, pw, sizeof(pw), err, errlen);
+	if (r < 0)
+		return r;
+	s->conn = mysql_init(NULL);
+	if (!s->conn) {
+		r = sq_fail_msg(-ENOMEM, err, errlen, "store_connect: out of memory");
+		goto fail;
+	}
+	set_options(s->conn);
+	if (!mysql_real_connect(s->conn, host, d->user[0] ? d->user : NULL, pw, d->db, d->port,
+				sock, CLIENT_MULTI_STATEMENTS | CLIENT_FOUND_ROWS)) {
+		r = db_error(s, "store_connect", err, errlen);
+		r = r == -ENOTCONN ? r : -EIO;
+		goto fail;
+	}
+	sq_quote(s->conn, s->claimer_sql, s->claimer, strlen(s->claimer));
+	explicit_bzero(pw, sizeof(pw));
+	return 0;
+fail:
+	explicit_bzero(pw, sizeof(pw));
+	drop(s);
+	return r;
+}
+

@@ -1,0 +1,173 @@
+/* store_int — the store module's insides, shared by its three files: store_conn.c
+ * (connections, running statements, retries), store.c (claims and everything a claimed row
+ * goes through) and store_admin.c (adds, queue settings, counts, maintenance). Only these
+ * include it, and with it mysql.h. Not an interface. */
+#ifndef CLAIMD_STORE_INT_H
+#define CLAIMD_STORE_INT_H
+
+#include <mysql.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "store/store.h"
+
+#define QUOTED_QUEUE_MAX (2 * STORE_QUEUE_MAX + 3)
+#define RUN_MAX_STMTS 6
+#define MAX_REFS 65536u         /* rows in one call: keeps statements small */
+#define PRUNE_LOCK "CONCAT('claimd.prune.', MD5(DATABASE()))"
+/* Pruning done rows, one span of ids at a time (see store_prune): the election into
+ * @claimd_pruner, the span (from, to, keep_done_s twice), and the row after it (keep_done_s,
+ * to). Both are primary-key ranges whatever the table holds. */
+#define PRUNE_ELECT \
+	"SET @claimd_pruner = IF(IS_USED_LOCK(" PRUNE_LOCK ") = CONNECTION_ID(), 1, " \
+	"GET_LOCK(" PRUNE_LOCK ", 0))"
+#define PRUNE_SPAN \
+	"DELETE FROM work_items WHERE @claimd_pruner = 1 AND id >= %llu AND id < %llu " \
+	"AND state = 'done' AND finished_at < NOW(6) - INTERVAL %u SECOND " \
+	"AND created_at < NOW(6) - INTERVAL %u SECOND"
+#define PRUNE_NEXT \
+	"SELECT id, created_at < NOW(6) - INTERVAL %u SECOND FROM work_items " \
+	"WHERE @claimd_pruner = 1 AND id >= %llu ORDER BY id LIMIT 1"
+
+/* A paused queue's rows are not claimed (nor polled for). The subqueries name the queue
+ * itself, not work_items.queue: uncorrelated, each runs once per statement. */
+#define NOT_PAUSED "NOT EXISTS (SELECT 1 FROM queues WHERE name = %s AND paused)"
+/* FIFO groups (see sql/schema.sql). Before a transaction finishes grouped rows it locks
+ * their groups' work_groups rows, in key order, as an insert into the group does (in the
+ * trigger): so an insert either sees the finished row gone or is seen by GROUP_NEXT, and
+ * the two never wait for each other's row locks the other way round. The %s is a WHERE
+ * condition on work_items. */
+#define GROUP_LOCK \
+	"INSERT INTO work_groups (queue, group_key) SELECT queue, group_key FROM work_items " \
+	"WHERE %s AND group_key IS NOT NULL AND period_s IS NULL ORDER BY queue, group_key " \
+	"ON DUPLICATE KEY UPDATE last_seq = work_groups.last_seq"
+/* After rows finished: the oldest live row of each of their groups (one lookup in
+ * group_idx) gets its visible_at, if it was parked. Only rows that this transaction
+ * finished count (%s: their ids, then a CASE of their new tokens): a row some other
+ * claimer finished earlier had its next row started then. */
+#define GROUP_NEXT \
+	"UPDATE work_items w JOIN (SELECT (SELECT p.id FROM work_items p FORCE INDEX (group_idx) " \
+	"WHERE p.queue = f.queue AND p.group_live = f.group_key ORDER BY p.id LIMIT 1) AS id " \
+	"FROM work_items f WHERE f.id IN (%s) AND f.claim_token = CASE f.id%s END " \
+	"AND f.state IN ('done', 'dead') AND f.group_key IS NOT NULL AND f.period_s IS NULL) " \
+	"AS h ON w.id = h.id SET w.visible_at = GREATEST(w.run_at, NOW(6)) " \
+	"WHERE w.visible_at IS NULL AND w.state = 'ready'"
+/* Groups with live rows but none of them visible (the running row was deleted by hand, or
+ * dead rows were put back): the oldest gets its visible_at. %s: a condition on queue. Reads
+ * the live rows of the queues' groups (group_idx), so it runs with maintenance, not per row. */
+#define GROUP_HEAL \
+	"UPDATE work_items w JOIN (SELECT MIN(id) AS id FROM work_items FORCE INDEX (group_idx) " \
+	"WHERE %s AND group_live IS NOT NULL GROUP BY queue, group_live " \
+	"HAVING COUNT(visible_at) = 0) AS h ON w.id = h.id " \
+	"SET w.visible_at = GREATEST(w.run_at, NOW(6)) WHERE w.visible_at IS NULL AND w.state = 'ready'"
+
+/* A place in claim order (priority, visible_at, id); visible_at as the server printed it. */
+struct claim_pos {
+	int priority;
+	char visible_at[32];
+	uint64_t id;
+};
+
+/* Why a cursor: a claim moves its rows' claim_prio_idx entries from the head of the range to
+ * the end of their lease, and the old entries stay at the head, delete-marked, until purge
+ * removes them. A locking scan from the head looks at every one (a clustered index lookup
+ * apiece): thousands of entries and milliseconds per claim at 15,000 claims/s, more as the
+ * rate grows. Starting after the row this store claimed last skips them (2-3x the claims/s
+ * at batch 16..64). Rows that become due behind the cursor (a lease that ran out, a
+ * backdated run_at, a claim rolled back) are found by the scan from the head, which runs
+ * whenever the part after the cursor comes back short and at least every
+ * CLAIM_HEAD_SCAN_MS. */
+struct claim_cursor {
+	char queue[STORE_QUEUE_MAX + 1];
+	struct claim_pos pos;
+	bool set;
+	uint64_t head_scan_ms;
+};
+
+/* The priorities of one queue that had due rows when last asked, smallest first. A claim
+ * after the cursor scans one range of claim_prio_idx per priority in it (rows waiting for
+ * later in one priority are never walked on the way to the next in any case; an empty
+ * priority costs a lookup or two). A scan from the head takes every priority and asks again
+ * in the same round trip; a claim after the cursor that comes back short also looks at the
+ * priorities not in the set, and adds those it found rows in. */
+#define PRIO_SET_MAX (STORE_PRIORITY_MAX - STORE_PRIORITY_MIN + 1)
+struct prio_set {
+	char queue[STORE_QUEUE_MAX + 1];
+	int p[PRIO_SET_MAX];
+	unsigned n;
+	bool known;
+};
+
+struct store {
+	MYSQL *conn;                 /* NULL when not connected */
+	struct dsn dsn;
+	char claimer[256];
+	char claimer_sql[2 * 255 + 3]; /* quoted for the current connection */
+	struct buf sql;              /* the statement(s) being built */
+	unsigned dedupe_window_s;    /* a finished row keeps its dedupe_key this long */
+	struct store_item *scratch;  /* rows of a claim until its COMMIT succeeded */
+	size_t scratch_cap;
+	struct claim_cursor cursor;
+	struct prio_set prios;
+	unsigned seed;
+};
+
+/* What sq_run() read: rows affected (or returned) per statement, and up to two result sets. */
+struct run {
+	uint64_t rows[RUN_MAX_STMTS];
+	MYSQL_RES *res, *res2;
+};
+
+/* Fills err (if any) with the formatted message and returns code. */
+int sq_fail_msg(int code, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Start a new statement text; sql_add appends to it (printf-like). */
+static inline void sq_reset(struct store *s)
+{
+	buf_reset(&s->sql);
+}
+
+#define sql_add(s, ...) buf_printf(&(s)->sql, __VA_ARGS__)
+
+/* Writes str quoted and escaped to out (2 * len + 3 bytes); returns its length. */
+size_t sq_quote(MYSQL *c, char *out, const char *str, size_t len);
+
+/* Sends the statement text (one or more statements) and reads every result: the row count of
+ * each statement into rr->rows, the one result set (callers send at most one) into rr->res.
+ * Returns 0, or -ENOTCONN (connection dropped), -EDEADLK/-ETIMEDOUT (1213/1205), -EIO. */
+int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t errlen);
+
+/* After a failed statement inside a transaction: leave none open. */
+void sq_abort(struct store *s);
+
+/* After r from sq_run: whether to run the statements again (1213 deadlock, 1205 lock wait
+ * timeout, a few times, with a short randomised sleep first; the transaction is rolled back). */
+bool sq_retry(struct store *s, int r, unsigned *attempt);
+
+/* Checks the names queues[0..n) (at least one) and appends "queue IN ('a','b')" to b.
+ * Returns 0 or a negative error with err filled. */
+int sq_add_queue_in(struct store *s, const char *op, struct buf *b, const char *const *queues,
+		    size_t n, char *err, size_t errlen);
+
+/* sq_run, run again (the same text) while sq_retry says so; no transaction stays open after
+ * a failure. Returns 0 or the error as sq_final gives it. */
+int sq_run_retry(struct store *s, const char *op, struct run *rr, char *err, size_t errlen);
+
+/* What callers see: retryable errors that ran out of tries are plain SQL errors. */
+int sq_final(int r);
+
+/* Common argument checks: a store, a sane row list, a queue name if queue is not NULL, a
+ * connection. Returns 0 or a negative error with err filled. */
+int sq_check(struct store *s, const char *op, const struct store_ref *refs, size_t n,
+	     const char *queue, char *err, size_t errlen);
+
+/* Copies src to dst (max bytes + NUL) with invalid UTF-8 replaced by '?', cut on a character
+ * boundary. Returns the bytes written. */
+size_t sq_utf8_sanitize(const char *src, char *dst, size_t max);
+
+/* A decimal column value. */
+bool sq_parse_u64(const char *p, unsigned long len, uint64_t *ret);
+
+#endif

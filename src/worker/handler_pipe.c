@@ -1,0 +1,719 @@
+/* The pipe: kind. A handler_pipe has at most one co-process (struct coproc) at a time; a
+ * coproc lives until its process has exited and its pipes are closed, which may be after
+ * the handler let go of it. An item whose co-process must be stopped (bad reply, timeout,
+ * cancel) is reported only once that co-process is gone, so two never overlap. */
+#include "worker/handler_pipe.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/handler_util.h"
+#include "common/json.h"
+#include "common/proc.h"
+
+#define SETTLE_MS 200           /* after exit: how long to wait for the pipes' EOF */
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 10000
+#define REPLY_FIELDS 32
+#define REPLY_QUOTE 200         /* bytes of a bad reply quoted in the error */
+
+struct coproc {
+	struct handler_pipe *p;  /* NULL once the handler let go of it */
+	pid_t pid;
+	uv_pipe_t in, out, err;
+	uv_timer_t timer;        /* SIGTERM -> SIGKILL; after exit, the settle wait */
+	int open_handles;
+	bool exited, out_eof, err_eof, stopping, replied, gone;
+	int status;
+	char why[200];           /* why we stopped it */
+	char *line;              /* a reply line not complete yet */
+	size_t line_len, line_cap;
+	struct handler_util_tail tail;
+};
+
+/* A request line in flight, with its write request. */
+struct wreq {
+	uv_write_t w;
+	size_t len;
+	char data[];
+};
+
+struct handler_pipe {
+	uv_loop_t *loop;
+	unsigned kill_grace_ms;
+	struct handler_util_argv args;
+	uv_signal_t sigchld;
+	uv_timer_t item_timer, start_timer;
+	int open_handles;
+	struct coproc *cp;
+	unsigned backoff_ms;     /* wait before the next start; 0: none */
+	uint64_t not_before;     /* uv_now(): no start before this */
+	/* the item in flight */
+	bool busy, decided;
+	uint64_t id;
+	unsigned timeout_ms;
+	struct wreq *pending;    /* its request, until written to a co-process */
+	struct handler_result res;  /* its result, once decided */
+	handler_cb cb;
+	void *cb_data;
+};
+
+static void start_next(struct handler_pipe *p);
+
+/* ---- the request ---- */
+
+static size_t emit(char *out, size_t at, const void *s, size_t n)
+{
+	if (out)
+		memcpy(out + at, s, n);
+	return n;
+}
+
+#define EMIT_LIT(out, at, lit) emit(out, at, lit, sizeof(lit) - 1)
+
+static size_t emit_str(char *out, size_t at, const char *s, size_t n)
+{
+	size_t w = EMIT_LIT(out, at, "\"");
+
+	w += json_escape(s, n, out ? out + at + w : NULL);
+	return w + EMIT_LIT(out, at + w, "\"");
+}
+
+static size_t emit_payload(char *out, size_t w0, const struct handler_job *job)
+{
+	const unsigned char *pl = job->payload ? job->payload : (const unsigned char *)"";
+	size_t w = w0;
+
+	if (json_utf8_valid(pl, job->payload_len)) {
+		w += EMIT_LIT(out, w, ",\"payload\":");
+		w += emit_str(out, w, (const char *)pl, job->payload_len);
+	} else {
+		w += EMIT_LIT(out, w, ",\"payload\":null,\"payload_b64\":\"");
+		w += json_base64(pl, job->payload_len, out ? out + w : NULL);
+		w += EMIT_LIT(out, w, "\"");
+	}
+	return w - w0;
+}
+
+/* The request line for job into out (NULL: measure). Returns its length. */
+static size_t write_request(const struct handler_job *job, char *out)
+{
+	int64_t left = job->deadline_ms - handler_util_now_ms();
+	char num[240], when[40] = "null";
+	size_t w = 0;
+	int n;
+
+	n = snprintf(num, sizeof(num), "{\"id\":%llu,\"queue\":", (unsigned long long)job->id);
+	w += emit(out, w, num, (size_t)n);
+	w += emit_str(out, w, job->queue, strlen(job->queue));
+	w += EMIT_LIT(out, w, ",\"group\":");
+	if (job->group)
+		w += emit_str(out, w, job->group, strlen(job->group));
+	else
+		w += EMIT_LIT(out, w, "null");
+	if (job->enqueued_at_ms > 0) {
+		handler_util_iso_time(job->enqueued_at_ms, when + 1, sizeof(when) - 2);
+		when[0] = '"';
+		strcat(when, "\"");
+	}
+	n = snprintf(num, sizeof(num), ",\"attempt\":%u,\"max_attempts\":%u,\"seq\":%llu,"
+		     "\"enqueued_at\":%s,\"deadline_ms\":%lld,\"deadline_at\":%lld",
+		     job->attempt, job->max_attempts, (unsigned long long)job->seq, when,
+		     (long long)(left > 0 ? left : 0), (long long)job->deadline_ms);
+	w += emit(out, w, num, (size_t)n);
+	w += emit_payload(out, w, job);
+	return w + EMIT_LIT(out, w, "}\n");
+}
+
+static struct wreq *make_request(const struct handler_job *job)
+{
+	size_t len = write_request(job, NULL);
+	struct wreq *req = malloc(sizeof(*req) + len);
+
+	if (!req)
+		return NULL;
+	req->len = write_request(job, req->data);
+	return req;
+}
+
+/* ---- the reply ---- */
+
+static int bad_reply(struct handler_result *res, const char *line, size_t len, const char *what)
+{
+	size_t q = len > REPLY_QUOTE ? REPLY_QUOTE : len;
+	char quoted[JSON_ESCAPE_MAX(REPLY_QUOTE) + 1];
+
+	quoted[json_escape(line, q, quoted)] = '\0';
+	res->status = HANDLER_FAILED;
+	snprintf(res->error, sizeof(res->error), "bad reply from the co-process: %s; reply: \"%s\"%s",
+		 what, quoted, len > q ? "..." : "");
+	return -EPROTO;
+}
+
+static void reply_failed(struct handler_result *res, const struct json_field *error)
+{
+	res->status = HANDLER_FAILED;
+	if (error && error->val_len > 0)
+		json_string(error, res->error, sizeof(res->error));
+	else
+		snprintf(res->error, sizeof(res->error), "the co-process reported a failure "
+			 "(\"ok\":false) without an \"error\"");
+}
+
+static int reply_retry(struct handler_result *res, const struct json_field *retry,
+		       const char *line, size_t len)
+{
+	uint64_t ms;
+
+	if (json_uint(retry, UINT32_MAX, &ms) < 0)
+		return bad_reply(res, line, len, "\"retry_in_ms\" is not an integer from 0 to 4294967295");
+	res->status = HANDLER_RETRY_LATER;
+	res->retry_in_ms = (unsigned)ms;
+	snprintf(res->error, sizeof(res->error), "the co-process asked to retry in %u ms",
+		 res->retry_in_ms);
+	return 0;
+}
+
+static const struct json_field *find_nonnull(const struct json_field *f, size_t n,
+					     const char *key)
+{
+	const struct json_field *x = json_find(f, n, key);
+
+	return x && x->type != JSON_NULL ? x : NULL;
+}
+
+/* Fill res from a reply line to item want_id. Returns 0, or -EPROTO for a bad reply (res
+ * then says why). */
+static int parse_reply(const char *line, size_t len, uint64_t want_id, struct handler_result *res)
+{
+	const struct json_field *id, *ok, *error, *retry;
+	struct json_field f[REPLY_FIELDS];
+	char err[200], what[300];
+	uint64_t got;
+	size_t n;
+
+	memset(res, 0, sizeof(*res));
+	if (json_parse_flat(line, len, f, REPLY_FIELDS, &n, err, sizeof(err)) < 0) {
+		snprintf(what, sizeof(what), "not a flat JSON object (%s)", err);
+		return bad_reply(res, line, len, what);
+	}
+	id = json_find(f, n, "id");
+	if (!id || json_uint(id, UINT64_MAX, &got) < 0)
+		return bad_reply(res, line, len, "no \"id\" that is a non-negative integer");
+	if (got != want_id) {
+		snprintf(what, sizeof(what), "wrong id %llu (the item sent was %llu)",
+			 (unsigned long long)got, (unsigned long long)want_id);
+		return bad_reply(res, line, len, what);
+	}
+	ok = json_find(f, n, "ok");
+	if (!ok || (ok->type != JSON_TRUE && ok->type != JSON_FALSE))
+		return bad_reply(res, line, len, "no boolean \"ok\"");
+	error = find_nonnull(f, n, "error");
+	retry = find_nonnull(f, n, "retry_in_ms");
+	if (error && error->type != JSON_STRING)
+		return bad_reply(res, line, len, "\"error\" is not a string");
+	if (ok->type == JSON_TRUE && retry)
+		return bad_reply(res, line, len, "both \"ok\":true and \"retry_in_ms\"");
+	if (ok->type == JSON_TRUE)
+		res->status = HANDLER_OK;
+	else if (retry)
+		return reply_retry(res, retry, line, len);
+	else
+		reply_failed(res, error);
+	return 0;
+}
+
+/* ---- the item ---- */
+
+static void report(struct handler_pipe *p)
+{
+	struct handler_result res = p->res;
+
+	p->busy = p->decided = false;
+	free(p->pending);
+	p->pending = NULL;
+	uv_timer_stop(&p->item_timer);
+	uv_timer_stop(&p->start_timer);
+	p->cb(p->cb_data, &res);
+}
+
+/* The item's outcome is known; it is reported when its co-process is gone. */
+static void decide(struct handler_pipe *p, int status, const char *error)
+{
+	if (!p->busy || p->decided)
+		return;
+	p->decided = true;
+	memset(&p->res, 0, sizeof(p->res));
+	p->res.status = status;
+	snprintf(p->res.error, sizeof(p->res.error), "%s", error);
+}
+
+/* Report an item that never reached a co-process. */
+static void report_unsent(struct handler_pipe *p, int status, const char *error)
+{
+	decide(p, status, error);
+	report(p);
+}
+
+/* ---- the co-process ---- */
+
+static void on_cp_closed(uv_handle_t *hd)
+{
+	struct coproc *cp = hd->data;
+
+	if (--cp->open_handles == 0) {
+		free(cp->line);
+		free(cp);
+	}
+}
+
+static void on_kill_timer(uv_timer_t *t)
+{
+	struct coproc *cp = t->data;
+
+	if (cp->exited)
+		return;
+	proc_kill_group(cp->pid, SIGKILL);
+}
+
+/* Stop cp: SIGTERM to its group, SIGKILL after the kill grace. What it writes from now on
+ * is read (to see the EOF) and dropped. */
+static void coproc_stop(struct coproc *cp, const char *why)
+{
+	if (cp->stopping)
+		return;
+	cp->stopping = true;
+	snprintf(cp->why, sizeof(cp->why), "%s", why);
+	if (cp->exited)
+		return;
+	proc_kill_group(cp->pid, SIGTERM);
+	uv_timer_start(&cp->timer, on_kill_timer, cp->p ? cp->p->kill_grace_ms : 1000, 0);
+}
+
+static void note_startup_death(struct handler_pipe *p)
+{
+	p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : BACKOFF_MIN_MS;
+	if (p->backoff_ms > BACKOFF_MAX_MS)
+		p->backoff_ms = BACKOFF_MAX_MS;
+	p->not_before = uv_now(p->loop) + p->backoff_ms;
+}
+
+/* The item's result when its co-process went away without a reply or our decision. */
+static void decide_died(struct handler_pipe *p, struct coproc *cp)
+{
+	char what[480], how[128];
+
+	proc_describe_status(cp->status, how, sizeof(how));
+	if (cp->stopping)
+		snprintf(what, sizeof(what), "the co-process was stopped (%s): %s", cp->why, how);
+	else
+		snprintf(what, sizeof(what), "the co-process exited (%s) while handling the item", how);
+	decide(p, HANDLER_FAILED, "");
+	handler_util_error(&p->res, what, &cp->tail);
+}
+
+/* The process has exited and its pipes are drained (or given up on). */
+static void coproc_gone(struct coproc *cp)
+{
+	struct handler_pipe *p = cp->p;
+	uv_handle_t *hs[] = { (uv_handle_t *)&cp->in, (uv_handle_t *)&cp->out,
+			      (uv_handle_t *)&cp->err, (uv_handle_t *)&cp->timer };
+
+	if (cp->gone)
+		return;
+	cp->gone = true;
+	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
+		if (!uv_is_closing(hs[i]))
+			uv_close(hs[i], on_cp_closed);
+	if (!p)
+		return;
+	p->cp = NULL;
+	if (!cp->replied && !cp->stopping)
+		note_startup_death(p);
+	if (!p->busy)
+		return;
+	if (p->pending) {           /* its request was for the next co-process */
+		start_next(p);
+		return;
+	}
+	if (!p->decided)
+		decide_died(p, cp);
+	report(p);
+}
+
+static void coproc_check_gone(struct coproc *cp)
+{
+	if (cp->exited && cp->out_eof && cp->err_eof)
+		coproc_gone(cp);
+}
+
+static void on_settle(uv_timer_t *t)
+{
+	coproc_gone(t->data);
+}
+
+static void on_sigchld(uv_signal_t *s, int signum)
+{
+	struct handler_pipe *p = s->data;
+	struct coproc *cp = p->cp;
+
+	if (!cp || cp->exited || proc_reap(cp->pid, &cp->status) != 1)
+		return;
+	cp->exited = true;
+	uv_timer_stop(&cp->timer);
+	uv_timer_start(&cp->timer, on_settle, SETTLE_MS, 0);
+	coproc_check_gone(cp);
+}
+
+static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
+{
+	static char scratch[65536];
+
+	*buf = uv_buf_init(scratch, sizeof(scratch));
+}
+
+static void on_err_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct coproc *cp = s->data;
+
+	if (nread > 0) {
+		handler_util_tail_add(&cp->tail, buf->base, (size_t)nread);
+	} else if (nread < 0) {
+		cp->err_eof = true;
+		uv_read_stop(s);
+		coproc_check_gone(cp);
+	}
+}
+
+/* One complete reply line. */
+static void on_line(struct coproc *cp, const char *line, size_t len)
+{
+	struct handler_pipe *p = cp->p;
+
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	if (len == 0)
+		return;
+	if (!p || !p->busy || p->pending || p->decided) {
+		coproc_stop(cp, "it wrote to its stdout with no item in flight");
+		return;
+	}
+	if (parse_reply(line, len, p->id, &p->res) < 0) {
+		p->decided = true;
+		coproc_stop(cp, "bad reply");
+		return;
+	}
+	cp->replied = true;
+	p->backoff_ms = 0;
+	p->decided = true;
+	report(p);
+}
+
+static int line_append(struct coproc *cp, const char *s, size_t n)
+{
+	size_t need = cp->line_len + n, cap = cp->line_cap ? cp->line_cap : 4096;
+	char *q;
+
+	if (need > cp->line_cap) {
+		while (cap < need)
+			cap *= 2;
+		q = realloc(cp->line, cap);
+		if (!q)
+			return -ENOMEM;
+		cp->line = q;
+		cp->line_cap = cap;
+	}
+	memcpy(cp->line + cp->line_len, s, n);
+	cp->line_len = need;
+	return 0;
+}
+
+static void reply_too_long(struct coproc *cp, const char *why)
+{
+	if (cp->p)
+		decide(cp->p, HANDLER_FAILED, why);
+	coproc_stop(cp, why);
+}
+
+/* Split what came on stdout into lines; keep the unfinished one. */
+static void out_data(struct coproc *cp, const char *s, size_t n)
+{
+	while (n > 0 && !cp->stopping) {
+		const char *nl = memchr(s, '\n', n);
+		size_t k = nl ? (size_t)(nl - s) : n;
+		if (cp->line_len + k > HANDLER_PIPE_REPLY_MAX) {
+			reply_too_long(cp, "bad reply from the co-process: longer than 1 MiB");
+			return;
+		}
+		if (cp->line_len > 0 || !nl) {
+			if (line_append(cp, s, k) < 0) {
+				reply_too_long(cp, "out of memory for the co-process's reply");
+				return;
+			}
+			if (!nl)
+				return;
+			size_t len = cp->line_len;
+			cp->line_len = 0;    /* the text stays in cp->line while on_line reads it */
+			on_line(cp, cp->line, len);
+		} else {
+			on_line(cp, s, k);
+		}
+		s += k + 1;
+		n -= k + 1;
+	}
+}
+
+static void on_out_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct coproc *cp = s->data;
+
+	if (nread > 0) {
+		out_data(cp, buf->base, (size_t)nread);
+	} else if (nread < 0) {
+		cp->out_eof = true;
+		uv_read_stop(s);
+		coproc_check_gone(cp);
+	}
+}
+
+static void on_written(uv_write_t *w, int status)
+{
+	struct coproc *cp = w->data;
+	char why[120];
+
+	free(w);  /* the uv_write_t is the first member of its struct wreq */
+	if (status < 0 && status != UV_ECANCELED) {
+		snprintf(why, sizeof(why), "cannot write the item to its stdin: %s", uv_strerror(status));
+		coproc_stop(cp, why);
+	}
+}
+
+static void send_pending(struct handler_pipe *p)
+{
+	struct wreq *req = p->pending;
+	uv_buf_t b = uv_buf_init(req->data, (unsigned)req->len);
+	char why[120];
+	int r;
+
+	p->pending = NULL;
+	req->w.data = p->cp;
+	r = uv_write(&req->w, (uv_stream_t *)&p->cp->in, &b, 1, on_written);
+	if (r < 0) {
+		free(req);
+		snprintf(why, sizeof(why), "cannot write the item to its stdin: %s", uv_strerror(r));
+		coproc_stop(p->cp, why);
+	}
+}
+
+static int coproc_open(struct coproc *cp, uv_loop_t *loop, const struct proc_child *child)
+{
+	int r;
+
+	uv_pipe_init(loop, &cp->in, 0);
+	uv_pipe_init(loop, &cp->out, 0);
+	uv_pipe_init(loop, &cp->err, 0);
+	uv_timer_init(loop, &cp->timer);
+	cp->in.data = cp->out.data = cp->err.data = cp->timer.data = cp;
+	cp->open_handles = 4;
+	r = uv_pipe_open(&cp->in, child->stdin_fd);
+	if (r == 0)
+		r = uv_pipe_open(&cp->out, child->stdout_fd);
+	if (r == 0)
+		r = uv_pipe_open(&cp->err, child->stderr_fd);
+	if (r == 0)
+		r = uv_read_start((uv_stream_t *)&cp->out, on_alloc, on_out_read);
+	if (r == 0)
+		r = uv_read_start((uv_stream_t *)&cp->err, on_alloc, on_err_read);
+	return r;
+}
+
+/* Start a co-process and make it p->cp. Returns 0 or -errno (no process then). */
+static int coproc_start(struct handler_pipe *p)
+{
+	struct handler_util_env env;
+	struct proc_child child;
+	struct coproc *cp = calloc(1, sizeof(*cp));
+	int r = -ENOMEM;
+
+	if (!cp)
+		return r;
+	r = handler_util_env(NULL, &env);
+	if (r == 0) {
+		r = proc_spawn_io(p->args.argv, env.vars, true, &child);
+		handler_util_env_free(&env);
+	}
+	if (r < 0) {
+		free(cp);
+		return r;
+	}
+	cp->p = p;
+	cp->pid = child.pid;
+	p->cp = cp;
+	r = coproc_open(cp, p->loop, &child);
+	if (r < 0) {
+		/* Without its pipes it is of no use: it goes, and the item fails. */
+		coproc_stop(cp, "cannot watch its pipes");
+		proc_kill_group(cp->pid, SIGKILL);
+		return r;
+	}
+	return 0;
+}
+
+static void on_start_timer(uv_timer_t *t)
+{
+	start_next(t->data);
+}
+
+/* The item waits for a co-process: start one (after the back-off) and send it. */
+static void start_next(struct handler_pipe *p)
+{
+	uint64_t now = uv_now(p->loop);
+	char what[200];
+	int r;
+
+	if (p->cp)
+		return;              /* the old one is on its way out: coproc_gone calls again */
+	if (now < p->not_before) {
+		uv_timer_start(&p->start_timer, on_start_timer, p->not_before - now, 0);
+		return;
+	}
+	r = coproc_start(p);
+	if (r < 0) {
+		snprintf(what, sizeof(what), "cannot start the co-process %s: %s", p->args.argv[0],
+			 strerror(-r));
+		report_unsent(p, HANDLER_FAILED, what);
+		return;
+	}
+	send_pending(p);
+}
+
+static void on_item_timeout(uv_timer_t *t)
+{
+	struct handler_pipe *p = t->data;
+	char what[200];
+
+	if (!p->busy || p->decided)
+		return;
+	if (p->pending) {
+		snprintf(what, sizeof(what), "timed out after %u ms waiting for the co-process to "
+			 "start (it keeps exiting at start-up)", p->timeout_ms);
+		report_unsent(p, HANDLER_TIMEOUT, what);
+		return;
+	}
+	snprintf(what, sizeof(what), "timed out after %u ms; co-process stopped", p->timeout_ms);
+	decide(p, HANDLER_TIMEOUT, what);
+	if (p->cp)
+		coproc_stop(p->cp, "item timed out");
+}
+
+/* ---- the handler ---- */
+
+int handler_pipe_new(uv_loop_t *loop, const char *cmd, unsigned kill_grace_ms,
+		     struct handler_pipe **ret, char *err, size_t errlen)
+{
+	struct handler_pipe *p = calloc(1, sizeof(*p));
+	int r = -ENOMEM;
+
+	if (!p)
+		goto fail;
+	p->loop = loop;
+	p->kill_grace_ms = kill_grace_ms;
+	r = handler_util_argv("pipe", cmd, &p->args, err, errlen);
+	if (r < 0)
+		goto fail;
+	uv_timer_init(loop, &p->item_timer);
+	uv_timer_init(loop, &p->start_timer);
+	r = uv_signal_init(loop, &p->sigchld);
+	p->open_handles = r < 0 ? 2 : 3;
+	p->sigchld.data = p->item_timer.data = p->start_timer.data = p;
+	if (r == 0)
+		r = uv_signal_start(&p->sigchld, on_sigchld, SIGCHLD);
+	if (r < 0)
+		goto fail;
+	*ret = p;
+	return 0;
+fail:
+	if (r != -EINVAL)
+		snprintf(err, errlen, "pipe handler: %s", strerror(-r));
+	handler_pipe_free(p);
+	return r;
+}
+
+static void on_handle_closed(uv_handle_t *hd)
+{
+	struct handler_pipe *p = hd->data;
+
+	if (--p->open_handles == 0) {
+		handler_util_argv_free(&p->args);
+		free(p);
+	}
+}
+
+void handler_pipe_free(struct handler_pipe *p)
+{
+	uv_handle_t *hs[] = { (uv_handle_t *)&p->item_timer, (uv_handle_t *)&p->start_timer,
+			      (uv_handle_t *)&p->sigchld };
+
+	if (!p)
+		return;
+	if (p->cp) {
+		p->cp->p = NULL;
+		coproc_stop(p->cp, "worker stopping");
+		p->cp = NULL;
+	}
+	free(p->pending);
+	p->pending = NULL;
+	if (p->open_handles == 0) {
+		handler_util_argv_free(&p->args);
+		free(p);
+		return;
+	}
+	for (size_t i = 0; i < (size_t)p->open_handles; i++)
+		uv_close(hs[i], on_handle_closed);
+}
+
+int handler_pipe_run(struct handler_pipe *p, const struct handler_job *job, handler_cb cb,
+		     void *data)
+{
+	struct wreq *req;
+
+	if (p->busy)
+		return -EBUSY;
+	req = make_request(job);
+	if (!req)
+		return -ENOMEM;
+	p->busy = true;
+	p->decided = false;
+	p->id = job->id;
+	p->timeout_ms = job->timeout_ms ? job->timeout_ms : 1;
+	p->pending = req;
+	p->cb = cb;
+	p->cb_data = data;
+	uv_timer_start(&p->item_timer, on_item_timeout, p->timeout_ms, 0);
+	if (p->cp && !p->cp->stopping && !p->cp->exited)
+		send_pending(p);
+	else
+		start_next(p);    /* waits for a dying co-process to be gone, if need be */
+	return 0;
+}
+
+void handler_pipe_cancel(struct handler_pipe *p)
+{
+	if (!p->busy || p->decided)
+		return;
+	if (p->pending) {
+		report_unsent(p, HANDLER_CANCELLED, "cancelled (shutdown) before it started");
+		return;
+	}
+	decide(p, HANDLER_CANCELLED, "cancelled (shutdown); co-process stopped");
+	if (p->cp)
+		coproc_stop(p->cp, "item cancelled");
+}
+
+pid_t handler_pipe_pid(const struct handler_pipe *p)
+{
+	return p->cp && !p->cp->exited ? p->cp->pid : 0;
+}

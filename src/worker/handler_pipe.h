@@ -1,0 +1,62 @@
+/* handler_pipe — the pipe: kind: one long-lived co-process per worker, fed one item at a time
+ * as newline-delimited JSON.
+ *
+ * The co-process (pipe:/path args: split on spaces, no shell) is started on the first item,
+ * through proc_spawn_io: its own process group under a guard, killed when the worker dies,
+ * this process's environment without any CLAIMD_* variable. Per item it reads one line on
+ * its stdin:
+ *
+ *   {"id":1,"queue":"default","group":null,"attempt":1,"max_attempts":5,"seq":0,
+ *    "enqueued_at":"2026-11-21T05:01:18.123Z","deadline_ms":299998,"deadline_at":1795...,
+ *    "payload":"the payload as a JSON string"}
+ *
+ * group is null when the item has none; enqueued_at is null when unknown; deadline_ms is
+ * how many ms it has left, deadline_at the same as unix ms. A payload that is not valid UTF-8
+ * comes as "payload":null,"payload_b64":"<standard base64 of the bytes>" instead, so any
+ * bytes survive. It answers with one line on its stdout per item:
+ *
+ *   {"id":1,"ok":true}                                  done
+ *   {"id":1,"ok":false,"error":"why"}                   failed: retried with back-off, then dead
+ *   {"id":1,"ok":false,"retry_in_ms":5000}              not a failure: run it again later
+ *                                                       (HANDLER_RETRY_LATER)
+ *
+ * The reply is one flat JSON object (json.h: strict); other fields are ignored, empty lines
+ * are skipped. Nothing else may go to stdout: log to stderr, whose last 4000 bytes go into
+ * the error when the co-process dies.
+ *
+ * The item fails and the co-process is stopped (SIGTERM to its group, SIGKILL after the kill
+ * grace), to be started again for the next item, when the reply is not such an object, names
+ * another id, has no boolean "ok", is longer than 1 MiB, or is not there within the item's
+ * timeout (HANDLER_TIMEOUT); output with no item in flight also stops it. If it exits while
+ * an item runs, the item fails with its exit status and stderr tail. A co-process that keeps
+ * exiting before its first reply is restarted after 100 ms, doubling up to 10 s (the item's
+ * timeout runs meanwhile). When the handler is freed its co-process gets SIGTERM (and SIGKILL
+ * from its guard when the worker exits).
+ * Does not log. */
+#ifndef CLAIMD_HANDLER_PIPE_H
+#define CLAIMD_HANDLER_PIPE_H
+
+#include <sys/types.h>
+#include <uv.h>
+
+#include "worker/handler.h"
+
+#define HANDLER_PIPE_REPLY_MAX (1024 * 1024)
+
+struct handler_pipe;
+
+/* cmd: "/path args" (after "pipe:"). Starts nothing yet. Returns 0, or -EINVAL / -ENOMEM
+ * with err filled. */
+int handler_pipe_new(uv_loop_t *loop, const char *cmd, unsigned kill_grace_ms,
+		     struct handler_pipe **ret, char *err, size_t errlen);
+/* The item in flight, if any, is not reported. */
+void handler_pipe_free(struct handler_pipe *p);
+/* As handler_run (job->deadline_ms set). */
+int handler_pipe_run(struct handler_pipe *p, const struct handler_job *job, handler_cb cb,
+		     void *data);
+/* Stops the co-process; the item is reported HANDLER_CANCELLED once it is gone. */
+void handler_pipe_cancel(struct handler_pipe *p);
+/* The co-process's guard (its group's leader) while it runs, else 0. */
+pid_t handler_pipe_pid(const struct handler_pipe *p);
+
+#endif

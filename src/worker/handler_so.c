@@ -1,0 +1,335 @@
+#include "worker/handler_so.h"
+
+#include <claimd/handler.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+/* One item, handed to a pool thread. Owned by the handler until the thread is done with it;
+ * left behind (never freed) if the handler goes first. */
+struct so_job {
+	uv_work_t work;
+	struct handler_so *s;       /* NULL once the handler let go of it */
+	const struct claimd_plugin *plugin;
+	struct claimd_job cj;
+	struct claimd_result res;
+	char *queue, *group;
+	unsigned char *payload;
+};
+
+struct handler_so {
+	uv_loop_t *loop;
+	const struct claimd_plugin *plugin;
+	struct claimd_plugin_ctx ctx;
+	char *spec;                 /* path, NUL, args */
+	unsigned kill_grace_ms;
+	uv_timer_t timer;           /* the item's timeout, or the kill grace after a cancel */
+	bool timer_open, inited;
+	struct so_job *job;
+	unsigned timeout_ms;
+	bool grace;                 /* the timer is the kill grace after a cancel */
+	handler_cb cb;
+	void *cb_data;
+};
+
+/* Split "/path args" into path and args (in a malloc'd copy, *ret_path first). */
+static int split_spec(const char *arg, char **ret_path, const char **ret_args, char *err,
+		      size_t errlen)
+{
+	char *copy = strdup(arg);
+	size_t n;
+
+	if (!copy)
+		return -ENOMEM;
+	n = strcspn(copy, " \t");
+	if (n == 0 || copy[0] != '/') {
+		snprintf(err, errlen, "--handler: so: needs an absolute path to a shared library, "
+			 "got '%s'", arg);
+		free(copy);
+		return -EINVAL;
+	}
+	*ret_args = "";
+	if (copy[n]) {
+		copy[n] = '\0';
+		*ret_args = copy + n + 1 + strspn(copy + n + 1, " \t");
+	}
+	*ret_path = copy;
+	return 0;
+}
+
+/* dlopen path and check it is a plugin of our ABI. Returns 0 or -EINVAL with err. */
+static int load(const char *path, void **ret_dl, const struct claimd_plugin **ret, char *err,
+		size_t errlen)
+{
+	const struct claimd_plugin *pl;
+	claimd_plugin_v1_fn fn;
+	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+
+	if (!dl) {
+		snprintf(err, errlen, "--handler: cannot load plugin: %s", dlerror());
+		return -EINVAL;
+	}
+	*(void **)&fn = dlsym(dl, CLAIMD_PLUGIN_SYMBOL);
+	pl = fn ? fn() : NULL;
+	if (!fn)
+		snprintf(err, errlen, "--handler: '%s' is not a claimd plugin: it does not export "
+			 "%s() (see claimd/handler.h)", path, CLAIMD_PLUGIN_SYMBOL);
+	else if (!pl)
+		snprintf(err, errlen, "--handler: '%s': %s() returned NULL", path, CLAIMD_PLUGIN_SYMBOL);
+	else if (pl->abi_version != CLAIMD_PLUGIN_ABI_VERSION)
+		snprintf(err, errlen, "--handler: '%s' was built for plugin ABI version %u, this "
+			 "claimd speaks version %d: rebuild it against this claimd's claimd/handler.h",
+			 path, pl->abi_version, CLAIMD_PLUGIN_ABI_VERSION);
+	else if (!pl->handle)
+		snprintf(err, errlen, "--handler: '%s': the plugin has no handle function", path);
+	else {
+		*ret_dl = dl;
+		*ret = pl;
+		return 0;
+	}
+	dlclose(dl);
+	return -EINVAL;
+}
+
+int handler_so_check(const char *arg, char *err, size_t errlen)
+{
+	const struct claimd_plugin *pl;
+	const char *args;
+	char *path;
+	void *dl;
+	int r;
+
+	r = split_spec(arg, &path, &args, err, errlen);
+	if (r == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	if (r < 0)
+		return -EINVAL;
+	r = load(path, &dl, &pl, err, errlen);
+	if (r == 0)
+		dlclose(dl);
+	free(path);
+	return r;
+}
+
+static int plugin_init(struct handler_so *s, const char *path, const char *args, char *err,
+		       size_t errlen)
+{
+	int r;
+
+	s->ctx.abi_version = CLAIMD_PLUGIN_ABI_VERSION;
+	s->ctx.args = args;
+	if (!s->plugin->init)
+		return 0;
+	r = s->plugin->init(&s->ctx);
+	if (r >= 0)
+		return 0;
+	s->ctx.error[sizeof(s->ctx.error) - 1] = '\0';
+	snprintf(err, errlen, "--handler: plugin '%s' (%s): init failed: %s", path,
+		 s->plugin->name ? s->plugin->name : "?",
+		 s->ctx.error[0] ? s->ctx.error : "(no reason given)");
+	return -EINVAL;
+}
+
+int handler_so_new(uv_loop_t *loop, const char *arg, unsigned kill_grace_ms,
+		   struct handler_so **ret, char *err, size_t errlen)
+{
+	struct handler_so *s = calloc(1, sizeof(*s));
+	const char *args;
+	void *dl;
+	int r = -ENOMEM;
+
+	if (!s)
+		goto fail;
+	s->loop = loop;
+	s->kill_grace_ms = kill_grace_ms;
+	r = split_spec(arg, &s->spec, &args, err, errlen);
+	if (r == 0)
+		r = load(s->spec, &dl, &s->plugin, err, errlen);
+	if (r == 0)
+		r = plugin_init(s, s->spec, args, err, errlen);
+	if (r < 0)
+		goto fail;
+	s->inited = true;
+	r = uv_timer_init(loop, &s->timer);
+	if (r < 0)
+		goto fail;
+	s->timer.data = s;
+	s->timer_open = true;
+	*ret = s;
+	return 0;
+fail:
+	if (r != -EINVAL)
+		snprintf(err, errlen, "so handler: %s", strerror(-r));
+	handler_so_free(s);
+	return r;
+}
+
+static void on_timer_closed(uv_handle_t *hd)
+{
+	struct handler_so *s = hd->data;
+
+	free(s->spec);
+	free(s);
+}
+
+void handler_so_free(struct handler_so *s)
+{
+	if (!s)
+		return;
+	if (s->job)
+		s->job->s = NULL;   /* its thread still runs plugin code: no fini */
+	else if (s->inited && s->plugin->fini)
+		s->plugin->fini(&s->ctx);
+	if (s->timer_open) {
+		uv_close((uv_handle_t *)&s->timer, on_timer_closed);
+		return;
+	}
+	free(s->spec);
+	free(s);
+}
+
+/* ---- one item ---- */
+
+static void job_free(struct so_job *job)
+{
+	free(job->queue);
+	free(job->group);
+	free(job->payload);
+	free(job);
+}
+
+static struct so_job *job_new(struct handler_so *s, const struct handler_job *j)
+{
+	struct so_job *job = calloc(1, sizeof(*job));
+
+	if (!job)
+		return NULL;
+	job->queue = strdup(j->queue);
+	job->group = j->group ? strdup(j->group) : NULL;
+	job->payload = j->payload_len ? malloc(j->payload_len) : NULL;
+	if (!job->queue || (j->group && !job->group) || (j->payload_len && !job->payload)) {
+		job_free(job);
+		return NULL;
+	}
+	if (j->payload_len)
+		memcpy(job->payload, j->payload, j->payload_len);
+	job->s = s;
+	job->plugin = s->plugin;
+	job->work.data = job;
+	job->cj = (struct claimd_job){
+		.id = j->id, .queue = job->queue, .group = job->group, .attempt = j->attempt,
+		.max_attempts = j->max_attempts, .seq = j->seq, .enqueued_at_ms = j->enqueued_at_ms,
+		.deadline_ms = j->deadline_ms, .payload = job->payload,
+		.payload_len = j->payload_len, .user = s->ctx.user,
+	};
+	return job;
+}
+
+/* On a pool thread. */
+static void on_work(uv_work_t *w)
+{
+	struct so_job *job = w->data;
+
+	memset(&job->res, 0, sizeof(job->res));
+	job->plugin->handle(&job->cj, &job->res);
+}
+
+static void build_result(const struct handler_so *s, struct so_job *job,
+			 struct handler_result *res)
+{
+	struct claimd_result *pr = &job->res;
+
+	memset(res, 0, sizeof(*res));
+	pr->error[sizeof(pr->error) - 1] = '\0';
+	switch (pr->status) {
+	case CLAIMD_OK:
+		res->status = HANDLER_OK;
+		return;
+	case CLAIMD_RETRY_LATER:
+		res->status = HANDLER_RETRY_LATER;
+		res->retry_in_ms = pr->retry_in_ms;
+		snprintf(res->error, sizeof(res->error), "the plugin asked to retry in %u ms",
+			 pr->retry_in_ms);
+		return;
+	case CLAIMD_FAIL:
+		res->status = HANDLER_FAILED;
+		snprintf(res->error, sizeof(res->error), "%s", pr->error[0] ? pr->error :
+			 "the plugin reported a failure without an error");
+		return;
+	}
+	res->status = HANDLER_FAILED;
+	snprintf(res->error, sizeof(res->error), "the plugin returned an unknown status %d",
+		 pr->status);
+}
+
+/* On the loop, once handle returned. */
+static void on_work_done(uv_work_t *w, int status)
+{
+	struct so_job *job = w->data;
+	struct handler_so *s = job->s;
+	struct handler_result res;
+
+	if (!s) {
+		job_free(job);
+		return;
+	}
+	s->job = NULL;
+	uv_timer_stop(&s->timer);
+	build_result(s, job, &res);
+	job_free(job);
+	s->cb(s->cb_data, &res);
+}
+
+/* handle is past its time and cannot be stopped: end the worker (see handler_so.h). */
+static void on_stuck(uv_timer_t *t)
+{
+	struct handler_so *s = t->data;
+
+	if (!s->job)
+		return;
+	log_error("plugin %s: item id=%llu still running %u ms after %s; a plugin thread cannot "
+		  "be stopped: exiting this worker (status %d) so the supervisor replaces it and "
+		  "the item is retried", s->plugin->name ? s->plugin->name : "?",
+		  (unsigned long long)s->job->cj.id, s->grace ? s->kill_grace_ms : s->timeout_ms,
+		  s->grace ? "it was cancelled (shutdown)" : "it started (--timeout)",
+		  HANDLER_SO_EXIT_STUCK);
+	_exit(HANDLER_SO_EXIT_STUCK);
+}
+
+int handler_so_run(struct handler_so *s, const struct handler_job *job, handler_cb cb,
+		   void *data)
+{
+	struct so_job *j;
+	int r;
+
+	if (s->job)
+		return -EBUSY;
+	j = job_new(s, job);
+	if (!j)
+		return -ENOMEM;
+	r = uv_queue_work(s->loop, &j->work, on_work, on_work_done);
+	if (r < 0) {
+		job_free(j);
+		return r;
+	}
+	s->job = j;
+	s->cb = cb;
+	s->cb_data = data;
+	s->grace = false;
+	s->timeout_ms = job->timeout_ms ? job->timeout_ms : 1;
+	uv_timer_start(&s->timer, on_stuck, s->timeout_ms, 0);
+	return 0;
+}
+
+void handler_so_cancel(struct handler_so *s)
+{
+	if (!s->job || s->grace || uv_timer_get_due_in(&s->timer) <= s->kill_grace_ms)
+		return;
+	s->grace = true;
+	uv_timer_start(&s->timer, on_stuck, s->kill_grace_ms, 0);
+}

@@ -1,0 +1,178 @@
+#include "worker/handler_util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+int handler_util_argv(const char *kind, const char *cmd, struct handler_util_argv *ret,
+		      char *err, size_t errlen)
+{
+	struct handler_util_argv a;
+	size_t n = 0;
+	char *p, *save = NULL;
+
+	memset(&a, 0, sizeof(a));
+	a.store = strdup(cmd);
+	if (!a.store)
+		return -ENOMEM;
+	for (p = strtok_r(a.store, " \t", &save); p; p = strtok_r(NULL, " \t", &save)) {
+		if (n == HANDLER_UTIL_MAX_ARGS) {
+			snprintf(err, errlen, "--handler: more than %d arguments", HANDLER_UTIL_MAX_ARGS);
+			goto fail;
+		}
+		a.argv[n++] = p;
+	}
+	if (n == 0 || a.argv[0][0] != '/') {
+		snprintf(err, errlen, "--handler: %s: needs an absolute path, got '%s'", kind, cmd);
+		goto fail;
+	}
+	if (access(a.argv[0], X_OK) < 0) {
+		snprintf(err, errlen, "--handler: '%s' is not an executable file: %s", a.argv[0],
+			 strerror(errno));
+		goto fail;
+	}
+	*ret = a;
+	return 0;
+fail:
+	free(a.store);
+	return -EINVAL;
+}
+
+void handler_util_argv_free(struct handler_util_argv *a)
+{
+	if (!a)
+		return;
+	free(a->store);
+	a->store = NULL;
+}
+
+static int add_var(struct handler_util_env *e, size_t *k, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int add_var(struct handler_util_env *e, size_t *k, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return -ENOMEM;
+	e->own[e->nown++] = s;
+	e->vars[(*k)++] = s;
+	return 0;
+}
+
+static int add_job_vars(struct handler_util_env *e, size_t *k, const struct handler_job *job)
+{
+	int64_t left = job->deadline_ms - handler_util_now_ms();
+	char when[40];
+	int r = 0;
+
+	r |= add_var(e, k, "CLAIMD_ITEM_ID=%llu", (unsigned long long)job->id);
+	r |= add_var(e, k, "CLAIMD_QUEUE=%s", job->queue);
+	r |= add_var(e, k, "CLAIMD_ATTEMPT=%u", job->attempt);
+	r |= add_var(e, k, "CLAIMD_MAX_ATTEMPTS=%u", job->max_attempts);
+	r |= add_var(e, k, "CLAIMD_DEADLINE_MS=%lld", (long long)(left > 0 ? left : 0));
+	r |= add_var(e, k, "CLAIMD_SEQ=%llu", (unsigned long long)job->seq);
+	if (job->group)
+		r |= add_var(e, k, "CLAIMD_GROUP=%s", job->group);
+	if (job->enqueued_at_ms > 0) {
+		handler_util_iso_time(job->enqueued_at_ms, when, sizeof(when));
+		r |= add_var(e, k, "CLAIMD_ENQUEUED_AT=%s", when);
+	}
+	return r < 0 ? -ENOMEM : 0;
+}
+
+int handler_util_env(const struct handler_job *job, struct handler_util_env *ret)
+{
+	struct handler_util_env e;
+	size_t n = 0, k = 0;
+
+	memset(&e, 0, sizeof(e));
+	while (environ[n])
+		n++;
+	e.vars = calloc(n + HANDLER_UTIL_ENV_OWN + 1, sizeof(*e.vars));
+	if (!e.vars)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "CLAIMD_", 7) != 0)
+			e.vars[k++] = environ[i];
+	if (job && add_job_vars(&e, &k, job) < 0) {
+		handler_util_env_free(&e);
+		return -ENOMEM;
+	}
+	e.vars[k] = NULL;
+	*ret = e;
+	return 0;
+}
+
+void handler_util_env_free(struct handler_util_env *e)
+{
+	if (!e)
+		return;
+	for (size_t i = 0; i < e->nown; i++)
+		free(e->own[i]);
+	free(e->vars);
+	memset(e, 0, sizeof(*e));
+}
+
+void handler_util_tail_add(struct handler_util_tail *t, const char *p, size_t n)
+{
+	if (n >= sizeof(t->buf)) {
+		p += n - sizeof(t->buf);
+		n = sizeof(t->buf);
+	}
+	if (t->len + n > sizeof(t->buf)) {
+		size_t drop = t->len + n - sizeof(t->buf);
+		memmove(t->buf, t->buf + drop, t->len - drop);
+		t->len -= drop;
+	}
+	memcpy(t->buf + t->len, p, n);
+	t->len += n;
+}
+
+void handler_util_error(struct handler_result *res, const char *what,
+			const struct handler_util_tail *t)
+{
+	int n = snprintf(res->error, sizeof(res->error), "%s", what);
+
+	if (!t || t->len == 0 || n < 0 || (size_t)n >= HANDLER_ERR_MAX - 2)
+		return;
+	size_t room = HANDLER_ERR_MAX - (size_t)n - 2, len = t->len;
+	const char *p = t->buf;
+	if (len > room) {
+		p += len - room;
+		len = room;
+	}
+	memcpy(res->error + n, ": ", 2);
+	memcpy(res->error + n + 2, p, len);
+	res->error[n + 2 + len] = '\0';
+}
+
+int64_t handler_util_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void handler_util_iso_time(int64_t ms, char *out, size_t outlen)
+{
+	time_t secs = (time_t)(ms / 1000);
+	struct tm tm;
+	char base[24];
+
+	gmtime_r(&secs, &tm);
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, outlen, "%s.%03dZ", base, (int)(ms % 1000));
+}

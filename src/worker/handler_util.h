@@ -1,0 +1,58 @@
+/* handler_util — what the handler kinds share: command lines, child environments, stderr
+ * tails and error texts, clocks. Used by handler*.c only. Does not log. */
+#ifndef CLAIMD_HANDLER_UTIL_H
+#define CLAIMD_HANDLER_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "worker/handler.h"
+
+#define HANDLER_UTIL_MAX_ARGS 64
+#define HANDLER_UTIL_ENV_OWN 10
+
+/* A command split on spaces and tabs (no shell, no quoting). */
+struct handler_util_argv {
+	char *store;
+	char *argv[HANDLER_UTIL_MAX_ARGS + 1];
+};
+
+/* Split cmd; argv[0] must be an absolute path to an executable file. kind ("exec", "pipe")
+ * names the handler in messages. Returns 0, -EINVAL with a message in err, or -ENOMEM. */
+int handler_util_argv(const char *kind, const char *cmd, struct handler_util_argv *ret,
+		      char *err, size_t errlen);
+void handler_util_argv_free(struct handler_util_argv *a);
+
+/* The environment for a child: this process's, without any CLAIMD_* variable (the database
+ * password among them), plus, with job, CLAIMD_ITEM_ID, CLAIMD_QUEUE, CLAIMD_ATTEMPT,
+ * CLAIMD_MAX_ATTEMPTS, CLAIMD_DEADLINE_MS (ms left), CLAIMD_SEQ, CLAIMD_GROUP (when the item
+ * has one) and CLAIMD_ENQUEUED_AT (ISO 8601 UTC, when known). */
+struct handler_util_env {
+	char **vars;
+	char *own[HANDLER_UTIL_ENV_OWN];
+	size_t nown;
+};
+
+/* Returns 0 or -ENOMEM (nothing to free then). */
+int handler_util_env(const struct handler_job *job, struct handler_util_env *ret);
+void handler_util_env_free(struct handler_util_env *e);
+
+/* The last HANDLER_ERR_MAX bytes a child wrote to its stderr. */
+struct handler_util_tail {
+	size_t len;
+	char buf[HANDLER_ERR_MAX];
+};
+
+void handler_util_tail_add(struct handler_util_tail *t, const char *p, size_t n);
+
+/* res->error = "what" or "what: <tail>" (t may be NULL), cut to fit. */
+void handler_util_error(struct handler_result *res, const char *what,
+			const struct handler_util_tail *t);
+
+/* Wall clock, unix ms. */
+int64_t handler_util_now_ms(void);
+
+/* "2026-11-21T05:01:18.123Z" for unix ms into out (at least 32 bytes). */
+void handler_util_iso_time(int64_t ms, char *out, size_t outlen);
+
+#endif
