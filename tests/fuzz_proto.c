@@ -5,15 +5,15 @@
  * Built with -DCLAIMD_LIBFUZZER it is a plain libFuzzer target:
  *     clang -g -O1 -fsanitize=fuzzer,address,undefined -DCLAIMD_LIBFUZZER -Isrc \
  *         src/proto.c tests/fuzz_proto.c -o /tmp/fuzz_proto
- * Otherwise it has a main() that replays files and directories of inputs (tests/corpus/proto),
- * which is how the corpus runs as an ordinary test. */
+ * Otherwise it is linked with tests/fuzz_main.c, which replays files and directories of inputs
+ * (tests/corpus/proto): that is how the corpus runs as an ordinary test. */
 #include "common/proto.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 static unsigned long frames_ok; /* frames that decoded and re-encoded, for the replay summary */
 
@@ -52,90 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	return 0;
 }
 
-#ifndef CLAIMD_LIBFUZZER
-#include <dirent.h>
-#include <errno.h>
-#include <sys/stat.h>
-
-/* Runs one file through the target from a buffer of exactly its size. Returns 1 if it ran,
- * -errno if it could not be read. */
-static int run_file(const char *path)
+/* For the replay summary (tests/fuzz_main.c). */
+void fuzz_report(const char *name)
 {
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	struct stat st;
-	int r = -EIO;
-
-	if (!f)
-		return -errno;
-	if (fstat(fileno(f), &st) < 0 || st.st_size < 0)
-		goto fail;
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!buf || fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size)
-		goto fail;
-	LLVMFuzzerTestOneInput(buf, (size_t)st.st_size);
-	r = 1;
-fail:
-	free(buf);
-	fclose(f);
-	return r;
+	printf("%s: %lu frames decoded and re-encoded\n", name, frames_ok);
 }
-
-/* Runs every regular file in dir (not recursive, dot files skipped). Returns how many ran,
- * or -errno for the first file that could not be read. */
-static int run_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char path[4096];
-	struct stat st;
-	int n = 0, r = 0;
-
-	if (!d)
-		return -errno;
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		r = run_file(path);
-		if (r < 0) {
-			fprintf(stderr, "fuzz_proto: %s: %s\n", path, strerror(-r));
-			break;
-		}
-		n += r;
-	}
-	closedir(d);
-	return r < 0 ? r : n;
-}
-
-static int run_arg(const char *arg)
-{
-	struct stat st;
-
-	if (stat(arg, &st) < 0)
-		return -errno;
-	return S_ISDIR(st.st_mode) ? run_dir(arg) : run_file(arg);
-}
-
-int main(int argc, char **argv)
-{
-	int total = 0, r;
-
-	for (int i = 1; i < argc; i++) {
-		r = run_arg(argv[i]);
-		if (r < 0) {
-			fprintf(stderr, "fuzz_proto: %s: %s\n", argv[i], strerror(-r));
-			return 1;
-		}
-		total += r;
-	}
-	printf("fuzz_proto: ran %d files, %lu frames decoded and re-encoded\n", total, frames_ok);
-	if (total == 0) {
-		fprintf(stderr, "fuzz_proto: no input files (usage: fuzz_proto FILE|DIR...)\n");
-		return 1;
-	}
-	return 0;
-}
-#endif

@@ -12,18 +12,28 @@
 
 struct control {
 	uv_pipe_t server;
-	control_request_cb cb;
-	void *data;
+	struct cmds *cmds;
 	char path[108];
 };
 
+/* A connection: reading its request line, then the request is carried out, then the reply
+ * is written and the connection closed. A line over CTL_LINE_MAX is answered at once and the
+ * rest of what the client sends is read and dropped until its EOF (closing with unread data
+ * would reset the connection, and the client would lose the answer), DRAIN_MAX at most. */
 struct control_conn {
 	uv_pipe_t pipe;
 	struct control *ctl;
 	size_t len, cap;
-	bool answered;
 	char *line;
+	struct ctl_request req;   /* points into line */
+	bool answered;            /* a reply is on its way */
+	bool written;             /* and written */
+	bool draining;            /* reading to EOF after a request too long */
+	bool eof;
+	size_t drained;
 };
+
+#define DRAIN_MAX (64u * 1024 * 1024)
 
 struct reply {
 	uv_write_t req;
@@ -44,41 +54,113 @@ static void on_server_closed(uv_handle_t *h)
 	free(h->data);
 }
 
+static void conn_close(struct control_conn *c)
+{
+	if (!uv_is_closing((uv_handle_t *)&c->pipe))
+		uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
+}
+
+/* Closes c once its reply is out and nothing more is to be read. */
+static void conn_maybe_close(struct control_conn *c)
+{
+	if (c->written && (!c->draining || c->eof))
+		conn_close(c);
+}
+
 static void on_reply_written(uv_write_t *req, int status)
 {
 	struct reply *r = (struct reply *)req;
+	struct control_conn *c = r->conn;
 
-	uv_close((uv_handle_t *)&r->conn->pipe, on_conn_closed);
 	free(r);
+	c->written = true;
+	if (status < 0)
+		conn_close(c);
+	else
+		conn_maybe_close(c);
 }
 
-void control_reply(struct control_conn *conn, const char *text, size_t len)
+static void reply(struct control_conn *c, const char *text, size_t len)
 {
-	struct reply *r = malloc(sizeof(*r) + len);
+	struct reply *r;
 	uv_buf_t b;
 
-	if (!r || conn->answered) {
-		free(r);
+	if (c->answered)
+		return;
+	c->answered = true;
+	r = malloc(sizeof(*r) + len);
+	if (!r) {
+		conn_close(c);
 		return;
 	}
-	conn->answered = true;
-	r->conn = conn;
+	r->conn = c;
 	memcpy(r->text, text, len);
 	b = uv_buf_init(r->text, (unsigned)len);
-	if (uv_write(&r->req, (uv_stream_t *)&conn->pipe, &b, 1, on_reply_written) < 0) {
+	if (uv_write(&r->req, (uv_stream_t *)&c->pipe, &b, 1, on_reply_written) < 0) {
 		free(r);
-		uv_close((uv_handle_t *)&conn->pipe, on_conn_closed);
+		conn_close(c);
 	}
+}
+
+static void reply_error(struct control_conn *c, const char *message)
+{
+	struct buf b;
+
+	buf_init(&b);
+	ctl_reply_error(&b, message);
+	if (buf_failed(&b))
+		reply(c, "error: out of memory\n", 21);
+	else
+		reply(c, b.data, b.len);
+	buf_free(&b);
+}
+
+static void on_done(void *data, const struct ctl_request *req, const struct cmd_result *res)
+{
+	struct control_conn *c = data;
+	struct buf body, out;
+
+	if (res->rc < 0) {
+		reply_error(c, res->err);
+		return;
+	}
+	buf_init(&body);
+	buf_init(&out);
+	cmd_render_text(req, res, &body);
+	ctl_reply_ok(&out, body.data ? body.data : "", body.len);
+	if (buf_failed(&body) || buf_failed(&out))
+		reply_error(c, "out of memory");
+	else
+		reply(c, out.data, out.len);
+	buf_free(&body);
+	buf_free(&out);
+}
+
+/* A whole request line of len bytes (line[len] is writable: where its LF was). */
+static void on_request(struct control_conn *c, size_t len)
+{
+	char err[300];
+
+	if (ctl_decode(c->line, len, &c->req, err, sizeof(err)) < 0) {
+		reply_error(c, err);
+		return;
+	}
+	cmd_run(c->ctl->cmds, &c->req, on_done, c);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
+	static char scratch[65536];
 	struct control_conn *c = h->data;
 	size_t cap = c->cap ? c->cap : 4096;
 	char *p;
 
-	/* Grow by doubling up to CONTROL_LINE_MAX; a full buffer ends the read (too long). */
-	while (cap - c->len < 4096 && cap < CONTROL_LINE_MAX)
+	if (c->draining) {
+		*buf = uv_buf_init(scratch, sizeof(scratch));
+		return;
+	}
+	/* Grow by doubling up to CTL_LINE_MAX; a full buffer ends the request (too long). */
+	while (cap - c->len < 4096 && cap < CTL_LINE_MAX)
 		cap *= 2;
 	if (cap != c->cap) {
 		p = realloc(c->line, cap);
@@ -96,36 +178,42 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct control_conn *c = s->data;
 	char *nl;
-	static const char too_long[] = "error: request too long\n";
 
 	if (nread == 0)
 		return;
 	if (nread < 0) {
-		/* EOF before a whole line: take what came as the request. */
 		uv_read_stop(s);
+		c->eof = true;
 		if (nread == UV_EOF && c->len > 0 && !c->answered) {
+			/* EOF before a whole line: what came is the request. */
 			c->line[c->len] = '\0';
-			c->ctl->cb(c->ctl->data, c, c->line);
-		} else if (!c->answered) {
-			c->answered = true;
-			uv_close((uv_handle_t *)s, on_conn_closed);
+			on_request(c, c->len);
+		} else if (!c->answered || nread != UV_EOF) {
+			conn_close(c);
+		} else {
+			conn_maybe_close(c);
 		}
+		return;
+	}
+	if (c->draining) {
+		c->drained += (size_t)nread;
+		if (c->drained > DRAIN_MAX)
+			conn_close(c);
 		return;
 	}
 	c->len += (size_t)nread;
 	c->line[c->len] = '\0';
 	nl = memchr(c->line, '\n', c->len);
-	if (!nl && c->len < CONTROL_LINE_MAX - 1)
+	if (!nl && c->len < CTL_LINE_MAX - 1)
 		return;
-	uv_read_stop(s);
 	if (!nl) {
-		control_reply(c, too_long, sizeof(too_long) - 1);
+		c->draining = true;
+		reply_error(c, "request too long");
 		return;
 	}
+	uv_read_stop(s);
 	*nl = '\0';
-	if (nl > c->line && nl[-1] == '\r')
-		nl[-1] = '\0';
-	c->ctl->cb(c->ctl->data, c, c->line);
+	on_request(c, (size_t)(nl - c->line));
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -143,7 +231,7 @@ static void on_connection(uv_stream_t *server, int status)
 	c->pipe.data = c;
 	if (uv_accept(server, (uv_stream_t *)&c->pipe) < 0 ||
 	    uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) < 0)
-		uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
+		conn_close(c);
 }
 
 /* Is somebody answering on path? */
@@ -163,8 +251,8 @@ static bool socket_alive(const char *path)
 	return alive;
 }
 
-int control_open(uv_loop_t *loop, const char *path, control_request_cb cb, void *data,
-		 struct control **ret, char *err, size_t errlen)
+int control_open(uv_loop_t *loop, const char *path, struct cmds *cmds, struct control **ret,
+		 char *err, size_t errlen)
 {
 	struct control *ctl;
 	mode_t old;
@@ -184,8 +272,7 @@ int control_open(uv_loop_t *loop, const char *path, control_request_cb cb, void 
 	if (!ctl)
 		return -ENOMEM;
 	snprintf(ctl->path, sizeof(ctl->path), "%s", path);
-	ctl->cb = cb;
-	ctl->data = data;
+	ctl->cmds = cmds;
 	uv_pipe_init(loop, &ctl->server, 0);
 	ctl->server.data = ctl;
 	old = umask(0077); /* the socket file is created 0600 */

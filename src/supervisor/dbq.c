@@ -77,49 +77,8 @@ static void on_work(uv_work_t *req)
 	j->rc = 0;
 	if (!store_connected(s))
 		j->rc = store_connect(s, j->err, sizeof(j->err));
-	if (j->rc < 0)
-		return;
-	switch (j->kind) {
-	case DBQ_RELEASE:
-		j->rc = store_release(s, j->refs, j->n, true, j->reason, j->err, sizeof(j->err));
-		break;
-	case DBQ_COUNTS:
-		j->rc = store_counts(s, &j->counts, &j->ncounts, j->err, sizeof(j->err));
-		break;
-	case DBQ_POLL:
-		j->rc = store_poll_any(s, j->queues, j->n, j->err, sizeof(j->err));
-		break;
-	case DBQ_PRUNE:
-		j->rc = store_prune(s, j->keep_s, j->from, DBQ_PRUNE_CHUNK, &j->from_next, j->err,
-				    sizeof(j->err));
-		j->more = j->rc >= 0 && j->from_next > 0;
-		break;
-	case DBQ_LIMIT:
-		j->rc = store_set_interval(s, j->queue, j->interval_ms, j->err, sizeof(j->err));
-		break;
-	case DBQ_PAUSE:
-		j->rc = store_set_paused(s, j->queue, j->pause, j->err, sizeof(j->err));
-		break;
-	case DBQ_DEDUPE:
-		j->rc = store_dedupe_expire(s, DBQ_PRUNE_CHUNK, j->err, sizeof(j->err));
-		j->more = j->rc == (int)DBQ_PRUNE_CHUNK;
-		break;
-	case DBQ_GROUPS:
-		j->rc = store_group_heal(s, j->queues, j->n, j->err, sizeof(j->err));
-		break;
-	case DBQ_PRUNE_GROUPS:
-		j->rc = store_prune_groups(s, j->keep_s, DBQ_PRUNE_CHUNK, j->err, sizeof(j->err));
-		j->more = j->rc == (int)DBQ_PRUNE_CHUNK;
-		break;
-	case DBQ_RETRY:
-		j->rc = store_retry_dead(s, j->id, j->all_dead ? j->queue : NULL, j->err,
-					 sizeof(j->err));
-		break;
-	case DBQ_ADD:
-		j->rc = store_add(s, j->queue, j->payload, j->payload_len, &j->add, &j->id, j->err,
-				  sizeof(j->err));
-		break;
-	}
+	if (j->rc >= 0)
+		j->rc = j->run(j, s, j->err, sizeof(j->err));
 }
 
 static void on_retry(uv_timer_t *t)
@@ -136,7 +95,7 @@ static void on_done(uv_work_t *req, int status)
 	if (status < 0 && j->rc >= 0)
 		j->rc = status;
 	q->db_up = j->rc >= 0 || (j->rc != -ENOTCONN && j->rc != -EIO);
-	if (j->rc < 0 && j->kind == DBQ_RELEASE && j->rc != -EINVAL) {
+	if (j->rc < 0 && j->must_finish && j->rc != -EINVAL) {
 		/* Stays at the head; the next try comes after a pause. */
 		uv_timer_start(&q->retry, on_retry, DBQ_RETRY_MS, 0);
 		return;

@@ -11,13 +11,13 @@
 #include <uv.h>
 
 #include "common/config.h"
+#include "supervisor/cmd.h"
 #include "supervisor/control.h"
 #include "supervisor/dbq.h"
+#include "supervisor/maint.h"
 #include "common/proc.h"
 #include "common/proto.h"
 #include "store/store.h"
-
-#define SUP_MAINT_STEPS 4 /* supmaint.c: maint_steps */
 
 #define SLOT_UNRESPONSIVE 100  /* beyond enum proto_wstate: our own verdict */
 #define SLOT_DOWN 101          /* no process: waiting to be started */
@@ -72,18 +72,11 @@ struct sup {
 	struct store *store;
 	struct dbq *dbq;
 	const char *queue_ptrs[CONFIG_QUEUES_MAX]; /* cfg->queues[i], for the poll */
+	struct dbq_job poll_job;
 	bool poll_inflight;
-	bool maint_inflight;     /* a maintenance statement is running */
-	bool maint_due[SUP_MAINT_STEPS]; /* supmaint.c's maint_steps still to run */
-	long long maint_rows[SUP_MAINT_STEPS]; /* rows a step changed since it began */
-	uint64_t prune_from;     /* where the sweep of done rows goes on (0: not sweeping) */
+	struct maint *maint;
 	uv_timer_t prune_timer;
-	/* status */
-	struct store_count *counts;
-	size_t ncounts;
-	uint64_t counts_at;
-	struct { struct control_conn *conn; bool json; } *waiting; /* status awaiting counts */
-	size_t nwaiting, capwaiting;
+	struct cmds *cmds;
 };
 
 static inline uint64_t sup_now(const struct sup *s)
@@ -93,21 +86,7 @@ static inline uint64_t sup_now(const struct sup *s)
 
 /* supervisor.c */
 const char *sup_slot_state_name(int state);
-/* A new database job for s's queue; NULL when out of memory. */
-struct dbq_job *sup_new_job(struct sup *s, enum dbq_kind kind, void (*done)(struct dbq_job *));
 /* There is work: hand a claim permit to a waiting or an idle worker, if one is free. */
 void sup_wake_one(struct sup *s, const struct slot *except);
-
-/* supmaint.c */
-/* Mark every maintenance step due (each --maintenance-interval). */
-void sup_maint_due(struct sup *s);
-/* At a poll tick: start the next due maintenance step, if none is running. Returns true if it
- * took the tick's place (no idle poll then). */
-bool sup_maintain_now(struct sup *s);
-
-/* supctl.c */
-void supctl_on_request(void *data, struct control_conn *conn, const char *line);
-/* Answer status requests still waiting for counts (at stop). */
-void supctl_reply_waiting(struct sup *s);
 
 #endif

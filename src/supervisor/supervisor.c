@@ -82,67 +82,80 @@ static void claims_remove(struct slot *sl, uint64_t id, uint64_t token)
 
 /* ---- the supervisor's database jobs ---- */
 
-struct dbq_job *sup_new_job(struct sup *s, enum dbq_kind kind, void (*done)(struct dbq_job *))
-{
-	struct dbq_job *j = calloc(1, sizeof(*j));
+/* Releasing the claims of a dead worker: must not be lost (retried until done). */
+struct release_job {
+	struct dbq_job j;
+	struct sup *s;
+	struct store_ref *refs;
+	size_t n;
+};
 
-	if (!j)
-		return NULL;
-	j->kind = kind;
-	j->done = done;
-	j->data = s;
-	snprintf(j->queue, sizeof(j->queue), "%s", s->cfg->queue);
-	return j;
+static int release_run(struct dbq_job *j, struct store *st, char *err, size_t errlen)
+{
+	struct release_job *rj = container_of(j, struct release_job, j);
+
+	return store_release(st, rj->refs, rj->n, true, "its worker died while running it", err,
+			     errlen);
 }
 
 static void on_released(struct dbq_job *j)
 {
-	struct sup *s = j->data;
+	struct release_job *rj = container_of(j, struct release_job, j);
+	struct sup *s = rj->s;
 
 	if (j->rc >= 0)
 		log_info("released %d of %zu claims of a dead worker (the rest had finished)", j->rc,
-			 j->n);
+			 rj->n);
 	else
 		log_warn("gave up releasing %zu claims of a dead worker: %s; they come back when "
-			 "their lease expires", j->n, j->err);
+			 "their lease expires", rj->n, j->err);
 	if (j->rc > 0)
 		sup_wake_one(s, NULL);
-	free(j->refs);
-	free(j);
+	free(rj->refs);
+	free(rj);
 	maybe_finish_stop(s);
 }
 
 static void release_claims(struct slot *sl)
 {
-	struct dbq_job *j;
+	struct release_job *rj;
 
 	if (sl->nclaims == 0)
 		return;
-	j = sup_new_job(sl->sup, DBQ_RELEASE, on_released);
-	if (!j) {
+	rj = calloc(1, sizeof(*rj));
+	if (!rj) {
 		log_error("out of memory: %zu claims of worker slot=%d come back after their lease",
 			  sl->nclaims, sl->idx);
 		sl->nclaims = 0;
 		return;
 	}
-	j->refs = sl->claims;
-	j->n = sl->nclaims;
-	j->reason = "its worker died while running it";
+	rj->j.run = release_run;
+	rj->j.done = on_released;
+	rj->j.must_finish = true;
+	rj->s = sl->sup;
+	rj->refs = sl->claims;
+	rj->n = sl->nclaims;
 	sl->claims = NULL;
 	sl->nclaims = sl->capclaims = 0;
-	dbq_push(sl->sup->dbq, j);
+	dbq_push(sl->sup->dbq, &rj->j);
+}
+
+static int poll_run(struct dbq_job *j, struct store *st, char *err, size_t errlen)
+{
+	struct sup *s = container_of(j, struct sup, poll_job);
+
+	return store_poll_any(st, s->queue_ptrs, s->cfg->nqueues, err, errlen);
 }
 
 static void on_polled(struct dbq_job *j)
 {
-	struct sup *s = j->data;
+	struct sup *s = container_of(j, struct sup, poll_job);
 
 	s->poll_inflight = false;
 	if (j->rc > 0 && !s->stopping)
 		sup_wake_one(s, NULL);
 	else if (j->rc < 0)
 		log_debug("idle poll failed: %s", j->err);
-	free(j);
 }
 
 /* ---- messages from workers ---- */
@@ -580,16 +593,17 @@ static void on_heartbeat(uv_timer_t *t)
  * worker is woken only when there is work. */
 static void on_prune_timer(uv_timer_t *t)
 {
-	sup_maint_due(t->data);
+	struct sup *s = t->data;
+
+	maint_due(s->maint);
 }
 
 static void on_poll(uv_timer_t *t)
 {
 	struct sup *s = t->data;
-	struct dbq_job *j;
 	bool idle = false;
 
-	if (s->stopping || sup_maintain_now(s))
+	if (s->stopping || maint_tick(s->maint))
 		return;
 	/* With every claim permit out, finding work would wake nobody: the workers holding
 	 * them are claiming already, and one gives its permit back when a claim finds nothing.
@@ -599,12 +613,12 @@ static void on_poll(uv_timer_t *t)
 		return;
 	for (unsigned i = 0; i < s->cfg->workers; i++)
 		idle |= s->slots[i].state == PROTO_W_IDLE && s->slots[i].chan;
-	if (!idle || s->poll_inflight || !(j = sup_new_job(s, DBQ_POLL, on_polled)))
+	if (!idle || s->poll_inflight)
 		return;
 	s->poll_inflight = true;
-	j->queues = s->queue_ptrs;
-	j->n = s->cfg->nqueues;
-	dbq_push(s->dbq, j);
+	s->poll_job.run = poll_run;
+	s->poll_job.done = on_polled;
+	dbq_push(s->dbq, &s->poll_job);
 }
 
 /* ---- stopping ---- */
@@ -627,7 +641,7 @@ static void maybe_finish_stop(struct sup *s)
 	dbq_cancel_waiting(s->dbq);
 	s->stopped = true;
 	log_info("all workers stopped; exiting");
-	supctl_reply_waiting(s);
+	cmds_flush(s->cmds);
 	control_close(s->control);
 	s->control = NULL;
 	uv_stop(s->loop);
@@ -692,10 +706,48 @@ static void on_signal(uv_signal_t *h, int signum)
 	begin_stop(h->data, signum);
 }
 
+/* ---- what the commands ask of us ---- */
+
+static void host_wake(void *data)
+{
+	sup_wake_one(data, NULL);
+}
+
+static uint64_t host_now(void *data)
+{
+	return sup_now(data);
+}
+
+static struct status_worker *host_snapshot(void *data, struct status *st)
+{
+	struct sup *s = data;
+	struct status_worker *ws = calloc(s->cfg->workers, sizeof(*ws));
+	uint64_t now = sup_now(s);
+
+	*st = (struct status){
+		.pid = (int)getpid(), .fork_server_pid = (int)s->forker.pid, .host = s->host,
+		.queue = s->cfg->queue_list, .uptime_ms = now - s->started,
+		.stopping = s->stopping, .db_up = dbq_db_up(s->dbq),
+		.workers = ws, .nworkers = ws ? s->cfg->workers : 0,
+	};
+	for (unsigned i = 0; ws && i < s->cfg->workers; i++) {
+		const struct slot *sl = &s->slots[i];
+		ws[i] = (struct status_worker){
+			.slot = sl->idx, .pid = (int)sl->pid, .state = sup_slot_state_name(sl->state),
+			.item = sl->item, .item_ms = now - sl->item_since, .claims = sl->nclaims,
+			.done = sl->done, .failed = sl->failed, .restarts = sl->restarts,
+			.rtt_valid = sl->rtt_valid, .rtt_ms = sl->rtt_ms,
+			.heartbeat_age_ms = now - sl->last_ack,
+		};
+	}
+	return ws;
+}
+
 /* ---- set-up ---- */
 
 static int sup_init(struct sup *s, const struct config *cfg, int argc, char **argv)
 {
+	struct cmd_host host = { .wake = host_wake, .snapshot = host_snapshot, .now_ms = host_now };
 	char err[512] = "";
 	size_t len = sizeof(s->exe);
 	int r;
@@ -724,7 +776,16 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 	s->want = calloc(cfg->workers, sizeof(*s->want));
 	if (!s->slots || !s->want)
 		return -ENOMEM;
-	r = control_open(s->loop, cfg->control, supctl_on_request, s, &s->control, err, sizeof(err));
+	r = maint_new(s->dbq, cfg, &s->maint);
+	if (r < 0)
+		return r;
+	host.dbq = s->dbq;
+	host.cfg = cfg;
+	host.data = s;
+	r = cmds_new(&host, &s->cmds);
+	if (r < 0)
+		return r;
+	r = control_open(s->loop, cfg->control, s->cmds, &s->control, err, sizeof(err));
 	if (r < 0) {
 		log_error("%s", err);
 		return r;
@@ -785,8 +846,8 @@ static void sup_teardown(struct sup *s)
 	uv_run(s->loop, UV_RUN_DEFAULT);
 	free(s->slots);
 	free(s->want);
-	free(s->counts);
-	free(s->waiting);
+	cmds_free(s->cmds);
+	maint_free(s->maint);
 	dbq_free(s->dbq);
 	uv_run(s->loop, UV_RUN_DEFAULT);
 	store_free(s->store);

@@ -3,6 +3,7 @@
 at once; rows inserted with plain SQL are found by the idle poll."""
 
 import hashlib
+import socket
 import subprocess
 import time
 
@@ -120,6 +121,47 @@ def it_add_sets_the_row_options(t):
     r = c.ctl('add', '--frobnicate', '1', 'z')
     check(r.returncode == 2 and 'frobnicate' in r.stderr, f'unknown option: {r.returncode} {r.stderr!r}')
     check_eq(db.scalar('SELECT COUNT(*) FROM work_items'), '2', 'rows added')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
+def _raw_request(c, data):
+    """Sends bytes on the control socket as they are (no claimctl); returns the whole reply."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(c.control)
+        try:
+            sock.sendall(data)
+            sock.shutdown(socket.SHUT_WR)
+        except BrokenPipeError:
+            pass  # claimd answered a request too long before it was all sent
+        reply = b''
+        while chunk := sock.recv(65536):
+            reply += chunk
+    return reply
+
+
+def it_control_socket_refuses_malformed_requests_and_adds_nothing(t):
+    db = t.database()
+    c = t.claimd(db, '--workers', '1', '--handler', 'noop')
+    c.wait_ready()
+    bad = {
+        b'add queue=default payload=%zz\n': b'bad character or %-escape',
+        b'add payload=x\n': b'queue is required',
+        b'add queue=default priority=99 payload=x\n': b'priority must be',
+        b'add queue=default payload=a b\n': b'not name=value',
+        b'\x00\xff\xfe garbage\n': b'unknown request',
+        b'retry id=1 queue=default dead=1\n': b'retry takes an item id',
+        b'add queue=default payload=' + b'x' * (4 * MIB): b'request too long',
+    }
+    for request, says in bad.items():
+        reply = _raw_request(c, request)
+        check(reply.startswith(b'error: ') and reply.endswith(b'\n') and says in reply,
+              f'reply to {request[:60]!r}: {reply[:200]!r}, want an error saying {says!r}')
+    check_eq(db.scalar('SELECT COUNT(*) FROM work_items'), '0', 'rows added by bad requests')
+    # The same socket still serves good requests, written by hand to the documented grammar.
+    reply = _raw_request(c, b'add queue=default payload=hand%20written\n')
+    check(reply.startswith(b'ok\n') and reply[3:].strip().isdigit(), f'good request: {reply!r}')
+    check_eq(db.scalar('SELECT payload FROM work_items'), 'hand written', 'payload added')
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 

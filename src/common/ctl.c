@@ -1,0 +1,592 @@
+/* The control protocol's grammar is the two tables below: every field once (its name on the
+ * wire and on claimctl's command line, its type and range, where it lives in struct
+ * ctl_request), and every verb once (the fields it takes and needs, its positional arguments,
+ * its usage). Decoding, encoding and claimctl's command line all read them, so a verb's
+ * arguments are checked the same way at both ends. */
+#include "common/ctl.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/config.h"
+
+#define BIT(f) (1u << (f))
+
+enum type {
+	T_TEXT,   /* 1..max bytes, no control characters */
+	T_BYTES,  /* 0..max bytes, anything */
+	T_UINT,   /* min..max */
+	T_INT,    /* min..max, may be negative */
+	T_FLAG,   /* "1" on the wire, a bare option on the command line */
+};
+
+/* How claimctl's command line writes a number. */
+enum cli_form {
+	CLI_NUMBER,
+	CLI_DURATION,     /* "1.5s", "100ms", "5m", "1h"; a bare number is seconds */
+	CLI_DURATION_MS,  /* the same, but a bare number is milliseconds */
+};
+
+struct field_def {
+	const char *name;     /* on the wire */
+	const char *option;   /* on the command line, or NULL (positional only) */
+	const char *meta;     /* the option's value in usage texts */
+	enum type type;
+	enum cli_form cli;
+	long long min;
+	unsigned long long max;   /* T_TEXT, T_BYTES: bytes */
+	size_t off;               /* in struct ctl_request */
+	size_t size;              /* of a number there (4 or 8) */
+};
+
+#define AT(member) offsetof(struct ctl_request, member), sizeof(((struct ctl_request *)0)->member)
+
+static const struct field_def fields[CTL_FIELD_COUNT] = {
+	[CTL_F_QUEUE] = { "queue", "--queue", "NAME", T_TEXT, CLI_NUMBER, 1, CTL_QUEUE_MAX,
+			  AT(queue) },
+	[CTL_F_PAYLOAD] = { "payload", NULL, "PAYLOAD", T_BYTES, CLI_NUMBER, 0, CTL_PAYLOAD_MAX,
+			    AT(payload) },
+	[CTL_F_RUN_AT] = { "run_at", "--run-at", "'YYYY-MM-DD HH:MM:SS'", T_TEXT, CLI_NUMBER, 1,
+			   64, AT(run_at) },
+	[CTL_F_DELAY] = { "delay_ms", "--delay", "DUR", T_UINT, CLI_DURATION, 0, UINT32_MAX,
+			  AT(delay_ms) },
+	[CTL_F_PERIOD] = { "period_ms", "--period", "DUR", T_UINT, CLI_DURATION, 0, UINT32_MAX,
+			   AT(period_ms) },
+	[CTL_F_MAX_ATTEMPTS] = { "max_attempts", "--max-attempts", "N", T_UINT, CLI_NUMBER, 1,
+				 1000000, AT(max_attempts) },
+	[CTL_F_TIMEOUT] = { "timeout_ms", "--timeout", "DUR", T_UINT, CLI_DURATION, 1, UINT32_MAX,
+			    AT(timeout_ms) },
+	[CTL_F_DEDUPE] = { "dedupe", "--dedupe", "KEY", T_TEXT, CLI_NUMBER, 1, CTL_KEY_MAX,
+			   AT(dedupe) },
+	[CTL_F_PRIORITY] = { "priority", "--priority", "N", T_INT, CLI_NUMBER, CTL_PRIORITY_MIN,
+			     CTL_PRIORITY_MAX, AT(priority) },
+	[CTL_F_GROUP] = { "group", "--group", "KEY", T_TEXT, CLI_NUMBER, 1, CTL_KEY_MAX,
+			  AT(group) },
+	[CTL_F_ID] = { "id", NULL, "ID", T_UINT, CLI_NUMBER, 1, UINT64_MAX, AT(id) },
+	[CTL_F_DEAD] = { "dead", "--dead", NULL, T_FLAG, CLI_NUMBER, 0, 1, AT(dead) },
+	[CTL_F_INTERVAL] = { "interval_ms", "--interval", "DUR", T_UINT, CLI_DURATION_MS, 0,
+			     24u * 3600u * 1000u, AT(interval_ms) },
+	[CTL_F_JSON] = { "json", "--json", NULL, T_FLAG, CLI_NUMBER, 0, 1, AT(json) },
+};
+
+struct verb_def {
+	const char *name;
+	uint32_t takes, needs;         /* fields (bits) it may have, and must */
+	enum ctl_field positional[2];  /* command-line arguments without an option, in order */
+	size_t npositional;
+	const char *cli_queue;         /* on the command line, the queue when none is given */
+	const char *synopsis;          /* after "claimctl [--control PATH] " */
+	const char *help;
+	/* Rules between fields; NULL: none. */
+	int (*check)(const struct ctl_request *r, char *err, size_t errlen);
+};
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+static int check_retry(const struct ctl_request *r, char *err, size_t errlen)
+{
+	bool by_id = ctl_has(r, CTL_F_ID);
+	bool by_queue = ctl_has(r, CTL_F_QUEUE) && ctl_has(r, CTL_F_DEAD);
+
+	if (by_id == by_queue || (by_id && (ctl_has(r, CTL_F_QUEUE) || ctl_has(r, CTL_F_DEAD))))
+		return fail(err, errlen, "retry takes an item id, or --queue NAME --dead");
+	return 0;
+}
+
+static const struct verb_def verbs[CTL_VERB_COUNT] = {
+	[CTL_STATUS] = { "status", BIT(CTL_F_JSON), 0, { 0 }, 0, NULL, "status [--json]",
+			 "the worker pool and the queue counts (--json: one JSON object)", NULL },
+	[CTL_ADD] = { "add",
+		      BIT(CTL_F_QUEUE) | BIT(CTL_F_PAYLOAD) | BIT(CTL_F_RUN_AT) | BIT(CTL_F_DELAY) |
+		      BIT(CTL_F_PERIOD) | BIT(CTL_F_MAX_ATTEMPTS) | BIT(CTL_F_TIMEOUT) |
+		      BIT(CTL_F_DEDUPE) | BIT(CTL_F_PRIORITY) | BIT(CTL_F_GROUP),
+		      BIT(CTL_F_QUEUE), { CTL_F_PAYLOAD }, 1, "default",
+		      "add [--queue NAME] [--run-at 'YYYY-MM-DD HH:MM:SS']\n"
+		      "[--delay DUR] [--period DUR] [--max-attempts N] [--timeout DUR]\n"
+		      "[--dedupe KEY] [--priority N] [--group KEY] [PAYLOAD]",
+		      "enqueue one item (payload from the argument, else stdin, at most 1 MiB)\n"
+		      "through claimd, which wakes an idle worker for it; prints the new id (with\n"
+		      "--dedupe, the id of the row holding KEY if there is one); --priority -10..10,\n"
+		      "smaller first; --group KEY: one at a time, in order", NULL },
+	[CTL_RETRY] = { "retry", BIT(CTL_F_ID) | BIT(CTL_F_QUEUE) | BIT(CTL_F_DEAD), 0,
+			{ CTL_F_ID }, 1, NULL, "retry ID | retry --queue NAME --dead",
+			"put a dead row (or every dead row of a queue) back to ready with its\n"
+			"attempts reset; prints how many rows", check_retry },
+	[CTL_PAUSE] = { "pause", BIT(CTL_F_QUEUE), BIT(CTL_F_QUEUE), { CTL_F_QUEUE }, 1, NULL,
+			"pause NAME", "stop new starts of the queue's items on every claimd sharing\n"
+			"the database (running items finish)", NULL },
+	[CTL_RESUME] = { "resume", BIT(CTL_F_QUEUE), BIT(CTL_F_QUEUE), { CTL_F_QUEUE }, 1, NULL,
+			 "resume NAME", "start them again", NULL },
+	[CTL_LIMIT] = { "limit", BIT(CTL_F_QUEUE) | BIT(CTL_F_INTERVAL),
+			BIT(CTL_F_QUEUE) | BIT(CTL_F_INTERVAL), { CTL_F_QUEUE }, 1, NULL,
+			"limit NAME --interval DUR",
+			"start the queue's items at least DUR apart across every claimd sharing the\n"
+			"database (0: no limit; a bare number is milliseconds here)", NULL },
+};
+
+const char *ctl_verb_name(enum ctl_verb v)
+{
+	return (unsigned)v < CTL_VERB_COUNT ? verbs[v].name : "?";
+}
+
+/* ---- values ---- */
+
+static bool is_control(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+/* Checks a decoded value (s[0..len), NUL-terminated) of field f and stores it in r. label
+ * names the field in messages (its wire name, or its command-line option). */
+static int store_value(struct ctl_request *r, enum ctl_field f, const char *label, const char *s,
+		       size_t len, char *err, size_t errlen)
+{
+	const struct field_def *d = &fields[f];
+	char *at = (char *)r + d->off;
+	unsigned long long u;
+	size_t neg;
+	long long v;
+	char *end;
+
+	switch (d->type) {
+	case T_TEXT:
+		if (len < (size_t)d->min || len > d->max)
+			return fail(err, errlen, "%s: %s must be %lld to %llu bytes", verbs[r->verb].name,
+				    label, d->min, d->max);
+		for (size_t i = 0; i < len; i++)
+			if (is_control((unsigned char)s[i]))
+				return fail(err, errlen, "%s: %s has a control character", verbs[r->verb].name,
+					    label);
+		memcpy(at, &s, sizeof(s));
+		return 0;
+	case T_BYTES:
+		if (len > d->max)
+			return fail(err, errlen, "%s: %s is over %llu bytes", verbs[r->verb].name, label,
+				    d->max);
+		r->payload = (const unsigned char *)s;
+		r->payload_len = len;
+		return 0;
+	case T_FLAG:
+		if (len != 1 || s[0] != '1')
+			return fail(err, errlen, "%s: %s takes no value but 1", verbs[r->verb].name, label);
+		*(bool *)at = true;
+		return 0;
+	case T_UINT:
+	case T_INT:
+		break;
+	}
+	/* Digits, and for T_INT a '-' before them: strto* alone would take spaces and '+'. */
+	neg = d->type == T_INT && len > 0 && s[0] == '-';
+	if (len == neg || strlen(s) != len || strspn(s + neg, "0123456789") != len - neg)
+		goto bad;
+	errno = 0;
+	if (d->type == T_UINT) {
+		u = strtoull(s, &end, 10);
+		if (errno || *end || u < (unsigned long long)d->min || u > d->max)
+			goto bad;
+		if (d->size == sizeof(uint64_t))
+			*(uint64_t *)(void *)at = u;
+		else
+			*(uint32_t *)(void *)at = (uint32_t)u;
+		return 0;
+	}
+	v = strtoll(s, &end, 10);
+	if (errno || *end || v < d->min || v > (long long)d->max)
+		goto bad;
+	*(int32_t *)(void *)at = (int32_t)v;
+	return 0;
+bad:
+	if (d->type == T_INT)
+		return fail(err, errlen, "%s: %s must be a whole number from %lld to %lld",
+			    verbs[r->verb].name, label, d->min, (long long)d->max);
+	return fail(err, errlen, "%s: %s must be a whole number from %lld to %llu",
+		    verbs[r->verb].name, label, d->min, d->max);
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+		: c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+static bool unreserved(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+/* Percent-decodes s[0..len) in place and writes a NUL after it (s[len] must be writable).
+ * Returns the decoded length, or -EINVAL for a character outside the grammar or a bad escape. */
+static long pct_decode(char *s, size_t len)
+{
+	size_t i = 0, o = 0;
+
+	while (i < len) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '%') {
+			int hi = i + 2 < len ? hexval(s[i + 1]) : -1;
+			int lo = i + 2 < len ? hexval(s[i + 2]) : -1;
+			if (hi < 0 || lo < 0)
+				return -EINVAL;
+			s[o++] = (char)(hi << 4 | lo);
+			i += 3;
+		} else if (unreserved(c)) {
+			s[o++] = (char)c;
+			i++;
+		} else {
+			return -EINVAL;
+		}
+	}
+	s[o] = '\0';
+	return (long)o;
+}
+
+/* ---- decode ---- */
+
+static int find_verb(const char *s, size_t len)
+{
+	for (int v = 0; v < CTL_VERB_COUNT; v++)
+		if (strlen(verbs[v].name) == len && !memcmp(verbs[v].name, s, len))
+			return v;
+	return -1;
+}
+
+static int find_field(const char *s, size_t len)
+{
+	for (int f = 0; f < CTL_FIELD_COUNT; f++)
+		if (strlen(fields[f].name) == len && !memcmp(fields[f].name, s, len))
+			return f;
+	return -1;
+}
+
+/* The rules every request follows, whichever way it came: the fields the verb needs are
+ * there, and its own rules hold. */
+static int check_request(const struct ctl_request *r, char *err, size_t errlen)
+{
+	const struct verb_def *v = &verbs[r->verb];
+	uint32_t missing = v->needs & ~r->have;
+
+	if (missing) {
+		for (int f = 0; f < CTL_FIELD_COUNT; f++)
+			if (missing & BIT(f))
+				return fail(err, errlen, "%s: %s is required", v->name, fields[f].name);
+	}
+	return v->check ? v->check(r, err, errlen) : 0;
+}
+
+/* One "name=value" of s[0..len) into r. */
+static int decode_field(struct ctl_request *r, char *s, size_t len, char *err, size_t errlen)
+{
+	const struct verb_def *v = &verbs[r->verb];
+	char *eq = memchr(s, '=', len);
+	long n;
+	int f;
+
+	if (!eq)
+		return fail(err, errlen, "%s: '%.*s' is not name=value", v->name,
+			    (int)(len > 40 ? 40 : len), s);
+	f = find_field(s, (size_t)(eq - s));
+	if (f < 0 || !(v->takes & BIT(f)))
+		return fail(err, errlen, "%s: unknown field '%.*s'", v->name,
+			    (int)(eq - s > 40 ? 40 : eq - s), s);
+	if (r->have & BIT(f))
+		return fail(err, errlen, "%s: %s given twice", v->name, fields[f].name);
+	n = pct_decode(eq + 1, len - (size_t)(eq + 1 - s));
+	if (n < 0)
+		return fail(err, errlen, "%s: %s: bad character or %%-escape", v->name, fields[f].name);
+	r->have |= BIT(f);
+	return store_value(r, (enum ctl_field)f, fields[f].name, eq + 1, (size_t)n, err, errlen);
+}
+
+int ctl_decode(char *line, size_t len, struct ctl_request *ret, char *err, size_t errlen)
+{
+	struct ctl_request r;
+	size_t i, start;
+	int v, rc;
+
+	memset(&r, 0, sizeof(r));
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	if (len >= CTL_LINE_MAX)
+		return fail(err, errlen, "request too long");
+	for (i = 0; i < len && line[i] != ' '; i++)
+		;
+	v = find_verb(line, i);
+	if (v < 0) {
+		return fail(err, errlen, "unknown request '%.*s'; try status, add, retry, pause, "
+			    "resume or limit", (int)(i > 40 ? 40 : i), line);
+	}
+	r.verb = (enum ctl_verb)v;
+	while (i < len) {
+		start = ++i;  /* past the space */
+		while (i < len && line[i] != ' ')
+			i++;
+		if (i == start)
+			return fail(err, errlen, "%s: empty field (two spaces, or one at the end)",
+				    verbs[v].name);
+		line[i] = '\0';  /* the space (or one past the end: the caller's CR, LF or room) */
+		rc = decode_field(&r, line + start, i - start, err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	rc = check_request(&r, err, errlen);
+	if (rc < 0)
+		return rc;
+	*ret = r;
+	return 0;
+}
+
+/* ---- encode ---- */
+
+static void pct_encode(struct buf *out, const void *p, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *u = p;
+	size_t run = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (unreserved(u[i])) {
+			run++;
+			continue;
+		}
+		buf_append(out, u + i - run, run);
+		run = 0;
+		char e[3] = { '%', hex[u[i] >> 4], hex[u[i] & 15] };
+		buf_append(out, e, 3);
+	}
+	buf_append(out, u + n - run, run);
+}
+
+static void encode_field(const struct ctl_request *r, enum ctl_field f, struct buf *out)
+{
+	const struct field_def *d = &fields[f];
+	const char *at = (const char *)r + d->off;
+	const char *text;
+
+	buf_printf(out, " %s=", d->name);
+	switch (d->type) {
+	case T_TEXT:
+		memcpy(&text, at, sizeof(text));
+		pct_encode(out, text ? text : "", text ? strlen(text) : 0);
+		break;
+	case T_BYTES:
+		pct_encode(out, r->payload, r->payload_len);
+		break;
+	case T_FLAG:
+		buf_puts(out, "1");
+		break;
+	case T_UINT:
+		buf_printf(out, "%llu", d->size == sizeof(uint64_t) ?
+			   (unsigned long long)*(const uint64_t *)(const void *)at :
+			   (unsigned long long)*(const uint32_t *)(const void *)at);
+		break;
+	case T_INT:
+		buf_printf(out, "%ld", (long)*(const int32_t *)(const void *)at);
+		break;
+	}
+}
+
+int ctl_encode(const struct ctl_request *req, struct buf *out, char *err, size_t errlen)
+{
+	struct ctl_request check;
+	size_t start = out->len;
+	char *copy;
+	int r;
+
+	if ((unsigned)req->verb >= CTL_VERB_COUNT)
+		return fail(err, errlen, "unknown verb %d", (int)req->verb);
+	if (req->have & ~verbs[req->verb].takes)
+		return fail(err, errlen, "%s: a field it does not take is set", verbs[req->verb].name);
+	buf_puts(out, verbs[req->verb].name);
+	for (int f = 0; f < CTL_FIELD_COUNT; f++)
+		if (ctl_has(req, (enum ctl_field)f))
+			encode_field(req, (enum ctl_field)f, out);
+	buf_puts(out, "\n");
+	if (buf_failed(out))
+		return -ENOMEM;
+	/* What the other end will check, checked here by its own code: the line decodes. */
+	copy = malloc(out->len - start);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, out->data + start, out->len - start);
+	r = ctl_decode(copy, out->len - start - 1, &check, err, errlen);
+	free(copy);
+	if (r < 0) {
+		out->len = start;
+		if (out->data)
+			out->data[start] = '\0';
+	}
+	return r;
+}
+
+/* ---- claimctl's command line ---- */
+
+static int find_option(const struct verb_def *v, const char *opt)
+{
+	for (int f = 0; f < CTL_FIELD_COUNT; f++)
+		if ((v->takes & BIT(f)) && fields[f].option && !strcmp(fields[f].option, opt))
+			return f;
+	return -1;
+}
+
+/* A command-line value of field f into r: durations become milliseconds, the rest is checked
+ * as on the wire. */
+static int cli_value(struct ctl_request *r, enum ctl_field f, const char *label, const char *arg,
+		     char *err, size_t errlen)
+{
+	const struct field_def *d = &fields[f];
+	char num[32];
+	unsigned ms;
+
+	if (d->type == T_FLAG)
+		return store_value(r, f, label, "1", 1, err, errlen);
+	if (d->cli == CLI_NUMBER || (d->cli == CLI_DURATION_MS && *arg &&
+				     strspn(arg, "0123456789") == strlen(arg)))
+		return store_value(r, f, label, arg, strlen(arg), err, errlen);
+	if (config_parse_duration(arg, &ms) < 0)
+		return fail(err, errlen, "%s: %s: '%s' is not a duration (e.g. 500ms, 30s, 5m, 1h)",
+			    verbs[r->verb].name, label, arg);
+	snprintf(num, sizeof(num), "%u", ms);
+	return store_value(r, f, label, num, strlen(num), err, errlen);
+}
+
+int ctl_from_argv(int argc, char **argv, struct ctl_request *ret, char *err, size_t errlen)
+{
+	const struct verb_def *v;
+	struct ctl_request r;
+	size_t pos = 0;
+	int vi, f, rc;
+
+	memset(&r, 0, sizeof(r));
+	if (argc < 1)
+		return fail(err, errlen, "no command given");
+	vi = find_verb(argv[0], strlen(argv[0]));
+	if (vi < 0)
+		return fail(err, errlen, "unknown command '%s'", argv[0]);
+	v = &verbs[vi];
+	r.verb = (enum ctl_verb)vi;
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *label;
+		if (!strncmp(arg, "--", 2)) {
+			f = find_option(v, arg);
+			if (f < 0)
+				return fail(err, errlen, "%s: unknown option '%s'", v->name, arg);
+			label = fields[f].option;
+			if (fields[f].type != T_FLAG) {
+				if (i + 1 >= argc)
+					return fail(err, errlen, "%s: %s needs a value", v->name, arg);
+				arg = argv[++i];
+			}
+		} else {
+			if (pos >= v->npositional)
+				return fail(err, errlen, "%s: unexpected argument '%s'", v->name, arg);
+			f = (int)v->positional[pos++];
+			label = fields[f].meta;
+		}
+		if (r.have & BIT(f))
+			return fail(err, errlen, "%s: %s given twice", v->name, label);
+		r.have |= BIT(f);
+		rc = cli_value(&r, (enum ctl_field)f, label, arg, err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	if (v->cli_queue && !ctl_has(&r, CTL_F_QUEUE)) {
+		r.queue = v->cli_queue;
+		r.have |= BIT(CTL_F_QUEUE);
+	}
+	rc = check_request(&r, err, errlen);
+	if (rc < 0)
+		return rc;
+	*ret = r;
+	return 0;
+}
+
+bool ctl_wants_stdin(const struct ctl_request *req)
+{
+	return (unsigned)req->verb < CTL_VERB_COUNT &&
+	       (verbs[req->verb].takes & BIT(CTL_F_PAYLOAD)) && !ctl_has(req, CTL_F_PAYLOAD);
+}
+
+const char *ctl_usage(void)
+{
+	static char text[4096];
+	size_t n = 0;
+
+	if (text[0])
+		return text;
+	for (int v = 0; v < CTL_VERB_COUNT && n < sizeof(text); v++) {
+		const char *syn = verbs[v].synopsis;
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s claimctl [--control PATH] ",
+				      v ? "      " : "usage:");
+		while (*syn && n < sizeof(text)) {  /* continuation lines under the verb's words */
+			size_t k = strcspn(syn, "\n");
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "%.*s\n%s", (int)k, syn,
+					      syn[k] ? "           " : "");
+			syn += k + (syn[k] != 0);
+		}
+	}
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "\n");
+	for (int v = 0; v < CTL_VERB_COUNT && n < sizeof(text); v++) {
+		const char *h = verbs[v].help;
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "  %-8s ", verbs[v].name);
+		while (*h && n < sizeof(text)) {
+			size_t k = strcspn(h, "\n");
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "%.*s\n%s", (int)k, h,
+					      h[k] ? "           " : "");
+			h += k + (h[k] != 0);
+		}
+	}
+	if (n < sizeof(text))
+		snprintf(text + n, sizeof(text) - n, "\nThe control socket defaults to $CLAIMD_CONTROL, "
+			 "$XDG_RUNTIME_DIR/claimd.sock or\n/tmp/claimd-UID.sock, as for claimd.\n");
+	return text;
+}
+
+/* ---- replies ---- */
+
+void ctl_reply_ok(struct buf *out, const char *body, size_t len)
+{
+	buf_puts(out, "ok\n");
+	buf_append(out, body, len);
+}
+
+void ctl_reply_error(struct buf *out, const char *message)
+{
+	buf_puts(out, "error: ");
+	for (const char *p = message; *p; p++)
+		buf_append(out, *p == '\n' || *p == '\r' ? " " : p, 1);
+	buf_puts(out, "\n");
+}
+
+int ctl_reply_parse(const char *reply, size_t len, const char **ret_body, size_t *ret_len)
+{
+	const char *nl;
+
+	if (len >= 3 && !memcmp(reply, "ok\n", 3)) {
+		*ret_body = reply + 3;
+		*ret_len = len - 3;
+		return 1;
+	}
+	if (len < 8 || memcmp(reply, "error: ", 7) != 0 ||
+	    !(nl = memchr(reply, '\n', len)) || nl != reply + len - 1)
+		return -EBADMSG;
+	*ret_body = reply + 7;
+	*ret_len = len - 8;
+	return 0;
+}

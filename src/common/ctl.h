@@ -1,0 +1,152 @@
+/* ctl — the control protocol: what claimctl (or any program) asks of a running supervisor on
+ * its control socket, as a struct, and the one-line text form it travels in. Pure: no I/O, no
+ * allocation in decode, does not log. claimctl encodes (from its command line, ctl_from_argv),
+ * the supervisor decodes; both go through the grammar table in ctl.c, which is the only place
+ * a command's arguments are spelled out.
+ *
+ * Transport: a unix stream socket. The client connects, writes one request line and may shut
+ * down its writing side; the supervisor answers with one reply and closes the connection.
+ *
+ * Request grammar (ABNF, RFC 5234):
+ *
+ *     request  = verb *( SP field ) [ CR ] LF      ; at most CTL_LINE_MAX bytes with the LF
+ *     verb     = "status" / "add" / "retry" / "pause" / "resume" / "limit"
+ *     field    = name "=" value                    ; each name at most once
+ *     name     = 1*( %x61-7A / "_" )               ; lower-case letters and '_'
+ *     value    = *( unreserved / pct-encoded )     ; RFC 3986 percent-encoding of any bytes
+ *     unreserved  = ALPHA / DIGIT / "-" / "." / "_" / "~"
+ *     pct-encoded = "%" HEXDIG HEXDIG
+ *
+ * Fields by type (the value after percent-decoding):
+ *     text     1..max bytes, no control characters (0x00-0x1f, 0x7f)
+ *     bytes    0..CTL_PAYLOAD_MAX bytes, anything
+ *     uint     decimal digits, no sign, no leading '+', within the field's range
+ *     int      as uint with an optional leading '-'
+ *     flag     exactly "1"
+ *
+ * Verbs and their fields (required ones marked *):
+ *     status   json:flag                          the pool and the queue counts
+ *     add      queue*:text(64) payload:bytes      insert one row, wake a worker for it
+ *              run_at:text(64) ('YYYY-MM-DD HH:MM:SS', the database's time zone)
+ *              delay_ms:uint  period_ms:uint  max_attempts:uint(1..1000000)
+ *              timeout_ms:uint(1..)  dedupe:text(255)  priority:int(-10..10)
+ *              group:text(255)
+ *     retry    id:uint(1..)  or  queue:text(64) + dead:flag   dead rows back to ready
+ *     pause    queue*:text(64)                     pause a queue for every supervisor
+ *     resume   queue*:text(64)                     resume it
+ *     limit    queue*:text(64) interval_ms*:uint(0..86400000)   the queue's shared rate limit
+ *
+ * Reply grammar:
+ *
+ *     reply    = ok / error
+ *     ok       = "ok" LF body                      ; body: the answer, any bytes, up to EOF
+ *     error    = "error: " message LF              ; message: one line of text
+ *
+ * Bodies: status, a table (or with json=1 one JSON object, see supervisor/status.h); add, the
+ * row's id and a newline (with a dedupe key that a row holds, that row's id); retry, the number
+ * of rows put back; pause and resume, "queue NAME paused|resumed"; limit,
+ * "queue NAME min_interval_ms N". A request that does not follow the grammar gets an error
+ * reply naming what is wrong; nothing is done for it. */
+#ifndef CLAIMD_CTL_H
+#define CLAIMD_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+#define CTL_PAYLOAD_MAX (1024u * 1024)               /* bytes one add may carry */
+#define CTL_LINE_MAX (3 * CTL_PAYLOAD_MAX + 4096)    /* a request, percent-encoded */
+#define CTL_QUEUE_MAX 64
+#define CTL_KEY_MAX 255                              /* dedupe and group keys */
+#define CTL_PRIORITY_MIN (-10)
+#define CTL_PRIORITY_MAX 10
+
+enum ctl_verb {
+	CTL_STATUS,
+	CTL_ADD,
+	CTL_RETRY,
+	CTL_PAUSE,
+	CTL_RESUME,
+	CTL_LIMIT,
+	CTL_VERB_COUNT,
+};
+
+enum ctl_field {
+	CTL_F_QUEUE,
+	CTL_F_PAYLOAD,
+	CTL_F_RUN_AT,
+	CTL_F_DELAY,
+	CTL_F_PERIOD,
+	CTL_F_MAX_ATTEMPTS,
+	CTL_F_TIMEOUT,
+	CTL_F_DEDUPE,
+	CTL_F_PRIORITY,
+	CTL_F_GROUP,
+	CTL_F_ID,
+	CTL_F_DEAD,
+	CTL_F_INTERVAL,
+	CTL_F_JSON,
+	CTL_FIELD_COUNT,
+};
+
+/* One request. Strings point into the decoded line or the argv they came from (they are
+ * NUL-terminated); payload is bytes. A field is given when its bit (1u << CTL_F_x) is set in
+ * have; the others are zero. */
+struct ctl_request {
+	enum ctl_verb verb;
+	uint32_t have;
+	const char *queue;
+	const unsigned char *payload;
+	size_t payload_len;
+	const char *run_at;
+	uint32_t delay_ms, period_ms, timeout_ms, interval_ms, max_attempts;
+	const char *dedupe, *group;
+	int32_t priority;
+	uint64_t id;
+	bool dead, json;
+};
+
+static inline bool ctl_has(const struct ctl_request *r, enum ctl_field f)
+{
+	return r->have & (1u << f);
+}
+
+/* Decode one request line (without its LF; a trailing CR is dropped) of len bytes. line is
+ * modified in place (values are percent-decoded and NUL-terminated where they lie; line[len],
+ * the LF's place, must be writable) and must outlive *ret, whose strings point into it. Returns 0, or -EINVAL with a one-line message in
+ * err (what is wrong, naming the verb and field). *ret is written only on success. */
+int ctl_decode(char *line, size_t len, struct ctl_request *ret, char *err, size_t errlen);
+
+/* Append req's request line (with its LF) to out. Returns 0, or -EINVAL with err filled when
+ * req is not a valid request (the same rules as ctl_decode), or -ENOMEM. */
+int ctl_encode(const struct ctl_request *req, struct buf *out, char *err, size_t errlen);
+
+/* A request from a command line: argv[0] is the verb, then options (--queue NAME, --json, ...)
+ * and positional arguments as claimctl documents them (ctl_usage). Durations take a unit (ms,
+ * s, m, h; a bare number is seconds, milliseconds for limit's --interval). Strings point into
+ * argv. A verb that takes a payload and was given none leaves CTL_F_PAYLOAD unset: the caller
+ * reads it from stdin (ctl_wants_stdin). Returns 0 or -EINVAL with err filled. */
+int ctl_from_argv(int argc, char **argv, struct ctl_request *ret, char *err, size_t errlen);
+
+/* Whether req's verb takes a payload and req has none yet. */
+bool ctl_wants_stdin(const struct ctl_request *req);
+
+/* The verb's name ("add"), or "?". */
+const char *ctl_verb_name(enum ctl_verb v);
+
+/* claimctl's usage text for every verb. */
+const char *ctl_usage(void);
+
+/* A reply: "ok\n" + body, or "error: " + message (one line: line breaks become spaces) +
+ * "\n". Append to out. */
+void ctl_reply_ok(struct buf *out, const char *body, size_t len);
+void ctl_reply_error(struct buf *out, const char *message);
+
+/* Split a whole reply. Returns 1 for ok (*ret_body, *ret_len: the body), 0 for an error
+ * (*ret_body, *ret_len: the message, without "error: " and the LF), -EBADMSG for anything
+ * else (also an empty reply). */
+int ctl_reply_parse(const char *reply, size_t len, const char **ret_body, size_t *ret_len);
+
+#endif

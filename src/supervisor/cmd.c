@@ -1,0 +1,336 @@
+/* The commands. Each request in flight is a struct call; one that needs the database is a
+ * job on the supervisor's database queue (the call embeds its struct dbq_job), run by the
+ * verb's db function on a thread-pool thread, then finished on the loop by its after
+ * function. Status reads the queue counts at most once a second and answers every request
+ * that came meanwhile from the same reading. */
+#include "supervisor/cmd.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+#define COUNTS_FRESH_MS 1000
+
+_Static_assert(CTL_QUEUE_MAX <= STORE_QUEUE_MAX, "a queue name the protocol takes fits the store");
+_Static_assert(CTL_KEY_MAX <= STORE_DEDUPE_KEY_MAX && CTL_KEY_MAX <= STORE_GROUP_KEY_MAX,
+	       "a key the protocol takes fits the store");
+_Static_assert(CTL_PAYLOAD_MAX <= STORE_PAYLOAD_MAX, "a payload the protocol takes fits");
+
+struct cmds {
+	struct cmd_host host;
+	/* status */
+	struct store_count *counts;
+	size_t ncounts;
+	uint64_t counts_at;        /* 0: never read */
+	struct call **waiting;     /* status requests waiting for the counts being read */
+	size_t nwaiting, capwaiting;
+	struct dbq_job counts_job;
+	bool counting;
+	struct store_count *read;  /* what the counts job read, for the loop to take */
+	size_t nread;
+};
+
+/* One request in flight. */
+struct call {
+	struct dbq_job job;        /* used when the verb needs the database */
+	struct cmds *cmds;
+	const struct ctl_request *req;
+	cmd_done_cb done;
+	void *data;
+	struct cmd_result res;
+	struct store_add_opts add;
+};
+
+struct cmd_def {
+	/* Answers on the loop without a database job (status); NULL for the others. */
+	void (*now)(struct call *call);
+	/* The database job, on a thread-pool thread: only call and the store are touched. */
+	int (*db)(struct call *call, struct store *s, char *err, size_t errlen);
+	/* On the loop after db succeeded: what follows (wake a worker, log). May be NULL. */
+	void (*after)(struct call *call);
+	/* The ok reply's body for claimctl. */
+	void (*text)(const struct ctl_request *req, const struct cmd_result *res, struct buf *out);
+};
+
+static void finish(struct call *call)
+{
+	call->done(call->data, call->req, &call->res);
+	free(call);
+}
+
+/* ---- status ---- */
+
+static void answer_status(struct call *call)
+{
+	struct cmds *c = call->cmds;
+	struct status_worker *ws;
+	struct status st;
+
+	memset(&st, 0, sizeof(st));
+	ws = c->host.snapshot(c->host.data, &st);
+	st.counts = c->counts;
+	st.ncounts = c->ncounts;
+	call->res.status = &st;
+	finish(call);
+	free(ws);
+}
+
+static void answer_waiting(struct cmds *c)
+{
+	size_t n = c->nwaiting;
+
+	c->nwaiting = 0;
+	for (size_t i = 0; i < n; i++)
+		answer_status(c->waiting[i]);
+}
+
+static int counts_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)
+{
+	struct cmds *c = container_of(j, struct cmds, counts_job);
+
+	return store_counts(s, &c->read, &c->nread, err, errlen);
+}
+
+static void counts_done(struct dbq_job *j)
+{
+	struct cmds *c = container_of(j, struct cmds, counts_job);
+
+	c->counting = false;
+	c->counts_at = c->host.now_ms(c->host.data);
+	free(c->counts);
+	c->counts = j->rc >= 0 ? c->read : NULL;
+	c->ncounts = j->rc >= 0 ? c->nread : 0;
+	c->read = NULL;
+	c->nread = 0;
+	if (j->rc < 0)
+		log_warn("cannot read queue counts: %s", j->err);
+	answer_waiting(c);
+}
+
+static void status_now(struct call *call)
+{
+	struct cmds *c = call->cmds;
+	uint64_t now = c->host.now_ms(c->host.data);
+
+	if (c->counts_at && now - c->counts_at < COUNTS_FRESH_MS) {
+		answer_status(call);
+		return;
+	}
+	if (c->nwaiting == c->capwaiting) {
+		size_t cap = c->capwaiting ? c->capwaiting * 2 : 8;
+		void *p = realloc(c->waiting, cap * sizeof(*c->waiting));
+		if (!p) {
+			answer_status(call);  /* with the counts there are */
+			return;
+		}
+		c->waiting = p;
+		c->capwaiting = cap;
+	}
+	c->waiting[c->nwaiting++] = call;
+	if (!c->counting) {
+		c->counting = true;
+		c->counts_job.run = counts_run;
+		c->counts_job.done = counts_done;
+		dbq_push(c->host.dbq, &c->counts_job);
+	}
+}
+
+static void status_text(const struct ctl_request *req, const struct cmd_result *res,
+			struct buf *out)
+{
+	if (req->json)
+		status_render_json(res->status, out);
+	else
+		status_render_table(res->status, out);
+}
+
+/* ---- add ---- */
+
+static int add_db(struct call *call, struct store *s, char *err, size_t errlen)
+{
+	const struct ctl_request *q = call->req;
+	int r = store_add(s, q->queue, q->payload, q->payload_len, &call->add, &call->res.id, err,
+			  errlen);
+
+	call->res.duplicate = r == 1;
+	return r;
+}
+
+static void add_after(struct call *call)
+{
+	if (!call->res.duplicate)
+		call->cmds->host.wake(call->cmds->host.data);
+}
+
+static void add_text(const struct ctl_request *req, const struct cmd_result *res, struct buf *out)
+{
+	buf_printf(out, "%llu\n", (unsigned long long)res->id);
+}
+
+/* The row's options from the request: durations the table keeps in seconds are rounded up. */
+static void add_options(const struct ctl_request *q, struct store_add_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->run_at = ctl_has(q, CTL_F_RUN_AT) ? q->run_at : NULL;
+	o->delay_ms = q->delay_ms;
+	o->period_s = ctl_has(q, CTL_F_PERIOD) ? (long)(q->period_ms / 1000u) : -1;
+	o->max_attempts = q->max_attempts;
+	o->timeout_s = (unsigned)(((uint64_t)q->timeout_ms + 999) / 1000);
+	o->dedupe_key = ctl_has(q, CTL_F_DEDUPE) ? q->dedupe : NULL;
+	o->priority = q->priority;
+	o->group_key = ctl_has(q, CTL_F_GROUP) ? q->group : NULL;
+}
+
+/* ---- retry ---- */
+
+static int retry_db(struct call *call, struct store *s, char *err, size_t errlen)
+{
+	const struct ctl_request *q = call->req;
+	int r = store_retry_dead(s, q->id, ctl_has(q, CTL_F_DEAD) ? q->queue : NULL, err, errlen);
+
+	call->res.rows = r;
+	return r;
+}
+
+static void retry_after(struct call *call)
+{
+	if (call->res.rows > 0)
+		call->cmds->host.wake(call->cmds->host.data);
+}
+
+static void rows_text(const struct ctl_request *req, const struct cmd_result *res, struct buf *out)
+{
+	buf_printf(out, "%lld\n", res->rows);
+}
+
+/* ---- pause, resume, limit ---- */
+
+static int pause_db(struct call *call, struct store *s, char *err, size_t errlen)
+{
+	return store_set_paused(s, call->req->queue, call->req->verb == CTL_PAUSE, err, errlen);
+}
+
+static void pause_after(struct call *call)
+{
+	bool pause = call->req->verb == CTL_PAUSE;
+
+	log_info("queue '%s': %s", call->req->queue, pause ? "paused" : "resumed");
+	if (!pause)
+		call->cmds->host.wake(call->cmds->host.data);
+}
+
+static void pause_text(const struct ctl_request *req, const struct cmd_result *res,
+		       struct buf *out)
+{
+	buf_printf(out, "queue %s %s\n", req->queue, req->verb == CTL_PAUSE ? "paused" : "resumed");
+}
+
+static int limit_db(struct call *call, struct store *s, char *err, size_t errlen)
+{
+	return store_set_interval(s, call->req->queue, call->req->interval_ms, err, errlen);
+}
+
+static void limit_after(struct call *call)
+{
+	log_info("queue '%s': rate limit set", call->req->queue);
+}
+
+static void limit_text(const struct ctl_request *req, const struct cmd_result *res,
+		       struct buf *out)
+{
+	buf_printf(out, "queue %s min_interval_ms %u\n", req->queue, req->interval_ms);
+}
+
+/* ---- the table ---- */
+
+static const struct cmd_def defs[CTL_VERB_COUNT] = {
+	[CTL_STATUS] = { .now = status_now, .text = status_text },
+	[CTL_ADD] = { .db = add_db, .after = add_after, .text = add_text },
+	[CTL_RETRY] = { .db = retry_db, .after = retry_after, .text = rows_text },
+	[CTL_PAUSE] = { .db = pause_db, .after = pause_after, .text = pause_text },
+	[CTL_RESUME] = { .db = pause_db, .after = pause_after, .text = pause_text },
+	[CTL_LIMIT] = { .db = limit_db, .after = limit_after, .text = limit_text },
+};
+
+static int call_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)
+{
+	struct call *call = container_of(j, struct call, job);
+
+	return defs[call->req->verb].db(call, s, err, errlen);
+}
+
+static void call_done(struct dbq_job *j)
+{
+	struct call *call = container_of(j, struct call, job);
+	const struct cmd_def *d = &defs[call->req->verb];
+
+	call->res.rc = j->rc;
+	if (j->rc < 0)
+		snprintf(call->res.err, sizeof(call->res.err), "%s", j->err);
+	else if (d->after)
+		d->after(call);
+	finish(call);
+}
+
+void cmd_run(struct cmds *c, const struct ctl_request *req, cmd_done_cb done, void *data)
+{
+	struct call *call = calloc(1, sizeof(*call));
+	const struct cmd_def *d = (unsigned)req->verb < CTL_VERB_COUNT ? &defs[req->verb] : NULL;
+
+	if (!call || !d) {
+		struct cmd_result res = { .rc = call ? -EINVAL : -ENOMEM };
+		snprintf(res.err, sizeof(res.err), "%s", call ? "unknown request" : "out of memory");
+		free(call);
+		done(data, req, &res);
+		return;
+	}
+	call->cmds = c;
+	call->req = req;
+	call->done = done;
+	call->data = data;
+	if (d->now) {
+		d->now(call);
+		return;
+	}
+	if (req->verb == CTL_ADD)
+		add_options(req, &call->add);
+	call->job.run = call_run;
+	call->job.done = call_done;
+	dbq_push(c->host.dbq, &call->job);
+}
+
+void cmd_render_text(const struct ctl_request *req, const struct cmd_result *res,
+		     struct buf *out)
+{
+	defs[req->verb].text(req, res, out);
+}
+
+int cmds_new(const struct cmd_host *host, struct cmds **ret)
+{
+	struct cmds *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->host = *host;
+	*ret = c;
+	return 0;
+}
+
+void cmds_flush(struct cmds *c)
+{
+	if (c)
+		answer_waiting(c);
+}
+
+void cmds_free(struct cmds *c)
+{
+	if (!c)
+		return;
+	cmds_flush(c);
+	free(c->counts);
+	free(c->waiting);
+	free(c);
+}

@@ -1,0 +1,67 @@
+/* cmd — what the supervisor does for a request (common/ctl.h), whichever way it came: the
+ * control socket now, the HTTP API later. One table in cmd.c, an entry per verb: the handler
+ * that answers at once, or the database job (its own function, run on the thread pool with
+ * the supervisor's connection) and what follows it on the loop, and the reply's text for
+ * claimctl. Adding a verb: its grammar in common/ctl.c, its entry here, its statement in the
+ * store. Logs what a request changed (a queue paused, a rate limit set). */
+#ifndef CLAIMD_CMD_H
+#define CLAIMD_CMD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/buf.h"
+#include "common/config.h"
+#include "common/ctl.h"
+#include "store/store.h"
+#include "supervisor/dbq.h"
+#include "supervisor/status.h"
+
+struct cmd_result {
+	int rc;                       /* < 0: failed, err says why */
+	char err[STORE_ERR_MAX];
+	uint64_t id;                  /* add: the new row, or the row holding the dedupe key */
+	bool duplicate;               /* add: a row held the dedupe key; nothing was added */
+	long long rows;               /* retry: rows put back */
+	const struct status *status;  /* status: valid during the callback only */
+};
+
+typedef void (*cmd_done_cb)(void *data, const struct ctl_request *req,
+			    const struct cmd_result *res);
+
+/* What the commands need of the supervisor. */
+struct cmd_host {
+	struct dbq *dbq;
+	const struct config *cfg;
+	void *data;
+	/* There is new work: wake a worker for it. */
+	void (*wake)(void *data);
+	/* The pool as it is now, into st (all but the counts). Returns st->workers, malloc'd,
+	 * for cmd to free (NULL when out of memory: then st has no workers). */
+	struct status_worker *(*snapshot)(void *data, struct status *st);
+	/* Milliseconds on the loop's clock. */
+	uint64_t (*now_ms)(void *data);
+};
+
+struct cmds;
+
+/* host is copied. Returns 0 or -ENOMEM. */
+int cmds_new(const struct cmd_host *host, struct cmds **ret);
+/* Requests still waiting are answered first (cmds_flush). Accepts NULL. */
+void cmds_free(struct cmds *c);
+
+/* Carry out req (ctl_decode or ctl_from_argv made it, so it follows the grammar). done is
+ * called exactly once, before cmd_run returns or later on the loop; req and what it points to
+ * must stay valid until then. */
+void cmd_run(struct cmds *c, const struct ctl_request *req, cmd_done_cb done, void *data);
+
+/* Answer the requests still waiting for the database (status waiting for fresh counts)
+ * with what there is; at stop. */
+void cmds_flush(struct cmds *c);
+
+/* The body of the ok reply to req for claimctl (see common/ctl.h), into out. */
+void cmd_render_text(const struct ctl_request *req, const struct cmd_result *res,
+		     struct buf *out);
+
+#endif
