@@ -18,6 +18,7 @@
 #include "common/proto.h"
 #include "supervisor/sup.h"
 #include "store/store.h"
+#include "worker/handler.h"
 
 #define QUICK_DEATH_MS 10000   /* a worker that dies sooner than this counts towards back-off */
 #define RESPAWN_MAX_MS 30000
@@ -753,7 +754,7 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 	int r;
 
 	s->cfg = cfg;
-	s->inline_handler = strcmp(cfg->handler, "noop") == 0;
+	s->inline_handler = handler_spec_inline(cfg->handler);
 	s->argc = argc;
 	s->argv = argv;
 	s->started = now_ms(s);

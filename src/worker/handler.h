@@ -28,7 +28,9 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#define HANDLER_ERR_MAX 4000
+#include "common/child.h"
+
+#define HANDLER_ERR_MAX CHILD_TAIL_MAX
 
 struct handler;
 
@@ -77,6 +79,9 @@ int handler_check(const char *spec, char *err, size_t errlen);
 /* True for kinds that finish inside handler_run, before it returns (noop): the worker can run
  * a whole batch without going back to the loop. */
 bool handler_inline(const struct handler *h);
+
+/* The same for a spec, without making a handler (false for a spec that does not parse). */
+bool handler_spec_inline(const char *spec);
 
 /* Start job. cb is called exactly once with the result (inline kinds: before handler_run
  * returns). Returns 0, -EBUSY if a job is running, or -errno if it could not be started (cb

@@ -1,5 +1,8 @@
-#include "worker/handler_exec.h"
-
+/* The exec: kind: one process per item (handler.h has what it sees). The process is a child
+ * (common/child.h): its exit, its stderr tail and stopping it (at the item's timeout or a
+ * cancel: SIGTERM to its group, SIGKILL after the kill grace) are child's; a run adds the
+ * payload written to its stdin and the item's timer. A run lives until its process is gone,
+ * which is when its result is reported. Does not log. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -8,102 +11,72 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "worker/handler_util.h"
 #include "common/proc.h"
+#include "worker/handler_kind.h"
+#include "worker/handler_util.h"
 
-#define STDERR_SETTLE_MS 200
+#define STDERR_SETTLE_MS 200   /* after its exit: how long to wait for stderr's EOF */
 
-/* One running process. Lives until all of its handles are closed, which may be after the
- * result went to the worker. */
+struct exec;
+
+/* One running process. */
 struct run {
-	struct handler_exec *e;
-	pid_t pid;
-	uv_pipe_t in, err;
-	uv_timer_t timer;
+	struct exec *e;
+	struct child *child;
+	uv_pipe_t in;
+	uv_timer_t timer;     /* the item's timeout */
 	uv_write_t wreq;
 	unsigned char *payload;
 	int open_handles;
-	bool exited, err_eof, timed_out, cancelled, term_sent, reported;
-	int status;
-	struct handler_util_tail tail;
+	bool timed_out, cancelled;
 };
 
-struct handler_exec {
-	uv_loop_t *loop;
-	unsigned kill_grace_ms;
+struct exec {
+	struct handler_env env;
 	struct handler_util_argv args;
-	uv_signal_t sigchld;
-	bool sigchld_started;
 	struct run *run;
 	handler_cb cb;
 	void *cb_data;
 };
 
-static void on_sigchld(uv_signal_t *s, int signum);
-
-int handler_exec_new(uv_loop_t *loop, const char *cmd, unsigned kill_grace_ms,
-		     struct handler_exec **ret, char *err, size_t errlen)
+static int exec_check(const char *arg, char *err, size_t errlen)
 {
-	struct handler_exec *e = calloc(1, sizeof(*e));
-	int r = -ENOMEM;
+	struct handler_util_argv args;
+	int r = handler_util_argv("exec", arg, &args, err, errlen);
 
-	if (!e)
-		goto fail;
-	e->loop = loop;
-	e->kill_grace_ms = kill_grace_ms;
-	r = handler_util_argv("exec", cmd, &e->args, err, errlen);
-	if (r < 0)
-		goto fail;
-	r = uv_signal_init(loop, &e->sigchld);
-	if (r < 0)
-		goto fail;
-	e->sigchld.data = e;
-	e->sigchld_started = true;
-	r = uv_signal_start(&e->sigchld, on_sigchld, SIGCHLD);
-	if (r < 0)
-		goto fail;
-	*ret = e;
-	return 0;
-fail:
-	if (r != -EINVAL)
-		snprintf(err, errlen, "exec handler: %s", strerror(-r));
-	handler_exec_free(e);
+	if (r == 0)
+		handler_util_argv_free(&args);
 	return r;
 }
 
-static void on_signal_closed(uv_handle_t *hd)
+static int exec_make(const struct handler_env *env, const char *arg, void **ret, char *err,
+		     size_t errlen)
 {
-	struct handler_exec *e = hd->data;
+	struct exec *e = calloc(1, sizeof(*e));
+	int r;
 
-	handler_util_argv_free(&e->args);
-	free(e);
-}
-
-void handler_exec_free(struct handler_exec *e)
-{
 	if (!e)
-		return;
-	if (e->run) {
-		proc_kill_group(e->run->pid, SIGKILL);
-		e->run->e = NULL;
-		e->run = NULL;
+		return -ENOMEM;
+	e->env = *env;
+	r = handler_util_argv("exec", arg, &e->args, err, errlen);
+	if (r < 0) {
+		free(e);
+		return r;
 	}
-	if (e->sigchld_started) {
-		uv_close((uv_handle_t *)&e->sigchld, on_signal_closed);
-		return;
-	}
-	handler_util_argv_free(&e->args);
-	free(e);
+	*ret = e;
+	return 0;
 }
 
-pid_t handler_exec_pid(const struct handler_exec *e)
+static pid_t exec_pid(const void *h)
 {
-	return e->run ? e->run->pid : 0;
+	const struct exec *e = h;
+
+	return e->run ? child_pid(e->run->child) : 0;
 }
 
 /* ---- one run ---- */
 
-static void on_run_handle_closed(uv_handle_t *hd)
+static void on_run_closed(uv_handle_t *hd)
 {
 	struct run *run = hd->data;
 
@@ -113,18 +86,20 @@ static void on_run_handle_closed(uv_handle_t *hd)
 	}
 }
 
-static void run_close(struct run *run)
+/* The run is over: it lets go of its process and handles, and is freed once they are. */
+static void run_end(struct run *run)
 {
-	uv_handle_t *hs[] = { (uv_handle_t *)&run->in, (uv_handle_t *)&run->err,
-			      (uv_handle_t *)&run->timer };
-
-	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
-		if (!uv_is_closing(hs[i]))
-			uv_close(hs[i], on_run_handle_closed);
+	if (run->e)
+		run->e->run = NULL;
+	child_free(run->child);
+	if (!uv_is_closing((uv_handle_t *)&run->in))
+		uv_close((uv_handle_t *)&run->in, on_run_closed);
+	uv_close((uv_handle_t *)&run->timer, on_run_closed);
 }
 
-static void build_result(struct run *run, struct handler_result *res)
+static void build_result(const struct run *run, struct handler_result *res)
 {
+	int status = child_status(run->child);
 	char what[128];
 
 	memset(res, 0, sizeof(*res));
@@ -134,50 +109,27 @@ static void build_result(struct run *run, struct handler_result *res)
 	} else if (run->timed_out) {
 		res->status = HANDLER_TIMEOUT;
 		snprintf(what, sizeof(what), "timed out, killed");
-	} else if (WIFEXITED(run->status) && WEXITSTATUS(run->status) == 0) {
+	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		res->status = HANDLER_OK;
 		return;
 	} else {
 		res->status = HANDLER_FAILED;
-		proc_describe_status(run->status, what, sizeof(what));
+		proc_describe_status(status, what, sizeof(what));
 	}
-	handler_util_error(res, what, &run->tail);
+	handler_util_error(res, what, child_tail(run->child));
 }
 
-static void run_report(struct run *run)
+/* Exited, and its stderr read to the end (or given up on). */
+static void on_gone(struct child *c)
 {
-	struct handler_exec *e = run->e;
+	struct run *run = child_data(c);
+	struct exec *e = run->e;
 	struct handler_result res;
 
-	if (run->reported)
-		return;
-	run->reported = true;
-	run_close(run);
-	if (!e)
-		return;
-	e->run = NULL;
 	build_result(run, &res);
-	e->cb(e->cb_data, &res);
-}
-
-static void on_settle(uv_timer_t *t)
-{
-	run_report(t->data);
-}
-
-static void on_kill_timer(uv_timer_t *t)
-{
-	struct run *run = t->data;
-
-	if (run->exited)
-		return;
-	if (!run->term_sent) {
-		run->term_sent = true;
-		proc_kill_group(run->pid, SIGTERM);
-		uv_timer_start(&run->timer, on_kill_timer, run->e ? run->e->kill_grace_ms : 1000, 0);
-		return;
-	}
-	proc_kill_group(run->pid, SIGKILL);
+	run_end(run);
+	if (e)
+		e->cb(e->cb_data, &res);
 }
 
 static void on_timeout(uv_timer_t *t)
@@ -185,52 +137,7 @@ static void on_timeout(uv_timer_t *t)
 	struct run *run = t->data;
 
 	run->timed_out = true;
-	on_kill_timer(t);
-}
-
-static void on_err_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
-{
-	static char scratch[4096];
-
-	*buf = uv_buf_init(scratch, sizeof(scratch));
-}
-
-static void on_err_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-	struct run *run = s->data;
-
-	if (nread > 0) {
-		handler_util_tail_add(&run->tail, buf->base, (size_t)nread);
-		return;
-	}
-	if (nread == 0)
-		return;
-	run->err_eof = true;
-	uv_read_stop(s);
-	if (run->exited)
-		run_report(run);
-}
-
-static void on_exited(struct run *run, int status)
-{
-	run->exited = true;
-	run->status = status;
-	/* Handles are reused for the settle wait: give stderr a moment to drain. */
-	if (run->err_eof) {
-		run_report(run);
-		return;
-	}
-	uv_timer_stop(&run->timer);
-	uv_timer_start(&run->timer, on_settle, STDERR_SETTLE_MS, 0);
-}
-
-static void on_sigchld(uv_signal_t *s, int signum)
-{
-	struct handler_exec *e = s->data;
-	int status;
-
-	if (e->run && !e->run->exited && proc_reap(e->run->pid, &status) == 1)
-		on_exited(e->run, status);
+	child_stop(run->child, run->e ? run->e->env.kill_grace_ms : 1000);
 }
 
 static void on_stdin_written(uv_write_t *req, int status)
@@ -239,39 +146,33 @@ static void on_stdin_written(uv_write_t *req, int status)
 
 	/* A handler that does not read its stdin is its own business: EPIPE is fine. */
 	if (!uv_is_closing((uv_handle_t *)&run->in))
-		uv_close((uv_handle_t *)&run->in, on_run_handle_closed);
+		uv_close((uv_handle_t *)&run->in, on_run_closed);
 }
 
-static int run_start_io(struct run *run, const struct proc_child *child, size_t len)
+/* Write the payload to the process's stdin (then close it). Returns 0 or a libuv error. */
+static int run_feed(struct run *run, int stdin_fd, size_t len)
 {
-	uv_loop_t *loop = run->e->loop;
 	uv_buf_t b;
 	int r;
 
-	uv_pipe_init(loop, &run->in, 0);
-	uv_pipe_init(loop, &run->err, 0);
-	uv_timer_init(loop, &run->timer);
-	run->in.data = run->err.data = run->timer.data = run->wreq.data = run;
-	run->open_handles = 3;
-	r = uv_pipe_open(&run->in, child->stdin_fd);
-	if (r == 0)
-		r = uv_pipe_open(&run->err, child->stderr_fd);
-	if (r == 0)
-		r = uv_read_start((uv_stream_t *)&run->err, on_err_alloc, on_err_read);
-	if (r < 0)
+	r = uv_pipe_open(&run->in, stdin_fd);
+	if (r < 0) {
+		close(stdin_fd);
 		return r;
+	}
 	b = uv_buf_init((char *)(run->payload ? run->payload : (unsigned char *)""), (unsigned)len);
 	r = uv_write(&run->wreq, (uv_stream_t *)&run->in, &b, 1, on_stdin_written);
 	if (r < 0)
-		uv_close((uv_handle_t *)&run->in, on_run_handle_closed);
+		uv_close((uv_handle_t *)&run->in, on_run_closed);
 	return 0;
 }
 
-int handler_exec_run(struct handler_exec *e, const struct handler_job *job, handler_cb cb,
-		     void *data)
+static int exec_run(void *h, const struct handler_job *job, handler_cb cb, void *data)
 {
+	struct exec *e = h;
+	struct child_opts opts = { .group = true, .settle_ms = STDERR_SETTLE_MS, .on_gone = on_gone };
 	struct handler_util_env env;
-	struct proc_child child;
+	struct proc_child pc;
 	struct run *run;
 	int r;
 
@@ -286,8 +187,14 @@ int handler_exec_run(struct handler_exec *e, const struct handler_job *job, hand
 		memcpy(run->payload, job->payload, job->payload_len);
 	r = handler_util_env(job, &env);
 	if (r == 0) {
-		r = proc_spawn(e->args.argv, env.vars, &child);
+		r = proc_spawn(e->args.argv, env.vars, &pc);
 		handler_util_env_free(&env);
+	}
+	opts.stderr_fd = pc.stderr_fd;
+	opts.data = run;
+	if (r == 0 && (r = child_new(e->env.reaper, pc.pid, &opts, &run->child)) < 0) {
+		proc_kill_group(pc.pid, SIGKILL);  /* unwatched: the worker reaps it at exit */
+		close(pc.stdin_fd);
 	}
 	if (r < 0) {
 		free(run->payload);
@@ -296,26 +203,46 @@ int handler_exec_run(struct handler_exec *e, const struct handler_job *job, hand
 	}
 	e->cb = cb;
 	e->cb_data = data;
-	run->e = e;
-	run->pid = child.pid;
 	e->run = run;
-	r = run_start_io(run, &child, job->payload_len);
-	if (r < 0) {
-		/* The process runs without its pipes: kill it, the result reports the failure. */
-		proc_kill_group(run->pid, SIGKILL);
-		return 0;
-	}
+	run->e = e;
+	uv_pipe_init(e->env.loop, &run->in, 0);
+	uv_timer_init(e->env.loop, &run->timer);
+	run->in.data = run->timer.data = run->wreq.data = run;
+	run->open_handles = 2;
+	if (run_feed(run, pc.stdin_fd, job->payload_len) < 0)
+		child_kill(run->child);  /* it runs without its stdin: the result says how it ended */
 	uv_timer_start(&run->timer, on_timeout, job->timeout_ms ? job->timeout_ms : 1, 0);
 	return 0;
 }
 
-void handler_exec_cancel(struct handler_exec *e)
+static void exec_cancel(void *h)
 {
+	struct exec *e = h;
 	struct run *run = e->run;
 
-	if (!run || run->exited || run->cancelled)
+	if (!run || child_exited(run->child) || run->cancelled)
 		return;
 	run->cancelled = true;
 	uv_timer_stop(&run->timer);
-	on_kill_timer(&run->timer);
+	child_stop(run->child, e->env.kill_grace_ms);
 }
+
+static void exec_free(void *h)
+{
+	struct exec *e = h;
+
+	if (!e)
+		return;
+	if (e->run) {
+		child_kill(e->run->child);
+		run_end(e->run);
+	}
+	handler_util_argv_free(&e->args);
+	free(e);
+}
+
+const struct handler_kind handler_exec = {
+	.prefix = "exec:", .takes_arg = true, .is_inline = false,
+	.check = exec_check, .make = exec_make, .free = exec_free, .run = exec_run,
+	.cancel = exec_cancel, .pid = exec_pid,
+};

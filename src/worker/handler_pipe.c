@@ -9,10 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "worker/handler_util.h"
+#include "common/backoff.h"
 #include "common/json.h"
 #include "common/proc.h"
+#include "worker/handler_kind.h"
+#include "worker/handler_util.h"
 
 #define SETTLE_MS 200           /* after exit: how long to wait for the pipes' EOF */
 #define BACKOFF_MIN_MS 100
@@ -20,18 +23,18 @@
 #define REPLY_FIELDS 32
 #define REPLY_QUOTE 200         /* bytes of a bad reply quoted in the error */
 
+/* A co-process: a child (common/child.h: its exit, stderr tail, SIGTERM -> SIGKILL), whose
+ * stdin we write and whose stdout we read; it is gone once the child is and its stdout is at
+ * EOF (a hold on the child). */
 struct coproc {
 	struct handler_pipe *p;  /* NULL once the handler let go of it */
-	pid_t pid;
-	uv_pipe_t in, out, err;
-	uv_timer_t timer;        /* SIGTERM -> SIGKILL; after exit, the settle wait */
+	struct child *child;
+	uv_pipe_t in, out;
 	int open_handles;
-	bool exited, out_eof, err_eof, stopping, replied, gone;
-	int status;
+	bool out_eof, stopping, replied, gone;
 	char why[200];           /* why we stopped it */
 	char *line;              /* a reply line not complete yet */
 	size_t line_len, line_cap;
-	struct handler_util_tail tail;
 };
 
 /* A request line in flight, with its write request. */
@@ -42,14 +45,12 @@ struct wreq {
 };
 
 struct handler_pipe {
-	uv_loop_t *loop;
-	unsigned kill_grace_ms;
+	struct handler_env env;
 	struct handler_util_argv args;
-	uv_signal_t sigchld;
 	uv_timer_t item_timer, start_timer;
 	int open_handles;
 	struct coproc *cp;
-	unsigned backoff_ms;     /* wait before the next start; 0: none */
+	struct backoff backoff;  /* co-processes that exit before their first reply */
 	uint64_t not_before;     /* uv_now(): no start before this */
 	/* the item in flight */
 	bool busy, decided;
@@ -270,13 +271,16 @@ static void on_cp_closed(uv_handle_t *hd)
 	}
 }
 
-static void on_kill_timer(uv_timer_t *t)
+/* Let go of cp's process and pipes; cp is freed once they are closed. */
+static void coproc_close(struct coproc *cp)
 {
-	struct coproc *cp = t->data;
+	uv_handle_t *hs[] = { (uv_handle_t *)&cp->in, (uv_handle_t *)&cp->out };
 
-	if (cp->exited)
-		return;
-	proc_kill_group(cp->pid, SIGKILL);
+	child_free(cp->child);
+	cp->child = NULL;
+	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
+		if (!uv_is_closing(hs[i]))
+			uv_close(hs[i], on_cp_closed);
 }
 
 /* Stop cp: SIGTERM to its group, SIGKILL after the kill grace. What it writes from now on
@@ -287,18 +291,12 @@ static void coproc_stop(struct coproc *cp, const char *why)
 		return;
 	cp->stopping = true;
 	snprintf(cp->why, sizeof(cp->why), "%s", why);
-	if (cp->exited)
-		return;
-	proc_kill_group(cp->pid, SIGTERM);
-	uv_timer_start(&cp->timer, on_kill_timer, cp->p ? cp->p->kill_grace_ms : 1000, 0);
+	child_stop(cp->child, cp->p ? cp->p->env.kill_grace_ms : 1000);
 }
 
 static void note_startup_death(struct handler_pipe *p)
 {
-	p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : BACKOFF_MIN_MS;
-	if (p->backoff_ms > BACKOFF_MAX_MS)
-		p->backoff_ms = BACKOFF_MAX_MS;
-	p->not_before = uv_now(p->loop) + p->backoff_ms;
+	p->not_before = uv_now(p->env.loop) + backoff_next(&p->backoff);
 }
 
 /* The item's result when its co-process went away without a reply or our decision. */
@@ -306,66 +304,36 @@ static void decide_died(struct handler_pipe *p, struct coproc *cp)
 {
 	char what[480], how[128];
 
-	proc_describe_status(cp->status, how, sizeof(how));
+	proc_describe_status(child_status(cp->child), how, sizeof(how));
 	if (cp->stopping)
 		snprintf(what, sizeof(what), "the co-process was stopped (%s): %s", cp->why, how);
 	else
 		snprintf(what, sizeof(what), "the co-process exited (%s) while handling the item", how);
 	decide(p, HANDLER_FAILED, "");
-	handler_util_error(&p->res, what, &cp->tail);
+	handler_util_error(&p->res, what, child_tail(cp->child));
 }
 
 /* The process has exited and its pipes are drained (or given up on). */
-static void coproc_gone(struct coproc *cp)
+static void on_coproc_gone(struct child *c)
 {
+	struct coproc *cp = child_data(c);
 	struct handler_pipe *p = cp->p;
-	uv_handle_t *hs[] = { (uv_handle_t *)&cp->in, (uv_handle_t *)&cp->out,
-			      (uv_handle_t *)&cp->err, (uv_handle_t *)&cp->timer };
 
-	if (cp->gone)
-		return;
 	cp->gone = true;
-	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
-		if (!uv_is_closing(hs[i]))
-			uv_close(hs[i], on_cp_closed);
-	if (!p)
-		return;
-	p->cp = NULL;
-	if (!cp->replied && !cp->stopping)
-		note_startup_death(p);
-	if (!p->busy)
-		return;
-	if (p->pending) {           /* its request was for the next co-process */
-		start_next(p);
-		return;
+	if (p) {
+		p->cp = NULL;
+		if (!cp->replied && !cp->stopping)
+			note_startup_death(p);
+		if (p->busy && !p->pending && !p->decided)
+			decide_died(p, cp);
 	}
-	if (!p->decided)
-		decide_died(p, cp);
-	report(p);
-}
-
-static void coproc_check_gone(struct coproc *cp)
-{
-	if (cp->exited && cp->out_eof && cp->err_eof)
-		coproc_gone(cp);
-}
-
-static void on_settle(uv_timer_t *t)
-{
-	coproc_gone(t->data);
-}
-
-static void on_sigchld(uv_signal_t *s, int signum)
-{
-	struct handler_pipe *p = s->data;
-	struct coproc *cp = p->cp;
-
-	if (!cp || cp->exited || proc_reap(cp->pid, &cp->status) != 1)
+	coproc_close(cp);
+	if (!p || !p->busy)
 		return;
-	cp->exited = true;
-	uv_timer_stop(&cp->timer);
-	uv_timer_start(&cp->timer, on_settle, SETTLE_MS, 0);
-	coproc_check_gone(cp);
+	if (p->pending)              /* its request was for the next co-process */
+		start_next(p);
+	else
+		report(p);
 }
 
 static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
@@ -373,19 +341,6 @@ static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
 	static char scratch[65536];
 
 	*buf = uv_buf_init(scratch, sizeof(scratch));
-}
-
-static void on_err_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-	struct coproc *cp = s->data;
-
-	if (nread > 0) {
-		handler_util_tail_add(&cp->tail, buf->base, (size_t)nread);
-	} else if (nread < 0) {
-		cp->err_eof = true;
-		uv_read_stop(s);
-		coproc_check_gone(cp);
-	}
 }
 
 /* One complete reply line. */
@@ -407,7 +362,7 @@ static void on_line(struct coproc *cp, const char *line, size_t len)
 		return;
 	}
 	cp->replied = true;
-	p->backoff_ms = 0;
+	backoff_reset(&p->backoff);
 	p->decided = true;
 	report(p);
 }
@@ -472,10 +427,10 @@ static void on_out_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 	if (nread > 0) {
 		out_data(cp, buf->base, (size_t)nread);
-	} else if (nread < 0) {
+	} else if (nread < 0 && !cp->out_eof) {
 		cp->out_eof = true;
 		uv_read_stop(s);
-		coproc_check_gone(cp);
+		child_release(cp->child);
 	}
 }
 
@@ -508,33 +463,12 @@ static void send_pending(struct handler_pipe *p)
 	}
 }
 
-static int coproc_open(struct coproc *cp, uv_loop_t *loop, const struct proc_child *child)
-{
-	int r;
-
-	uv_pipe_init(loop, &cp->in, 0);
-	uv_pipe_init(loop, &cp->out, 0);
-	uv_pipe_init(loop, &cp->err, 0);
-	uv_timer_init(loop, &cp->timer);
-	cp->in.data = cp->out.data = cp->err.data = cp->timer.data = cp;
-	cp->open_handles = 4;
-	r = uv_pipe_open(&cp->in, child->stdin_fd);
-	if (r == 0)
-		r = uv_pipe_open(&cp->out, child->stdout_fd);
-	if (r == 0)
-		r = uv_pipe_open(&cp->err, child->stderr_fd);
-	if (r == 0)
-		r = uv_read_start((uv_stream_t *)&cp->out, on_alloc, on_out_read);
-	if (r == 0)
-		r = uv_read_start((uv_stream_t *)&cp->err, on_alloc, on_err_read);
-	return r;
-}
-
 /* Start a co-process and make it p->cp. Returns 0 or -errno (no process then). */
 static int coproc_start(struct handler_pipe *p)
 {
+	struct child_opts opts = { .group = true, .settle_ms = SETTLE_MS, .on_gone = on_coproc_gone };
 	struct handler_util_env env;
-	struct proc_child child;
+	struct proc_child pc;
 	struct coproc *cp = calloc(1, sizeof(*cp));
 	int r = -ENOMEM;
 
@@ -542,24 +476,44 @@ static int coproc_start(struct handler_pipe *p)
 		return r;
 	r = handler_util_env(NULL, &env);
 	if (r == 0) {
-		r = proc_spawn_io(p->args.argv, env.vars, true, &child);
+		r = proc_spawn_io(p->args.argv, env.vars, true, &pc);
 		handler_util_env_free(&env);
+	}
+	opts.stderr_fd = pc.stderr_fd;
+	opts.data = cp;
+	if (r == 0 && (r = child_new(p->env.reaper, pc.pid, &opts, &cp->child)) < 0) {
+		proc_kill_group(pc.pid, SIGKILL);  /* unwatched: the worker reaps it at exit */
+		close(pc.stdin_fd);
+		close(pc.stdout_fd);
 	}
 	if (r < 0) {
 		free(cp);
 		return r;
 	}
 	cp->p = p;
-	cp->pid = child.pid;
 	p->cp = cp;
-	r = coproc_open(cp, p->loop, &child);
+	uv_pipe_init(p->env.loop, &cp->in, 0);
+	uv_pipe_init(p->env.loop, &cp->out, 0);
+	cp->in.data = cp->out.data = cp;
+	cp->open_handles = 2;
+	child_hold(cp->child);  /* until its stdout's EOF */
+	r = uv_pipe_open(&cp->in, pc.stdin_fd);
+	if (r < 0)
+		close(pc.stdin_fd);
+	if (uv_pipe_open(&cp->out, pc.stdout_fd) < 0) {
+		close(pc.stdout_fd);
+		r = r ? r : -EBADF;
+	} else if (r == 0) {
+		r = uv_read_start((uv_stream_t *)&cp->out, on_alloc, on_out_read);
+	}
 	if (r < 0) {
 		/* Without its pipes it is of no use: it goes, and the item fails. */
+		cp->out_eof = true;
+		child_release(cp->child);
 		coproc_stop(cp, "cannot watch its pipes");
-		proc_kill_group(cp->pid, SIGKILL);
-		return r;
+		child_kill(cp->child);
 	}
-	return 0;
+	return r;
 }
 
 static void on_start_timer(uv_timer_t *t)
@@ -570,7 +524,7 @@ static void on_start_timer(uv_timer_t *t)
 /* The item waits for a co-process: start one (after the back-off) and send it. */
 static void start_next(struct handler_pipe *p)
 {
-	uint64_t now = uv_now(p->loop);
+	uint64_t now = uv_now(p->env.loop);
 	char what[200];
 	int r;
 
@@ -611,35 +565,37 @@ static void on_item_timeout(uv_timer_t *t)
 
 /* ---- the handler ---- */
 
-int handler_pipe_new(uv_loop_t *loop, const char *cmd, unsigned kill_grace_ms,
-		     struct handler_pipe **ret, char *err, size_t errlen)
+static int pipe_check(const char *arg, char *err, size_t errlen)
+{
+	struct handler_util_argv args;
+	int r = handler_util_argv("pipe", arg, &args, err, errlen);
+
+	if (r == 0)
+		handler_util_argv_free(&args);
+	return r;
+}
+
+static int pipe_make(const struct handler_env *env, const char *arg, void **ret, char *err,
+		     size_t errlen)
 {
 	struct handler_pipe *p = calloc(1, sizeof(*p));
-	int r = -ENOMEM;
+	int r;
 
 	if (!p)
-		goto fail;
-	p->loop = loop;
-	p->kill_grace_ms = kill_grace_ms;
-	r = handler_util_argv("pipe", cmd, &p->args, err, errlen);
-	if (r < 0)
-		goto fail;
-	uv_timer_init(loop, &p->item_timer);
-	uv_timer_init(loop, &p->start_timer);
-	r = uv_signal_init(loop, &p->sigchld);
-	p->open_handles = r < 0 ? 2 : 3;
-	p->sigchld.data = p->item_timer.data = p->start_timer.data = p;
-	if (r == 0)
-		r = uv_signal_start(&p->sigchld, on_sigchld, SIGCHLD);
-	if (r < 0)
-		goto fail;
+		return -ENOMEM;
+	p->env = *env;
+	p->backoff = (struct backoff)BACKOFF_INIT(BACKOFF_MIN_MS, BACKOFF_MAX_MS);
+	r = handler_util_argv("pipe", arg, &p->args, err, errlen);
+	if (r < 0) {
+		free(p);
+		return r;
+	}
+	uv_timer_init(env->loop, &p->item_timer);
+	uv_timer_init(env->loop, &p->start_timer);
+	p->open_handles = 2;
+	p->item_timer.data = p->start_timer.data = p;
 	*ret = p;
 	return 0;
-fail:
-	if (r != -EINVAL)
-		snprintf(err, errlen, "pipe handler: %s", strerror(-r));
-	handler_pipe_free(p);
-	return r;
 }
 
 static void on_handle_closed(uv_handle_t *hd)
@@ -652,32 +608,28 @@ static void on_handle_closed(uv_handle_t *hd)
 	}
 }
 
-void handler_pipe_free(struct handler_pipe *p)
+/* The co-process gets SIGTERM; its guard kills its group when the worker exits. */
+static void pipe_free(void *h)
 {
-	uv_handle_t *hs[] = { (uv_handle_t *)&p->item_timer, (uv_handle_t *)&p->start_timer,
-			      (uv_handle_t *)&p->sigchld };
+	struct handler_pipe *p = h;
 
 	if (!p)
 		return;
 	if (p->cp) {
 		p->cp->p = NULL;
 		coproc_stop(p->cp, "worker stopping");
+		coproc_close(p->cp);
 		p->cp = NULL;
 	}
 	free(p->pending);
 	p->pending = NULL;
-	if (p->open_handles == 0) {
-		handler_util_argv_free(&p->args);
-		free(p);
-		return;
-	}
-	for (size_t i = 0; i < (size_t)p->open_handles; i++)
-		uv_close(hs[i], on_handle_closed);
+	uv_close((uv_handle_t *)&p->item_timer, on_handle_closed);
+	uv_close((uv_handle_t *)&p->start_timer, on_handle_closed);
 }
 
-int handler_pipe_run(struct handler_pipe *p, const struct handler_job *job, handler_cb cb,
-		     void *data)
+static int pipe_run(void *h, const struct handler_job *job, handler_cb cb, void *data)
 {
+	struct handler_pipe *p = h;
 	struct wreq *req;
 
 	if (p->busy)
@@ -693,15 +645,17 @@ int handler_pipe_run(struct handler_pipe *p, const struct handler_job *job, hand
 	p->cb = cb;
 	p->cb_data = data;
 	uv_timer_start(&p->item_timer, on_item_timeout, p->timeout_ms, 0);
-	if (p->cp && !p->cp->stopping && !p->cp->exited)
+	if (p->cp && !p->cp->stopping && !child_exited(p->cp->child))
 		send_pending(p);
 	else
 		start_next(p);    /* waits for a dying co-process to be gone, if need be */
 	return 0;
 }
 
-void handler_pipe_cancel(struct handler_pipe *p)
+static void pipe_cancel(void *h)
 {
+	struct handler_pipe *p = h;
+
 	if (!p->busy || p->decided)
 		return;
 	if (p->pending) {
@@ -713,7 +667,15 @@ void handler_pipe_cancel(struct handler_pipe *p)
 		coproc_stop(p->cp, "item cancelled");
 }
 
-pid_t handler_pipe_pid(const struct handler_pipe *p)
+static pid_t pipe_pid(const void *h)
 {
-	return p->cp && !p->cp->exited ? p->cp->pid : 0;
+	const struct handler_pipe *p = h;
+
+	return p->cp && !child_exited(p->cp->child) ? child_pid(p->cp->child) : 0;
 }
+
+const struct handler_kind handler_pipe = {
+	.prefix = "pipe:", .takes_arg = true, .is_inline = false,
+	.check = pipe_check, .make = pipe_make, .free = pipe_free, .run = pipe_run,
+	.cancel = pipe_cancel, .pid = pipe_pid,
+};

@@ -36,27 +36,10 @@
 #ifndef CLAIMD_HANDLER_PIPE_H
 #define CLAIMD_HANDLER_PIPE_H
 
-#include <sys/types.h>
-#include <uv.h>
-
 #include "worker/handler.h"
 
 #define HANDLER_PIPE_REPLY_MAX (1024 * 1024)
 
-struct handler_pipe;
-
-/* cmd: "/path args" (after "pipe:"). Starts nothing yet. Returns 0, or -EINVAL / -ENOMEM
- * with err filled. */
-int handler_pipe_new(uv_loop_t *loop, const char *cmd, unsigned kill_grace_ms,
-		     struct handler_pipe **ret, char *err, size_t errlen);
-/* The item in flight, if any, is not reported. */
-void handler_pipe_free(struct handler_pipe *p);
-/* As handler_run (job->deadline_ms set). */
-int handler_pipe_run(struct handler_pipe *p, const struct handler_job *job, handler_cb cb,
-		     void *data);
-/* Stops the co-process; the item is reported HANDLER_CANCELLED once it is gone. */
-void handler_pipe_cancel(struct handler_pipe *p);
-/* The co-process's guard (its group's leader) while it runs, else 0. */
-pid_t handler_pipe_pid(const struct handler_pipe *p);
+/* The kind itself is handler_pipe in handler_kind.h. */
 
 #endif

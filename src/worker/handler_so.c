@@ -1,5 +1,16 @@
-#include "worker/handler_so.h"
-
+/* The so: kind: an in-process C plugin (include/claimd/handler.h).
+ *
+ * so:/abs/path/lib.so [args]: make dlopens the library, finds claimd_plugin_v1, checks its
+ * abi_version and calls its init (with args) on this thread. Each item's handle runs on a
+ * libuv thread-pool thread so the loop keeps answering the supervisor; the result comes back
+ * on the loop.
+ *
+ * A thread cannot be killed. If handle is still running at the item's timeout (or the kill
+ * grace after a cancel), this module logs it and ends the whole process with
+ * _exit(HANDLER_SO_EXIT_STUCK): the supervisor replaces the worker and releases the item,
+ * which is retried (the attempt counts). A crash inside the plugin likewise kills the worker.
+ * That log line is the only thing this module logs. The library is never unloaded (dlclose)
+ * by a worker: a plugin's threads or atexit handlers may still point into it. */
 #include <claimd/handler.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -9,6 +20,9 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "worker/handler_kind.h"
+
+#define HANDLER_SO_EXIT_STUCK 70
 
 /* One item, handed to a pool thread. Owned by the handler until the thread is done with it;
  * left behind (never freed) if the handler goes first. */
@@ -96,7 +110,7 @@ static int load(const char *path, void **ret_dl, const struct claimd_plugin **re
 	return -EINVAL;
 }
 
-int handler_so_check(const char *arg, char *err, size_t errlen)
+static int so_check(const char *arg, char *err, size_t errlen)
 {
 	const struct claimd_plugin *pl;
 	const char *args;
@@ -135,10 +149,13 @@ static int plugin_init(struct handler_so *s, const char *path, const char *args,
 	return -EINVAL;
 }
 
-int handler_so_new(uv_loop_t *loop, const char *arg, unsigned kill_grace_ms,
-		   struct handler_so **ret, char *err, size_t errlen)
+static void so_free(void *h);
+
+static int so_make(const struct handler_env *env, const char *arg, void **ret, char *err,
+		   size_t errlen)
 {
 	struct handler_so *s = calloc(1, sizeof(*s));
+	uv_loop_t *loop = env->loop;
 	const char *args;
 	void *dl;
 	int r = -ENOMEM;
@@ -146,7 +163,7 @@ int handler_so_new(uv_loop_t *loop, const char *arg, unsigned kill_grace_ms,
 	if (!s)
 		goto fail;
 	s->loop = loop;
-	s->kill_grace_ms = kill_grace_ms;
+	s->kill_grace_ms = env->kill_grace_ms;
 	r = split_spec(arg, &s->spec, &args, err, errlen);
 	if (r == 0)
 		r = load(s->spec, &dl, &s->plugin, err, errlen);
@@ -165,7 +182,7 @@ int handler_so_new(uv_loop_t *loop, const char *arg, unsigned kill_grace_ms,
 fail:
 	if (r != -EINVAL)
 		snprintf(err, errlen, "so handler: %s", strerror(-r));
-	handler_so_free(s);
+	so_free(s);
 	return r;
 }
 
@@ -177,8 +194,10 @@ static void on_timer_closed(uv_handle_t *hd)
 	free(s);
 }
 
-void handler_so_free(struct handler_so *s)
+static void so_free(void *h)
 {
+	struct handler_so *s = h;
+
 	if (!s)
 		return;
 	if (s->job)
@@ -301,9 +320,9 @@ static void on_stuck(uv_timer_t *t)
 	_exit(HANDLER_SO_EXIT_STUCK);
 }
 
-int handler_so_run(struct handler_so *s, const struct handler_job *job, handler_cb cb,
-		   void *data)
+static int so_run(void *h, const struct handler_job *job, handler_cb cb, void *data)
 {
+	struct handler_so *s = h;
 	struct so_job *j;
 	int r;
 
@@ -326,10 +345,17 @@ int handler_so_run(struct handler_so *s, const struct handler_job *job, handler_
 	return 0;
 }
 
-void handler_so_cancel(struct handler_so *s)
+static void so_cancel(void *h)
 {
+	struct handler_so *s = h;
+
 	if (!s->job || s->grace || uv_timer_get_due_in(&s->timer) <= s->kill_grace_ms)
 		return;
 	s->grace = true;
 	uv_timer_start(&s->timer, on_stuck, s->kill_grace_ms, 0);
 }
+
+const struct handler_kind handler_so = {
+	.prefix = "so:", .takes_arg = true, .is_inline = false,
+	.check = so_check, .make = so_make, .free = so_free, .run = so_run, .cancel = so_cancel,
+};

@@ -125,23 +125,8 @@ void handler_util_env_free(struct handler_util_env *e)
 	memset(e, 0, sizeof(*e));
 }
 
-void handler_util_tail_add(struct handler_util_tail *t, const char *p, size_t n)
-{
-	if (n >= sizeof(t->buf)) {
-		p += n - sizeof(t->buf);
-		n = sizeof(t->buf);
-	}
-	if (t->len + n > sizeof(t->buf)) {
-		size_t drop = t->len + n - sizeof(t->buf);
-		memmove(t->buf, t->buf + drop, t->len - drop);
-		t->len -= drop;
-	}
-	memcpy(t->buf + t->len, p, n);
-	t->len += n;
-}
-
 void handler_util_error(struct handler_result *res, const char *what,
-			const struct handler_util_tail *t)
+			const struct child_tail *t)
 {
 	int n = snprintf(res->error, sizeof(res->error), "%s", what);
 

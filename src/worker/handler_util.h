@@ -1,11 +1,12 @@
-/* handler_util — what the handler kinds share: command lines, child environments, stderr
- * tails and error texts, clocks. Used by handler*.c only. Does not log. */
+/* handler_util — what the handler kinds share: command lines, child environments, error
+ * texts, clocks. Used by handler*.c only. Does not log. */
 #ifndef CLAIMD_HANDLER_UTIL_H
 #define CLAIMD_HANDLER_UTIL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/child.h"
 #include "worker/handler.h"
 
 #define HANDLER_UTIL_MAX_ARGS 64
@@ -37,17 +38,9 @@ struct handler_util_env {
 int handler_util_env(const struct handler_job *job, struct handler_util_env *ret);
 void handler_util_env_free(struct handler_util_env *e);
 
-/* The last HANDLER_ERR_MAX bytes a child wrote to its stderr. */
-struct handler_util_tail {
-	size_t len;
-	char buf[HANDLER_ERR_MAX];
-};
-
-void handler_util_tail_add(struct handler_util_tail *t, const char *p, size_t n);
-
-/* res->error = "what" or "what: <tail>" (t may be NULL), cut to fit. */
+/* res->error = "what" or "what: <tail of the child's stderr>" (t may be NULL), cut to fit. */
 void handler_util_error(struct handler_result *res, const char *what,
-			const struct handler_util_tail *t);
+			const struct child_tail *t);
 
 /* Wall clock, unix ms. */
 int64_t handler_util_now_ms(void);
