@@ -51,16 +51,14 @@ static void make_msg(unsigned type, int n, struct proto_msg *m)
 	case PROTO_STATE: m->u.state.state = PROTO_W_STOPPING; m->u.state.item_id = UINT64_MAX;
 		m->u.state.handler_pid = 0x8A0B0C0Du; break;
 	case PROTO_WAKE:
-		m->u.wake.cursor.pos = 0xA1A2A3A4A5A6A7A8u;
-		m->u.wake.cursor.id = 0x0102030405060708u;
-		m->u.wake.cursor.priority = -12345;
+		for (int i = 0; i < PLACE_SIZE; i++)
+			m->u.wake.cursor.b[i] = (uint8_t)(0xA1 + i);
 		break;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED:
 		if (type == PROTO_CLAIMED) {
-			m->u.items.cursor.pos = 0xB1B2B3B4B5B6B7B8u;
-			m->u.items.cursor.id = 0x1112131415161718u;
-			m->u.items.cursor.priority = 32767;
+			for (int i = 0; i < PLACE_SIZE; i++)
+				m->u.items.cursor.b[i] = (uint8_t)(0xB1 + i);
 		}
 		m->u.items.n = (uint16_t)(n == DEFAULT_N ? PROTO_OUT_MAX + 1 : n);
 		for (unsigned i = 0; i < m->u.items.n; i++) {
@@ -77,9 +75,8 @@ static void make_msg(unsigned type, int n, struct proto_msg *m)
 
 static int items_equal(const struct proto_msg *a, const struct proto_msg *b)
 {
-	if (a->u.items.n != b->u.items.n || a->u.items.cursor.pos != b->u.items.cursor.pos ||
-	    a->u.items.cursor.id != b->u.items.cursor.id ||
-	    a->u.items.cursor.priority != b->u.items.cursor.priority)
+	if (a->u.items.n != b->u.items.n ||
+	    memcmp(a->u.items.cursor.b, b->u.items.cursor.b, PLACE_SIZE) != 0)
 		return 0;
 	for (unsigned i = 0; i < a->u.items.n; i++) {
 		const struct proto_item *x = &a->u.items.items[i], *y = &b->u.items.items[i];
@@ -104,9 +101,7 @@ static int msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 	case PROTO_FINISHED: return items_equal(a, b);
 	case PROTO_STOP: return a->u.stop.grace_ms == b->u.stop.grace_ms;
 	case PROTO_WAKE:
-		return a->u.wake.cursor.pos == b->u.wake.cursor.pos &&
-		       a->u.wake.cursor.id == b->u.wake.cursor.id &&
-		       a->u.wake.cursor.priority == b->u.wake.cursor.priority;
+		return memcmp(a->u.wake.cursor.b, b->u.wake.cursor.b, PLACE_SIZE) == 0;
 	default: return 1;
 	}
 }

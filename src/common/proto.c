@@ -2,10 +2,11 @@
 #include "common/proto.h"
 
 #include <errno.h>
+#include <string.h>
 
 #define ITEMS_HEAD 2u    /* u16 n in front of CLAIMED/FINISHED items */
 #define ITEM_OUTCOME 16u /* offset of a FINISHED item's outcome byte */
-#define CURSOR_SIZE 20u  /* struct proto_cursor on the wire */
+#define CURSOR_SIZE PLACE_SIZE  /* a place in claim order, opaque bytes (common/place.h) */
 
 /* Body size per type: a fixed part, plus n * item bytes for the item lists (item 0: fixed). */
 struct body_rule {
@@ -109,11 +110,9 @@ static int msg_valid(const struct proto_msg *m)
 	return 1;
 }
 
-static void put_cursor(uint8_t *p, const struct proto_cursor *c)
+static void put_cursor(uint8_t *p, const struct place *c)
 {
-	put_u64(p, c->pos);
-	put_u64(p + 8, c->id);
-	put_u32(p + 16, (uint32_t)c->priority);
+	memcpy(p, c->b, PLACE_SIZE);
 }
 
 static void put_items(uint8_t *p, const struct proto_msg *m)
@@ -224,11 +223,9 @@ static int check_body(unsigned type, const uint8_t *b, uint32_t len)
 	return 0;
 }
 
-static void get_cursor(const uint8_t *b, struct proto_cursor *c)
+static void get_cursor(const uint8_t *b, struct place *c)
 {
-	c->pos = get_u64(b);
-	c->id = get_u64(b + 8);
-	c->priority = (int32_t)get_u32(b + 16);
+	memcpy(c->b, b, PLACE_SIZE);
 }
 
 static void get_items(const uint8_t *b, uint8_t type, struct proto_msg *m)
@@ -237,7 +234,7 @@ static void get_items(const uint8_t *b, uint8_t type, struct proto_msg *m)
 	if (type == PROTO_CLAIMED)
 		get_cursor(b + ITEMS_HEAD, &m->u.items.cursor);
 	else
-		m->u.items.cursor = (struct proto_cursor){ 0, 0, 0 };
+		memset(&m->u.items.cursor, 0, sizeof(m->u.items.cursor));
 	b += body_rules[type].fixed;
 	for (unsigned i = 0; i < m->u.items.n; i++) {
 		struct proto_item *it = &m->u.items.items[i];

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/place.h"
+
 #define PROTO_MAGIC 0xC1D0u
 #define PROTO_VERSION 2u
 #define PROTO_HEADER_SIZE 12u
@@ -31,7 +33,8 @@ enum proto_type {
 	PROTO_PING,     /* supervisor -> worker: { u64 sent_ms } */
 	PROTO_STATE,    /* worker -> supervisor: { u8 state, u64 item_id (0 = none),
 	                 *                         u32 handler_pid (0 = none) } */
-	PROTO_CLAIMED,  /* worker -> supervisor: { u16 n, cursor, n * { u64 id, u64 token } } */
+	PROTO_CLAIMED,  /* worker -> supervisor: { u16 n, cursor, n * { u64 id, u64 token } };
+	                 * cursor: PLACE_SIZE bytes, the place in claim order the claim reached */
 	PROTO_FINISHED, /* worker -> supervisor: { u16 n, n * { u64 id, u64 token, u8 outcome } } */
 	PROTO_WAKE,     /* supervisor -> worker: { cursor } claim now (a claim permit; answered by
 	                 * CLAIMED), starting after cursor */
@@ -61,15 +64,6 @@ enum proto_outcome {
 	PROTO_OUT_MAX = PROTO_OUT_DEFERRED,
 };
 
-/* A place in claim order (priority, then the store's encoding of visible_at, then id);
- * { u64 pos, u64 id, i32 priority } on the wire. pos zero: none. The supervisor hands the
- * newest place any of its workers claimed to the next claimer, so no worker's scan starts
- * behind rows its siblings took. */
-struct proto_cursor {
-	uint64_t pos;
-	uint64_t id;
-	int32_t priority;
-};
 
 struct proto_item {
 	uint64_t id;
@@ -87,10 +81,10 @@ struct proto_msg {
 		struct { uint8_t state; uint64_t item_id; uint32_t handler_pid; } state;
 		struct {
 			uint16_t n;
-			struct proto_cursor cursor; /* CLAIMED only */
+			struct place cursor; /* CLAIMED only */
 			struct proto_item items[PROTO_MAX_ITEMS];
 		} items; /* CLAIMED, FINISHED */
-		struct { struct proto_cursor cursor; } wake;
+		struct { struct place cursor; } wake;
 		struct { uint32_t grace_ms; } stop;
 	} u;
 };

@@ -226,14 +226,6 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 
 enum claim_scan { SCAN_HEAD, SCAN_AFTER, SCAN_UPTO };
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void sql_add_claim(struct store *s, const char *queue, enum claim_scan scan,
 			  const struct prio_set *set, unsigned limit)
 {
@@ -395,7 +387,7 @@ static int sql_add_complete(struct store *s, const struct store_ref *done, size_
 static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n,
 		      size_t *ret_completed, struct claim_cursor *next, char *err, size_t errlen)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = sq_mono_ms();
 	bool after = s->cursor.set && strcmp(s->cursor.queue, a->queue) == 0 &&
 		     now - s->cursor.head_scan_ms < CLAIM_HEAD_SCAN_MS && s->prios.known &&
 		     strcmp(s->prios.queue, a->queue) == 0;
@@ -733,82 +725,4 @@ int store_poll_any(struct store *s, const char *const *queues, size_t n, char *e
 		return sq_final(r);
 	mysql_free_result(rr.res);
 	return rr.rows[0] > 0;
-}
-
-/* ---- the claim cursor, shared between the workers of one host ---- */
-
-/* "YYYY-MM-DD HH:MM:SS[.ffffff]" <-> one integer in the same order (mixed radix). */
-static bool pack_datetime(const char *s, uint64_t *ret)
-{
-	unsigned y, mo, d, h, mi, sec, us = 0;
-	char frac[8] = "";
-	int n = 0;
-
-	if (sscanf(s, "%4u-%2u-%2u %2u:%2u:%2u%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6)
-		return false;
-	if (s[n] == '.' && sscanf(s + n + 1, "%6[0-9]", frac) == 1) {
-		for (size_t k = strlen(frac); k < 6; k++)
-			frac[k] = '0';
-		frac[6] = '\0';
-		us = (unsigned)strtoul(frac, NULL, 10);
-	}
-	if (mo > 12 || d > 31 || h > 23 || mi > 59 || sec > 59)
-		return false;
-	*ret = (((((uint64_t)y * 13 + mo) * 32 + d) * 24 + h) * 60 + mi) * 60 + sec;
-	*ret = *ret * 1000000u + us;
-	return true;
-}
-
-static void unpack_datetime(uint64_t v, char *out, size_t outlen)
-{
-	unsigned us = (unsigned)(v % 1000000u), sec, mi, h, d, mo;
-
-	v /= 1000000u;
-	sec = (unsigned)(v % 60), v /= 60;
-	mi = (unsigned)(v % 60), v /= 60;
-	h = (unsigned)(v % 24), v /= 24;
-	d = (unsigned)(v % 32), v /= 32;
-	mo = (unsigned)(v % 13), v /= 13;
-	snprintf(out, outlen, "%04u-%02u-%02u %02u:%02u:%02u.%06u", (unsigned)v, mo, d, h, mi, sec,
-		 us);
-}
-
-bool store_place_after(const struct store_place *a, const struct store_place *b)
-{
-	if (a->priority != b->priority)
-		return a->priority > b->priority;
-	return a->pos > b->pos || (a->pos == b->pos && a->id > b->id);
-}
-
-bool store_cursor(const struct store *s, struct store_place *ret)
-{
-	uint64_t pos;
-
-	if (!s->cursor.set || !pack_datetime(s->cursor.pos.visible_at, &pos))
-		return false;
-	ret->priority = s->cursor.pos.priority;
-	ret->pos = pos;
-	ret->id = s->cursor.pos.id;
-	return true;
-}
-
-void store_cursor_hint(struct store *s, const char *queue, const struct store_place *at)
-{
-	struct store_place own;
-	bool same = s->cursor.set && !strcmp(s->cursor.queue, queue);
-
-	if (strlen(queue) > STORE_QUEUE_MAX)
-		return;
-	/* The host decides when the scan from the head is due: now (no place given), or not
-	 * before the next hint. */
-	s->cursor.head_scan_ms = at->pos == 0 ? 0 : mono_ms();
-	if (at->pos == 0)
-		return;
-	if (same && store_cursor(s, &own) && !store_place_after(at, &own))
-		return;
-	unpack_datetime(at->pos, s->cursor.pos.visible_at, sizeof(s->cursor.pos.visible_at));
-	s->cursor.pos.priority = at->priority;
-	s->cursor.pos.id = at->id;
-	snprintf(s->cursor.queue, sizeof(s->cursor.queue), "%s", queue);
-	s->cursor.set = true;
 }

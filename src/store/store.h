@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "common/dsn.h"
+#include "common/place.h"
 
 #define STORE_QUEUE_MAX 64
 #define STORE_ERR_MAX 512
@@ -150,29 +151,22 @@ int store_poll_any(struct store *s, const char *const *queues, size_t n, char *e
 int store_counts(struct store *s, struct store_count **ret, size_t *ret_n,
 		 char *err, size_t errlen);
 
-/* A place in claim order: priority, then visible_at packed into an integer that sorts the
- * same way, then id. */
-struct store_place {
-	int32_t priority;
-	uint64_t pos;
-	uint64_t id;
-};
-
-/* Whether a comes after b in claim order. */
-bool store_place_after(const struct store_place *a, const struct store_place *b);
+/* Whether a comes after b in claim order (a place that is none comes after nothing, any
+ * other comes after none). Pure: no connection needed. */
+bool store_place_after(const struct place *a, const struct place *b);
 
 /* Where this store's next claim starts: after its last claimed row. Returns false when it
  * has no such place yet. */
-bool store_cursor(const struct store *s, struct store_place *ret);
+bool store_cursor(const struct store *s, struct place *ret);
 
-/* Move the cursor forward to (pos, id), a place a sibling claimer on this host reached, if it
- * is past this store's own: the next claim then skips rows the siblings took (their old index
+/* Move the cursor forward to at, a place a sibling claimer on this host reached, if it is
+ * past this store's own: the next claim then skips rows the siblings took (their old index
  * entries wait for purge at the head of the range and each costs a lookup); priorities other
  * than the cursor's are scanned whole. With a hint, the host also schedules the scan from
- * the head that finds rows left behind: pos 0 asks for it
- * on the next claim, any other hint puts it off (one host-wide scan a second instead of one
- * per worker). */
-void store_cursor_hint(struct store *s, const char *queue, const struct store_place *at);
+ * the head that finds rows left behind: a place that is
+ * none asks for it on the next claim, any other hint puts it off (one host-wide scan a second
+ * instead of one per worker). */
+void store_cursor_hint(struct store *s, const char *queue, const struct place *at);
 
 /* What an add may set besides queue and payload; zero (and period_s -1) leaves the column's
  * default. */

@@ -72,6 +72,14 @@ size_t sq_utf8_sanitize(const char *src, char *dst, size_t max)
 	return out;
 }
 
+uint64_t sq_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 bool sq_parse_u64(const char *p, unsigned long len, uint64_t *ret)
 {
 	uint64_t v = 0;

@@ -170,4 +170,7 @@ size_t sq_utf8_sanitize(const char *src, char *dst, size_t max);
 /* A decimal column value. */
 bool sq_parse_u64(const char *p, unsigned long len, uint64_t *ret);
 
+/* The monotonic clock, in ms. */
+uint64_t sq_mono_ms(void);
+
 #endif

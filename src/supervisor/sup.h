@@ -64,7 +64,7 @@ struct sup {
 	unsigned poll_rr;
 	unsigned claiming;       /* permits out */
 	bool inline_handler;     /* --handler noop: a worker's batch takes no time */
-	struct proto_cursor cursor; /* newest place in claim order any worker reached */
+	struct place cursor;      /* the furthest place in claim order any worker reached */
 	uint64_t head_scan_at;      /* when a claimer was last told to scan from the head */
 	int *want;               /* slots waiting for a permit, oldest first */
 	size_t nwant;

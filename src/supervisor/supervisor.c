@@ -161,15 +161,6 @@ static void on_polled(struct dbq_job *j)
 
 /* ---- messages from workers ---- */
 
-static bool cursor_after(const struct proto_cursor *a, const struct proto_cursor *b)
-{
-	if (a->pos == 0)
-		return false;
-	if (a->priority != b->priority)
-		return b->pos == 0 || a->priority > b->priority;
-	return a->pos > b->pos || (a->pos == b->pos && a->id > b->id);
-}
-
 static void on_items(struct slot *sl, const struct proto_msg *m)
 {
 	struct sup *s = sl->sup;
@@ -190,7 +181,7 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 		return;
 	/* The furthest place any worker claimed (priority, then position) is where the next
 	 * claimer starts. */
-	if (cursor_after(&m->u.items.cursor, &s->cursor))
+	if (store_place_after(&m->u.items.cursor, &s->cursor))
 		s->cursor = m->u.items.cursor;
 	/* CLAIMED answers a permit. A worker that found work: there may be more. */
 	if (sl->granted) {
@@ -304,7 +295,7 @@ static void grant(struct slot *sl)
 	/* Once a second one claimer scans from the head, for rows behind the cursor. */
 	if (now_ms(sl->sup) - sl->sup->head_scan_at >= HEAD_SCAN_MS) {
 		sl->sup->head_scan_at = now_ms(sl->sup);
-		m.u.wake.cursor = (struct proto_cursor){ 0, 0, 0 };
+		memset(&m.u.wake.cursor, 0, sizeof(m.u.wake.cursor));  /* none: from the head */
 	} else {
 		m.u.wake.cursor = sl->sup->cursor;
 	}

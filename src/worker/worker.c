@@ -270,7 +270,6 @@ static unsigned retry_delay_ms(const struct worker *w, uint32_t attempt)
 /* CLAIMED answers the permit, with the rows claimed under it (possibly none). */
 static void handle_claimed(struct worker *w, size_t n)
 {
-	struct store_place at;
 	struct proto_msg m;
 
 	w->granted = false;
@@ -278,8 +277,7 @@ static void handle_claimed(struct worker *w, size_t n)
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_CLAIMED;
 	m.u.items.n = (uint16_t)n;
-	if (store_cursor(w->store, &at))
-		m.u.items.cursor = (struct proto_cursor){ at.pos, at.id, at.priority };
+	store_cursor(w->store, &m.u.items.cursor);  /* left none when it has no place */
 	for (size_t i = 0; i < n; i++) {
 		m.u.items.items[i].id = w->items[i].id;
 		m.u.items.items[i].token = w->items[i].token;
@@ -628,7 +626,6 @@ static void on_grace(uv_timer_t *t)
 static void on_msg(void *data, const struct proto_msg *m)
 {
 	struct worker *w = data;
-	struct store_place at;
 
 	switch (m->type) {
 	case PROTO_PING:
@@ -648,11 +645,8 @@ static void on_msg(void *data, const struct proto_msg *m)
 		w->wanted = true;
 		/* The host's cursor is one place in one queue's order: with several queues
 		 * each worker keeps its own. */
-		if (w->cfg->nqueues == 1) {
-			at = (struct store_place){ m->u.wake.cursor.priority, m->u.wake.cursor.pos,
-						   m->u.wake.cursor.id };
-			store_cursor_hint(w->store, w->cfg->queue, &at);
-		}
+		if (w->cfg->nqueues == 1)
+			store_cursor_hint(w->store, w->cfg->queue, &m->u.wake.cursor);
 		kick(w);
 		break;
 	case PROTO_STOP:
