@@ -32,6 +32,7 @@ struct child {
 	uv_timer_t timer;
 	uv_pipe_t err;
 	bool has_err;
+	void (*on_exit)(struct child *c);
 	void (*on_gone)(struct child *c);
 	void *data;
 	struct child_tail tail;
@@ -111,6 +112,10 @@ static void exited(struct child *c, int status)
 	c->status = status;
 	unlink_child(c);
 	uv_timer_stop(&c->timer);
+	if (c->on_exit)
+		c->on_exit(c);
+	if (c->freed)
+		return;
 	maybe_gone(c);
 	if (!c->gone)
 		uv_timer_start(&c->timer, on_timer, c->settle_ms, 0);
@@ -160,6 +165,7 @@ int child_new(struct child_reaper *r, pid_t pid, const struct child_opts *o,
 	c->pid = pid;
 	c->group = o->group;
 	c->settle_ms = o->settle_ms;
+	c->on_exit = o->on_exit;
 	c->on_gone = o->on_gone;
 	c->data = o->data;
 	uv_timer_init(loop, &c->timer);

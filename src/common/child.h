@@ -39,6 +39,8 @@ struct child_opts {
 	bool group;            /* signal its process group (it leads one), not only it */
 	int stderr_fd;         /* read its stderr from here (taken over), or -1 */
 	unsigned settle_ms;    /* after its exit, how long to wait for EOF on stderr and holds */
+	/* Called once, on the loop, when the process has been waited for; NULL: nothing. */
+	void (*on_exit)(struct child *c);
 	/* Called once, on the loop, when the process has exited and its stderr reached EOF and
 	 * every hold was released, or settle_ms after its exit. */
 	void (*on_gone)(struct child *c);

@@ -1,0 +1,68 @@
+/* permits — claim permits: at most `max` claim transactions at once per supervisor (beyond
+ * the number of cores, more concurrent locking scans of the same index range only slow each
+ * other down). A worker ready for more asks (WANT); a permit is a WAKE that carries the place
+ * in claim order to start after; the worker's CLAIMED, with its rows or none, gives it back.
+ * Keeps the furthest place any worker reached, and once a second has one claimer scan from
+ * the head instead. Pure bookkeeping: sends nothing itself, grants through ops. */
+#ifndef CLAIMD_PERMITS_H
+#define CLAIMD_PERMITS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/place.h"
+
+#define PERMITS_HEAD_SCAN_MS 1000  /* see store_cursor_hint() */
+
+struct permits_ops {
+	/* Whether slot can take a permit now (its worker runs and its channel is open). */
+	bool (*can_take)(void *data, unsigned slot);
+	/* Whether slot is idle: asleep until woken. */
+	bool (*idle)(void *data, unsigned slot);
+	/* Send slot a permit: claim, after cursor (none: from the head). */
+	void (*grant)(void *data, unsigned slot, const struct place *cursor);
+	uint64_t (*now_ms)(void *data);
+};
+
+struct permits {
+	const struct permits_ops *ops;
+	void *data;
+	unsigned nslots, max;
+	unsigned out;              /* permits held by workers */
+	bool *held;                /* per slot */
+	unsigned *want;            /* slots waiting for one, oldest first */
+	size_t nwant;
+	unsigned rr;               /* the next idle slot to wake, round robin */
+	struct place cursor;       /* the furthest place any worker's claim reached */
+	uint64_t head_scan_at;     /* when a claimer was last told to scan from the head */
+	bool stopped;
+};
+
+/* Returns 0 or -ENOMEM. */
+int permits_init(struct permits *p, unsigned nslots, unsigned max,
+		 const struct permits_ops *ops, void *data);
+void permits_fini(struct permits *p);
+
+/* slot asked for a permit (WANT): it gets one when one is free. */
+void permits_want(struct permits *p, unsigned slot);
+
+/* slot's CLAIMED, with n rows, reaching place reached: its permit comes back. keep: hand it
+ * the next one at once (its batch takes no time: a no-op handler). A claim that found rows
+ * means there may be more: another worker is woken. */
+void permits_claimed(struct permits *p, unsigned slot, const struct place *reached, size_t n,
+		     bool keep);
+
+/* slot's worker is gone: its permit comes back, it waits for none. */
+void permits_drop(struct permits *p, unsigned slot);
+
+/* There is work: a waiting worker gets a permit, else an idle one (but except, -1 for none). */
+void permits_wake_one(struct permits *p, int except);
+
+/* Whether every permit is out. */
+bool permits_all_out(const struct permits *p);
+
+/* No more permits from now on (stopping). */
+void permits_stop(struct permits *p);
+
+#endif

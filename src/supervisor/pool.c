@@ -1,0 +1,714 @@
+/* A slot's life is its health (pool.h), changed only by slot_set, which says what may follow
+ * what: DOWN -> UP (started) -> UNRESPONSIVE (heartbeat overdue) -> EXITED (waited for) ->
+ * DOWN (its channel drained: rows released, restart scheduled), UP -> EXITED too. Its process
+ * is a child (common/child.h): the pool's reaper waits for every child and orphan of the
+ * supervisor (a subreaper), SIGTERM -> SIGKILL after the kill grace is child's, and the child
+ * counts as gone once it has exited and its channel is closed (a hold), or a second after. */
+#include "supervisor/pool.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/backoff.h"
+#include "common/chan.h"
+#include "common/child.h"
+#include "common/log.h"
+#include "common/proc.h"
+#include "common/proto.h"
+#include "store/store.h"
+#include "supervisor/permits.h"
+
+#define QUICK_DEATH_MS 10000  /* a worker that dies sooner than this counts towards back-off */
+#define RESPAWN_MIN_MS 250
+#define RESPAWN_MAX_MS 30000
+#define FORK_TIMEOUT_MS 5000  /* the fork server answers in about a millisecond */
+#define DRAIN_MS 1000         /* after a worker's exit: how long its channel may take to EOF */
+
+struct pool;
+
+struct slot {
+	struct pool *pool;
+	unsigned idx;
+	enum slot_health health;
+	uint8_t wstate;          /* what it last reported (enum proto_wstate), while UP */
+	pid_t pid;               /* 0: none */
+	struct child *child;
+	struct chan *chan;
+	uint64_t item, item_since;
+	pid_t handler_pid;       /* its handler's process group, 0: none */
+	uint64_t done, failed;
+	unsigned restarts, quick_deaths;
+	double rtt_ms;
+	bool rtt_valid;
+	uint64_t last_ack, started, exited_at;
+	uv_timer_t respawn_timer;
+	struct store_ref *claims;  /* the rows it reported claimed and not finished */
+	size_t nclaims, capclaims;
+};
+
+struct pool {
+	struct pool_opts o;
+	const struct config *cfg;
+	char exe[PATH_MAX];
+	char host[64];
+	struct slot *slots;
+	struct permits permits;
+	struct proc_forker forker;  /* the fork server the workers come from */
+	struct child_reaper *reaper;
+	uv_timer_t hb_timer;
+	int open_handles;           /* hb_timer and the respawn timers */
+	bool stopping;
+};
+
+static void spawn(struct slot *sl);
+static void release_claims(struct slot *sl);
+
+static uint64_t now_ms(const struct pool *p)
+{
+	return uv_now(p->o.loop);
+}
+
+/* ---- health ---- */
+
+static const char *const health_names[] = {
+	[SLOT_DOWN] = "down", [SLOT_UP] = "up", [SLOT_UNRESPONSIVE] = "unresponsive",
+	[SLOT_EXITED] = "exited",
+};
+
+/* What may follow what. */
+static const bool may_follow[4][4] = {
+	[SLOT_DOWN] = { [SLOT_UP] = true },
+	[SLOT_UP] = { [SLOT_UNRESPONSIVE] = true, [SLOT_EXITED] = true },
+	[SLOT_UNRESPONSIVE] = { [SLOT_EXITED] = true },
+	[SLOT_EXITED] = { [SLOT_DOWN] = true },
+};
+
+static void slot_set(struct slot *sl, enum slot_health to)
+{
+	assert(may_follow[sl->health][to]);
+	log_debug("worker slot=%u: %s -> %s", sl->idx, health_names[sl->health], health_names[to]);
+	sl->health = to;
+}
+
+/* For claimctl status: the health, or what an up worker says it does. */
+static const char *slot_state_name(const struct slot *sl)
+{
+	return sl->health == SLOT_UP ? proto_wstate_name(sl->wstate) : health_names[sl->health];
+}
+
+/* ---- the rows a worker holds ---- */
+
+static void claims_add(struct slot *sl, uint64_t id, uint64_t token)
+{
+	if (sl->nclaims == sl->capclaims) {
+		size_t cap = sl->capclaims ? sl->capclaims * 2 : 64;
+		struct store_ref *q = realloc(sl->claims, cap * sizeof(*q));
+		if (!q) {
+			log_error("out of memory tracking claims of worker slot=%u; item id=%llu "
+				  "will come back after its lease", sl->idx, (unsigned long long)id);
+			return;
+		}
+		sl->claims = q;
+		sl->capclaims = cap;
+	}
+	sl->claims[sl->nclaims++] = (struct store_ref){ .id = id, .token = token };
+}
+
+static void claims_remove(struct slot *sl, uint64_t id, uint64_t token)
+{
+	for (size_t i = 0; i < sl->nclaims; i++) {
+		if (sl->claims[i].id == id && sl->claims[i].token == token) {
+			sl->claims[i] = sl->claims[--sl->nclaims];
+			return;
+		}
+	}
+}
+
+/* Releasing the rows of a dead worker: a job that must not be lost (retried until done). */
+struct release_job {
+	struct dbq_job j;
+	struct pool *p;
+	struct store_ref *refs;
+	size_t n;
+};
+
+static int release_run(struct dbq_job *j, struct store *st, char *err, size_t errlen)
+{
+	struct release_job *rj = container_of(j, struct release_job, j);
+
+	return store_release(st, rj->refs, rj->n, true, "its worker died while running it", err,
+			     errlen);
+}
+
+static void on_released(struct dbq_job *j)
+{
+	struct release_job *rj = container_of(j, struct release_job, j);
+	struct pool *p = rj->p;
+
+	if (j->rc >= 0)
+		log_info("released %d of %zu claims of a dead worker (the rest had finished)", j->rc,
+			 rj->n);
+	else
+		log_warn("gave up releasing %zu claims of a dead worker: %s; they come back when "
+			 "their lease expires", rj->n, j->err);
+	if (j->rc > 0)
+		pool_wake_one(p);
+	free(rj->refs);
+	free(rj);
+	p->o.on_change(p->o.data);
+}
+
+static void release_claims(struct slot *sl)
+{
+	struct release_job *rj;
+
+	if (sl->nclaims == 0)
+		return;
+	rj = calloc(1, sizeof(*rj));
+	if (!rj) {
+		log_error("out of memory: %zu claims of worker slot=%u come back after their lease",
+			  sl->nclaims, sl->idx);
+		sl->nclaims = 0;
+		return;
+	}
+	rj->j.run = release_run;
+	rj->j.done = on_released;
+	rj->j.must_finish = true;
+	rj->p = sl->pool;
+	rj->refs = sl->claims;
+	rj->n = sl->nclaims;
+	sl->claims = NULL;
+	sl->nclaims = sl->capclaims = 0;
+	dbq_push(sl->pool->o.dbq, &rj->j);
+}
+
+/* ---- messages from workers ---- */
+
+static void send_to(struct slot *sl, struct proto_msg *m)
+{
+	int r;
+
+	if (!sl->chan)
+		return;
+	r = chan_send(sl->chan, m);
+	if (r < 0 && r != -ENOBUFS)
+		log_warn("cannot send %s to worker slot=%u pid=%d: %s", proto_type_name(m->type),
+			 sl->idx, (int)sl->pid, strerror(-r));
+}
+
+static void on_items(struct slot *sl, const struct proto_msg *m)
+{
+	struct pool *p = sl->pool;
+	size_t n = m->u.items.n;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct proto_item *it = &m->u.items.items[i];
+		if (m->type == PROTO_CLAIMED) {
+			claims_add(sl, it->id, it->token);
+			continue;
+		}
+		claims_remove(sl, it->id, it->token);
+		if (it->outcome == PROTO_OUT_DONE)
+			sl->done++;
+		else if (it->outcome == PROTO_OUT_RETRY || it->outcome == PROTO_OUT_DEAD)
+			sl->failed++;
+	}
+	/* CLAIMED answers a permit. A no-op worker runs its batch at once and wants the next
+	 * one: it keeps the permit. Handing it to a sleeping worker costs a wake-up and a cold
+	 * connection per claim (8 workers did 0.87-0.89x the claims/s of 2; kept, the same).
+	 * The others' finished items do not wait for a permit (see the worker's flush timer). */
+	if (m->type == PROTO_CLAIMED)
+		permits_claimed(&p->permits, sl->idx, &m->u.items.cursor, n,
+				n > 0 && p->o.inline_handler);
+}
+
+static void on_state(struct slot *sl, const struct proto_msg *m)
+{
+	if (sl->health != SLOT_UP)
+		return;  /* unresponsive: our verdict stands until it is gone */
+	if (m->u.state.item_id != sl->item)
+		sl->item_since = now_ms(sl->pool);
+	sl->item = m->u.state.item_id;
+	sl->handler_pid = (pid_t)m->u.state.handler_pid;
+	if (m->u.state.state == PROTO_W_DB_DOWN && sl->wstate != PROTO_W_DB_DOWN)
+		log_warn("worker slot=%u pid=%d reports the database down", sl->idx, (int)sl->pid);
+	sl->wstate = m->u.state.state;
+}
+
+static void slot_on_msg(void *data, const struct proto_msg *m)
+{
+	struct slot *sl = data;
+
+	switch (m->type) {
+	case PROTO_HELLO:
+		log_debug("worker slot=%u pid=%u says hello", sl->idx, m->u.hello.pid);
+		break;
+	case PROTO_STATE:
+		on_state(sl, m);
+		break;
+	case PROTO_CLAIMED:
+	case PROTO_FINISHED:
+		on_items(sl, m);
+		break;
+	case PROTO_WANT:
+		permits_want(&sl->pool->permits, sl->idx);
+		break;
+	default:
+		log_warn("worker slot=%u pid=%d sent an unexpected %s message, ignored", sl->idx,
+			 (int)sl->pid, proto_type_name(m->type));
+	}
+}
+
+static void slot_on_ack(void *data, uint8_t type, double rtt_ms)
+{
+	struct slot *sl = data;
+
+	if (type != PROTO_PING)
+		return;
+	sl->rtt_ms = rtt_ms;
+	sl->rtt_valid = true;
+	sl->last_ack = now_ms(sl->pool);
+}
+
+static void slot_on_close(void *data, int reason)
+{
+	struct slot *sl = data;
+
+	sl->chan = NULL;
+	if (reason == -EBADMSG || reason == -EMSGSIZE || reason == -EPROTONOSUPPORT) {
+		log_error("worker slot=%u pid=%d broke the protocol (%s); killing it", sl->idx,
+			  (int)sl->pid, strerror(-reason));
+		child_kill(sl->child);
+	}
+	/* EOF: the process is exiting; once it has, and this was its last word, it is gone. */
+	child_release(sl->child);
+}
+
+static const struct chan_ops slot_chan_ops = {
+	.on_msg = slot_on_msg,
+	.on_ack = slot_on_ack,
+	.on_close = slot_on_close,
+};
+
+/* ---- claim permits: what permits.c asks of the slots ---- */
+
+static bool can_take(void *data, unsigned i)
+{
+	const struct slot *sl = &((struct pool *)data)->slots[i];
+
+	return sl->health == SLOT_UP && sl->chan;
+}
+
+static bool is_idle(void *data, unsigned i)
+{
+	const struct slot *sl = &((struct pool *)data)->slots[i];
+
+	return can_take(data, i) && sl->wstate == PROTO_W_IDLE;
+}
+
+static void grant(void *data, unsigned i, const struct place *cursor)
+{
+	struct slot *sl = &((struct pool *)data)->slots[i];
+	struct proto_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_WAKE;
+	m.u.wake.cursor = *cursor;
+	send_to(sl, &m);
+}
+
+static uint64_t permits_now(void *data)
+{
+	return now_ms(data);
+}
+
+static const struct permits_ops permit_ops = {
+	.can_take = can_take, .idle = is_idle, .grant = grant, .now_ms = permits_now,
+};
+
+void pool_wake_one(struct pool *p)
+{
+	permits_wake_one(&p->permits, -1);
+}
+
+bool pool_wants_poll(const struct pool *p)
+{
+	/* With every permit out, finding work would wake nobody: the workers holding them are
+	 * claiming already, and one gives its permit back when a claim finds nothing. */
+	if (p->stopping || permits_all_out(&p->permits))
+		return false;
+	for (unsigned i = 0; i < p->cfg->workers; i++)
+		if (is_idle((void *)(uintptr_t)p, i))
+			return true;
+	return false;
+}
+
+/* ---- process lifecycle ---- */
+
+static void on_respawn(uv_timer_t *t)
+{
+	struct slot *sl = t->data;
+
+	if (!sl->pool->stopping)
+		spawn(sl);
+}
+
+/* Waited for: log how it ended, and take down what its handler left if it died. */
+static void on_worker_exit(struct child *c)
+{
+	struct slot *sl = child_data(c);
+	struct pool *p = sl->pool;
+	int status = child_status(c);
+	bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	char how[64];
+
+	proc_describe_status(status, how, sizeof(how));
+	if (failed || !p->stopping)
+		log_warn("worker slot=%u pid=%d ended after %llu ms: %s", sl->idx, (int)sl->pid,
+			 (unsigned long long)(now_ms(p) - sl->started), how);
+	else
+		log_info("worker slot=%u pid=%d stopped", sl->idx, (int)sl->pid);
+	/* A handler outlives a killed worker only by the children it started itself (the
+	 * handler gets SIGKILL with its parent): take its whole process group down. */
+	if (sl->handler_pid > 0 && failed)
+		proc_kill_group(sl->handler_pid, SIGKILL);
+	sl->handler_pid = 0;
+	sl->exited_at = now_ms(p);
+	slot_set(sl, SLOT_EXITED);
+}
+
+/* Exited and its channel drained: release what it still held, then replace it. */
+static void on_worker_gone(struct child *c)
+{
+	struct slot *sl = child_data(c);
+	struct pool *p = sl->pool;
+	uint64_t lived = sl->exited_at - sl->started;
+	unsigned delay = 0;
+
+	if (sl->chan) {
+		chan_close(sl->chan);
+		sl->chan = NULL;
+	}
+	child_free(sl->child);
+	sl->child = NULL;
+	slot_set(sl, SLOT_DOWN);
+	sl->item = 0;
+	sl->pid = 0;
+	permits_drop(&p->permits, sl->idx);
+	release_claims(sl);
+	if (p->stopping) {
+		p->o.on_change(p->o.data);
+		return;
+	}
+	sl->quick_deaths = lived < QUICK_DEATH_MS ? sl->quick_deaths + 1 : 0;
+	if (sl->quick_deaths > 1) {
+		delay = backoff_nth(RESPAWN_MIN_MS, RESPAWN_MAX_MS, sl->quick_deaths - 2);
+		log_warn("worker slot=%u keeps dying (%u times in a row, each within %d s); "
+			 "restarting it in %u ms", sl->idx, sl->quick_deaths, QUICK_DEATH_MS / 1000,
+			 delay);
+	}
+	sl->restarts++;
+	uv_timer_start(&sl->respawn_timer, on_respawn, delay, 0);
+}
+
+/* A child of ours nobody watches: the fork server, or what a dead worker's handler left
+ * behind (we are a subreaper). */
+static void on_other(void *data, pid_t pid, int status)
+{
+	struct pool *p = data;
+	char how[64];
+
+	proc_describe_status(status, how, sizeof(how));
+	if (pid == p->forker.pid) {
+		log_warn("the fork server pid=%d exited (%s); starting another with the next worker",
+			 (int)pid, how);
+		proc_forker_lost(&p->forker);
+	} else {
+		log_debug("reaped pid=%d (%s), an orphan of a worker", (int)pid, how);
+	}
+}
+
+static int start_forker(struct pool *p)
+{
+	char ppid_s[16], fd_s[] = "3";
+	char **args = calloc((size_t)p->o.argc + 6, sizeof(char *));
+	int n = 0, r;
+
+	if (!args)
+		return -ENOMEM;
+	snprintf(ppid_s, sizeof(ppid_s), "%d", (int)getpid());
+	args[n++] = p->exe;
+	for (int i = 1; i < p->o.argc; i++)
+		args[n++] = p->o.argv[i];
+	args[n++] = "--fork-server-fd";
+	args[n++] = fd_s;
+	args[n++] = "--parent-pid";
+	args[n++] = ppid_s;
+	args[n] = NULL;
+	r = proc_forker_start(&p->forker, args);
+	free(args);
+	if (r == 0)
+		log_debug("fork server pid=%d started", (int)p->forker.pid);
+	return r;
+}
+
+/* The worker's process from the fork server; its end of a new socketpair goes with it. */
+static int fork_worker(struct slot *sl, uv_os_sock_t fds[2], pid_t *ret_pid)
+{
+	struct pool *p = sl->pool;
+	int r;
+
+	r = uv_socketpair(SOCK_STREAM, 0, fds, 0, 0);
+	if (r < 0)
+		return r;
+	if (p->forker.pid <= 0 && (r = start_forker(p)) < 0) {
+		log_error("cannot start the fork server: %s", strerror(-r));
+		return r;
+	}
+	r = proc_forker_fork(&p->forker, (int)sl->idx, fds[1], FORK_TIMEOUT_MS, ret_pid);
+	uv_update_time(p->o.loop);  /* it blocked: up to FORK_TIMEOUT_MS when the server hangs */
+	close(fds[1]);
+	fds[1] = -1;
+	return r;
+}
+
+static void spawn(struct slot *sl)
+{
+	struct pool *p = sl->pool;
+	struct child_opts opts = { .stderr_fd = -1, .settle_ms = DRAIN_MS, .data = sl,
+				   .on_exit = on_worker_exit, .on_gone = on_worker_gone };
+	uv_os_sock_t fds[2] = { -1, -1 };
+	pid_t pid = 0;
+	int r;
+
+	r = fork_worker(sl, fds, &pid);
+	if (r == 0 && (r = child_new(p->reaper, pid, &opts, &sl->child)) < 0)
+		proc_kill(pid, SIGKILL);  /* unwatched: the reaper takes it as an orphan */
+	if (r < 0) {
+		for (int i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		log_error("cannot start worker slot=%u: %s; trying again in %d ms", sl->idx,
+			  strerror(-r), RESPAWN_MAX_MS / 10);
+		if (!p->stopping)
+			uv_timer_start(&sl->respawn_timer, on_respawn, RESPAWN_MAX_MS / 10, 0);
+		return;
+	}
+	sl->pid = pid;
+	sl->started = now_ms(p);
+	sl->wstate = PROTO_W_STARTING;
+	sl->rtt_valid = false;
+	sl->last_ack = 0;
+	sl->item = 0;
+	slot_set(sl, SLOT_UP);
+	r = chan_open(p->o.loop, fds[0], &slot_chan_ops, sl, &sl->chan);
+	if (r < 0) {
+		log_error("worker slot=%u pid=%d: cannot open its channel: %s; killing it", sl->idx,
+			  (int)sl->pid, uv_strerror(r));
+		child_kill(sl->child);
+		return;
+	}
+	child_hold(sl->child);  /* its last reports are read before it is gone */
+	log_info("worker slot=%u pid=%d started", sl->idx, (int)sl->pid);
+}
+
+/* ---- heartbeat and hang detection ---- */
+
+static void check_slot(struct slot *sl)
+{
+	struct pool *p = sl->pool;
+	const struct config *cfg = p->cfg;
+	uint64_t now = now_ms(p), overdue = chan_oldest_pending_ms(sl->chan);
+	struct proto_msg m;
+
+	if (sl->health != SLOT_UP)
+		return;
+	if (overdue > cfg->hang_ms || chan_pending(sl->chan) >= CHAN_MAX_PENDING ||
+	    (!sl->chan && now - sl->started > cfg->hang_ms)) {
+		log_warn("worker slot=%u pid=%d unresponsive: no answer for %llu ms (limit %u ms); "
+			 "SIGTERM, then SIGKILL in %u ms", sl->idx, (int)sl->pid,
+			 (unsigned long long)overdue, cfg->hang_ms, cfg->kill_grace_ms);
+		slot_set(sl, SLOT_UNRESPONSIVE);
+		child_stop(sl->child, cfg->kill_grace_ms);
+		return;
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_PING;
+	m.u.ping.sent_ms = now;
+	send_to(sl, &m);
+}
+
+static void on_heartbeat(uv_timer_t *t)
+{
+	struct pool *p = t->data;
+
+	for (unsigned i = 0; i < p->cfg->workers; i++)
+		check_slot(&p->slots[i]);
+}
+
+/* ---- the pool ---- */
+
+int pool_new(const struct pool_opts *o, struct pool **ret)
+{
+	struct pool *p = calloc(1, sizeof(*p));
+	size_t len = sizeof(p->exe);
+	int r = -ENOMEM;
+
+	if (!p)
+		return r;
+	p->o = *o;
+	p->cfg = o->cfg;
+	p->forker.fd = -1;
+	gethostname(p->host, sizeof(p->host) - 1);
+	uv_timer_init(o->loop, &p->hb_timer);
+	p->hb_timer.data = p;
+	p->open_handles = 1;
+	p->slots = calloc(p->cfg->workers, sizeof(*p->slots));
+	for (unsigned i = 0; p->slots && i < p->cfg->workers; i++) {
+		struct slot *sl = &p->slots[i];
+		sl->pool = p;
+		sl->idx = i;
+		sl->health = SLOT_DOWN;
+		uv_timer_init(o->loop, &sl->respawn_timer);
+		sl->respawn_timer.data = sl;
+		p->open_handles++;
+	}
+	if (!p->slots || permits_init(&p->permits, p->cfg->workers, p->cfg->claimers,
+				      &permit_ops, p) < 0)
+		goto fail;
+	r = uv_exepath(p->exe, &len);
+	if (r < 0) {
+		log_error("cannot find my own executable: %s", uv_strerror(r));
+		goto fail;
+	}
+	/* Workers come from the fork server and are re-parented to us: we wait for them. */
+	r = proc_become_subreaper();
+	if (r < 0) {
+		log_error("cannot become a subreaper: %s", strerror(-r));
+		goto fail;
+	}
+	r = child_reaper_new(o->loop, true, on_other, p, &p->reaper);
+	if (r < 0) {
+		log_error("cannot watch for SIGCHLD: %s", uv_strerror(r));
+		goto fail;
+	}
+	r = start_forker(p);
+	if (r < 0) {
+		log_error("cannot start the fork server: %s", strerror(-r));
+		goto fail;
+	}
+	*ret = p;
+	return 0;
+fail:
+	pool_free(p);
+	return r;
+}
+
+void pool_start(struct pool *p)
+{
+	for (unsigned i = 0; i < p->cfg->workers; i++)
+		spawn(&p->slots[i]);
+	uv_timer_start(&p->hb_timer, on_heartbeat, p->cfg->heartbeat_ms, p->cfg->heartbeat_ms);
+}
+
+void pool_stop(struct pool *p, unsigned grace_ms)
+{
+	struct proto_msg m;
+
+	p->stopping = true;
+	permits_stop(&p->permits);
+	for (unsigned i = 0; i < p->cfg->workers; i++) {
+		struct slot *sl = &p->slots[i];
+		uv_timer_stop(&sl->respawn_timer);
+		if (sl->health == SLOT_DOWN)
+			continue;
+		memset(&m, 0, sizeof(m));
+		m.type = PROTO_STOP;
+		m.u.stop.grace_ms = grace_ms;
+		send_to(sl, &m);
+	}
+}
+
+void pool_kill(struct pool *p)
+{
+	for (unsigned i = 0; i < p->cfg->workers; i++) {
+		struct slot *sl = &p->slots[i];
+		if (sl->health == SLOT_UP || sl->health == SLOT_UNRESPONSIVE) {
+			log_warn("worker slot=%u pid=%d did not stop in time; SIGKILL", sl->idx,
+				 (int)sl->pid);
+			child_kill(sl->child);
+		}
+	}
+}
+
+bool pool_empty(const struct pool *p)
+{
+	for (unsigned i = 0; i < p->cfg->workers; i++)
+		if (p->slots[i].health != SLOT_DOWN)
+			return false;
+	return true;
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	struct pool *p = h->data;
+
+	if (--p->open_handles > 0)
+		return;
+	free(p->slots);
+	free(p);
+}
+
+static void close_handle(struct pool *p, uv_handle_t *h)
+{
+	h->data = p;
+	uv_close(h, on_handle_closed);
+}
+
+void pool_free(struct pool *p)
+{
+	if (!p)
+		return;
+	for (unsigned i = 0; p->slots && i < p->cfg->workers; i++) {
+		struct slot *sl = &p->slots[i];
+		if (sl->chan)
+			chan_close(sl->chan);
+		child_free(sl->child);
+		free(sl->claims);
+		close_handle(p, (uv_handle_t *)&sl->respawn_timer);
+	}
+	child_reaper_free(p->reaper);
+	proc_forker_stop(&p->forker);
+	permits_fini(&p->permits);
+	/* Freed when its timers are closed. */
+	close_handle(p, (uv_handle_t *)&p->hb_timer);
+}
+
+struct status_worker *pool_snapshot(const struct pool *p, struct status *st)
+{
+	struct status_worker *ws = calloc(p->cfg->workers, sizeof(*ws));
+	uint64_t now = now_ms(p);
+
+	st->fork_server_pid = (int)p->forker.pid;
+	st->host = p->host;
+	st->workers = ws;
+	st->nworkers = ws ? p->cfg->workers : 0;
+	for (unsigned i = 0; ws && i < p->cfg->workers; i++) {
+		const struct slot *sl = &p->slots[i];
+		ws[i] = (struct status_worker){
+			.slot = (int)sl->idx, .pid = (int)sl->pid, .state = slot_state_name(sl),
+			.item = sl->item, .item_ms = now - sl->item_since, .claims = sl->nclaims,
+			.done = sl->done, .failed = sl->failed, .restarts = sl->restarts,
+			.rtt_valid = sl->rtt_valid, .rtt_ms = sl->rtt_ms,
+			.heartbeat_age_ms = now - sl->last_ack,
+		};
+	}
+	return ws;
+}

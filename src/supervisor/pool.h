@@ -1,0 +1,69 @@
+/* pool — the supervisor's worker slots: starting each worker from the fork server, the
+ * worker's health (a state machine of its own, beside what the worker reports on the wire),
+ * heartbeats and hang detection, replacing the dead (with back-off when one keeps dying), the
+ * rows each worker holds (released through the database queue when it dies), the messages
+ * workers send, and the claim permits they get. Logs every start, exit and verdict. */
+#ifndef CLAIMD_POOL_H
+#define CLAIMD_POOL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "common/config.h"
+#include "supervisor/dbq.h"
+#include "supervisor/status.h"
+
+/* A slot's health: what the supervisor knows of its process, whatever the worker says. */
+enum slot_health {
+	SLOT_DOWN,          /* no process: waiting to be started (or for its back-off) */
+	SLOT_UP,            /* running; what it does is its wire state (enum proto_wstate) */
+	SLOT_UNRESPONSIVE,  /* its heartbeat answer is overdue: SIGTERM sent, SIGKILL after the
+			     * kill grace; what it reports no longer counts */
+	SLOT_EXITED,        /* its process has ended; its last reports are being read */
+};
+
+struct pool_opts {
+	uv_loop_t *loop;
+	const struct config *cfg;
+	struct dbq *dbq;          /* for releasing the rows of dead workers */
+	int argc;                 /* the supervisor's command line, for the fork server */
+	char **argv;
+	bool inline_handler;      /* --handler noop: a worker's batch takes no time */
+	/* A worker is gone for good while stopping (or its rows were released): whether the
+	 * supervisor can exit is worth asking again. */
+	void (*on_change)(void *data);
+	void *data;
+};
+
+struct pool;
+
+/* Becomes a subreaper and starts the fork server; no worker yet. Returns 0 or -errno
+ * (logged). */
+int pool_new(const struct pool_opts *o, struct pool **ret);
+/* After pool_stop and once every slot is down. Accepts NULL. */
+void pool_free(struct pool *p);
+
+/* Start every worker and the heartbeat. */
+void pool_start(struct pool *p);
+
+/* There is work: a claim permit to a waiting or an idle worker, if one is free. */
+void pool_wake_one(struct pool *p);
+
+/* Whether an idle poll could wake anybody: an idle worker, and a permit free. */
+bool pool_wants_poll(const struct pool *p);
+
+/* Stop: no more permits or restarts; every worker is told to finish within grace_ms. */
+void pool_stop(struct pool *p, unsigned grace_ms);
+
+/* SIGKILL every worker process still there (the grace is over). */
+void pool_kill(struct pool *p);
+
+/* Whether every slot is down (no worker process, nothing left to release from one). */
+bool pool_empty(const struct pool *p);
+
+/* The slots as they are now, into st's workers (malloc'd, returned for the caller to free;
+ * NULL when out of memory) and fork_server_pid. */
+struct status_worker *pool_snapshot(const struct pool *p, struct status *st);
+
+#endif
