@@ -23,12 +23,13 @@
 #include "common/proc.h"
 #include "common/proto.h"
 #include "store/store.h"
+#include "supervisor/forker.h"
+#include "supervisor/held.h"
 #include "supervisor/permits.h"
 
 #define QUICK_DEATH_MS 10000  /* a worker that dies sooner than this counts towards back-off */
 #define RESPAWN_MIN_MS 250
 #define RESPAWN_MAX_MS 30000
-#define FORK_TIMEOUT_MS 5000  /* the fork server answers in about a millisecond */
 #define DRAIN_MS 1000         /* after a worker's exit: how long its channel may take to EOF */
 
 struct pool;
@@ -49,18 +50,16 @@ struct slot {
 	bool rtt_valid;
 	uint64_t last_ack, started, exited_at;
 	uv_timer_t respawn_timer;
-	struct store_ref *claims;  /* the rows it reported claimed and not finished */
-	size_t nclaims, capclaims;
+	struct held held;        /* the rows it reported claimed and not finished */
 };
 
 struct pool {
 	struct pool_opts o;
 	const struct config *cfg;
-	char exe[PATH_MAX];
 	char host[64];
 	struct slot *slots;
 	struct permits permits;
-	struct proc_forker forker;  /* the fork server the workers come from */
+	struct forker forker;       /* the fork server the workers come from */
 	struct child_reaper *reaper;
 	uv_timer_t hb_timer;
 	int open_handles;           /* hb_timer and the respawn timers */
@@ -68,7 +67,6 @@ struct pool {
 };
 
 static void spawn(struct slot *sl);
-static void release_claims(struct slot *sl);
 
 static uint64_t now_ms(const struct pool *p)
 {
@@ -105,88 +103,13 @@ static const char *slot_state_name(const struct slot *sl)
 
 /* ---- the rows a worker holds ---- */
 
-static void claims_add(struct slot *sl, uint64_t id, uint64_t token)
+static void on_released(void *data, int rc)
 {
-	if (sl->nclaims == sl->capclaims) {
-		size_t cap = sl->capclaims ? sl->capclaims * 2 : 64;
-		struct store_ref *q = realloc(sl->claims, cap * sizeof(*q));
-		if (!q) {
-			log_error("out of memory tracking claims of worker slot=%u; item id=%llu "
-				  "will come back after its lease", sl->idx, (unsigned long long)id);
-			return;
-		}
-		sl->claims = q;
-		sl->capclaims = cap;
-	}
-	sl->claims[sl->nclaims++] = (struct store_ref){ .id = id, .token = token };
-}
+	struct pool *p = data;
 
-static void claims_remove(struct slot *sl, uint64_t id, uint64_t token)
-{
-	for (size_t i = 0; i < sl->nclaims; i++) {
-		if (sl->claims[i].id == id && sl->claims[i].token == token) {
-			sl->claims[i] = sl->claims[--sl->nclaims];
-			return;
-		}
-	}
-}
-
-/* Releasing the rows of a dead worker: a job that must not be lost (retried until done). */
-struct release_job {
-	struct dbq_job j;
-	struct pool *p;
-	struct store_ref *refs;
-	size_t n;
-};
-
-static int release_run(struct dbq_job *j, struct store *st, char *err, size_t errlen)
-{
-	struct release_job *rj = container_of(j, struct release_job, j);
-
-	return store_release(st, rj->refs, rj->n, true, "its worker died while running it", err,
-			     errlen);
-}
-
-static void on_released(struct dbq_job *j)
-{
-	struct release_job *rj = container_of(j, struct release_job, j);
-	struct pool *p = rj->p;
-
-	if (j->rc >= 0)
-		log_info("released %d of %zu claims of a dead worker (the rest had finished)", j->rc,
-			 rj->n);
-	else
-		log_warn("gave up releasing %zu claims of a dead worker: %s; they come back when "
-			 "their lease expires", rj->n, j->err);
-	if (j->rc > 0)
+	if (rc > 0)
 		pool_wake_one(p);
-	free(rj->refs);
-	free(rj);
 	p->o.on_change(p->o.data);
-}
-
-static void release_claims(struct slot *sl)
-{
-	struct release_job *rj;
-
-	if (sl->nclaims == 0)
-		return;
-	rj = calloc(1, sizeof(*rj));
-	if (!rj) {
-		log_error("out of memory: %zu claims of worker slot=%u come back after their lease",
-			  sl->nclaims, sl->idx);
-		sl->nclaims = 0;
-		return;
-	}
-	rj->j.run = release_run;
-	rj->j.done = on_released;
-	rj->j.must_finish = true;
-	rj->p = sl->pool;
-	rj->refs = sl->claims;
-	rj->n = sl->nclaims;
-	sl->claims = NULL;
-	sl->nclaims = sl->capclaims = 0;
-	dbq_push(sl->pool->o.dbq, &rj->j);
 }
 
 /* ---- messages from workers ---- */
@@ -211,10 +134,10 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 	for (size_t i = 0; i < n; i++) {
 		const struct proto_item *it = &m->u.items.items[i];
 		if (m->type == PROTO_CLAIMED) {
-			claims_add(sl, it->id, it->token);
+			held_add(&sl->held, it->id, it->token);
 			continue;
 		}
-		claims_remove(sl, it->id, it->token);
+		held_remove(&sl->held, it->id, it->token);
 		if (it->outcome == PROTO_OUT_DONE)
 			sl->done++;
 		else if (it->outcome == PROTO_OUT_RETRY || it->outcome == PROTO_OUT_DEAD)
@@ -402,7 +325,7 @@ static void on_worker_gone(struct child *c)
 	sl->item = 0;
 	sl->pid = 0;
 	permits_drop(&p->permits, sl->idx);
-	release_claims(sl);
+	held_release(&sl->held, p->o.dbq, on_released, p);
 	if (p->stopping) {
 		p->o.on_change(p->o.data);
 		return;
@@ -425,38 +348,10 @@ static void on_other(void *data, pid_t pid, int status)
 	struct pool *p = data;
 	char how[64];
 
+	if (forker_exited(&p->forker, pid, status))
+		return;
 	proc_describe_status(status, how, sizeof(how));
-	if (pid == p->forker.pid) {
-		log_warn("the fork server pid=%d exited (%s); starting another with the next worker",
-			 (int)pid, how);
-		proc_forker_lost(&p->forker);
-	} else {
-		log_debug("reaped pid=%d (%s), an orphan of a worker", (int)pid, how);
-	}
-}
-
-static int start_forker(struct pool *p)
-{
-	char ppid_s[16], fd_s[] = "3";
-	char **args = calloc((size_t)p->o.argc + 6, sizeof(char *));
-	int n = 0, r;
-
-	if (!args)
-		return -ENOMEM;
-	snprintf(ppid_s, sizeof(ppid_s), "%d", (int)getpid());
-	args[n++] = p->exe;
-	for (int i = 1; i < p->o.argc; i++)
-		args[n++] = p->o.argv[i];
-	args[n++] = "--fork-server-fd";
-	args[n++] = fd_s;
-	args[n++] = "--parent-pid";
-	args[n++] = ppid_s;
-	args[n] = NULL;
-	r = proc_forker_start(&p->forker, args);
-	free(args);
-	if (r == 0)
-		log_debug("fork server pid=%d started", (int)p->forker.pid);
-	return r;
+	log_debug("reaped pid=%d (%s), an orphan of a worker", (int)pid, how);
 }
 
 /* The worker's process from the fork server; its end of a new socketpair goes with it. */
@@ -468,11 +363,7 @@ static int fork_worker(struct slot *sl, uv_os_sock_t fds[2], pid_t *ret_pid)
 	r = uv_socketpair(SOCK_STREAM, 0, fds, 0, 0);
 	if (r < 0)
 		return r;
-	if (p->forker.pid <= 0 && (r = start_forker(p)) < 0) {
-		log_error("cannot start the fork server: %s", strerror(-r));
-		return r;
-	}
-	r = proc_forker_fork(&p->forker, (int)sl->idx, fds[1], FORK_TIMEOUT_MS, ret_pid);
+	r = forker_fork(&p->forker, sl->idx, fds[1], ret_pid);
 	uv_update_time(p->o.loop);  /* it blocked: up to FORK_TIMEOUT_MS when the server hangs */
 	close(fds[1]);
 	fds[1] = -1;
@@ -558,14 +449,13 @@ static void on_heartbeat(uv_timer_t *t)
 int pool_new(const struct pool_opts *o, struct pool **ret)
 {
 	struct pool *p = calloc(1, sizeof(*p));
-	size_t len = sizeof(p->exe);
 	int r = -ENOMEM;
 
 	if (!p)
 		return r;
 	p->o = *o;
 	p->cfg = o->cfg;
-	p->forker.fd = -1;
+	p->forker.pf.fd = -1;
 	gethostname(p->host, sizeof(p->host) - 1);
 	uv_timer_init(o->loop, &p->hb_timer);
 	p->hb_timer.data = p;
@@ -583,11 +473,6 @@ int pool_new(const struct pool_opts *o, struct pool **ret)
 	if (!p->slots || permits_init(&p->permits, p->cfg->workers, p->cfg->claimers,
 				      &permit_ops, p) < 0)
 		goto fail;
-	r = uv_exepath(p->exe, &len);
-	if (r < 0) {
-		log_error("cannot find my own executable: %s", uv_strerror(r));
-		goto fail;
-	}
 	/* Workers come from the fork server and are re-parented to us: we wait for them. */
 	r = proc_become_subreaper();
 	if (r < 0) {
@@ -599,11 +484,9 @@ int pool_new(const struct pool_opts *o, struct pool **ret)
 		log_error("cannot watch for SIGCHLD: %s", uv_strerror(r));
 		goto fail;
 	}
-	r = start_forker(p);
-	if (r < 0) {
-		log_error("cannot start the fork server: %s", strerror(-r));
+	r = forker_start(&p->forker, o->argc, o->argv);
+	if (r < 0)
 		goto fail;
-	}
 	*ret = p;
 	return 0;
 fail:
@@ -681,11 +564,11 @@ void pool_free(struct pool *p)
 		if (sl->chan)
 			chan_close(sl->chan);
 		child_free(sl->child);
-		free(sl->claims);
+		held_free(&sl->held);
 		close_handle(p, (uv_handle_t *)&sl->respawn_timer);
 	}
 	child_reaper_free(p->reaper);
-	proc_forker_stop(&p->forker);
+	forker_stop(&p->forker);
 	permits_fini(&p->permits);
 	/* Freed when its timers are closed. */
 	close_handle(p, (uv_handle_t *)&p->hb_timer);
@@ -696,7 +579,7 @@ struct status_worker *pool_snapshot(const struct pool *p, struct status *st)
 	struct status_worker *ws = calloc(p->cfg->workers, sizeof(*ws));
 	uint64_t now = now_ms(p);
 
-	st->fork_server_pid = (int)p->forker.pid;
+	st->fork_server_pid = (int)forker_pid(&p->forker);
 	st->host = p->host;
 	st->workers = ws;
 	st->nworkers = ws ? p->cfg->workers : 0;
@@ -704,7 +587,7 @@ struct status_worker *pool_snapshot(const struct pool *p, struct status *st)
 		const struct slot *sl = &p->slots[i];
 		ws[i] = (struct status_worker){
 			.slot = (int)sl->idx, .pid = (int)sl->pid, .state = slot_state_name(sl),
-			.item = sl->item, .item_ms = now - sl->item_since, .claims = sl->nclaims,
+			.item = sl->item, .item_ms = now - sl->item_since, .claims = sl->held.n,
 			.done = sl->done, .failed = sl->failed, .restarts = sl->restarts,
 			.rtt_valid = sl->rtt_valid, .rtt_ms = sl->rtt_ms,
 			.heartbeat_age_ms = now - sl->last_ack,

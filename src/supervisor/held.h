@@ -1,0 +1,29 @@
+/* held — the rows one worker reported claimed (CLAIMED) and not yet finished (FINISHED): what
+ * the supervisor releases, fenced, when that worker dies, so they run again at once instead of
+ * after their lease. Logs what it released. */
+#ifndef CLAIMD_HELD_H
+#define CLAIMD_HELD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+#include "supervisor/dbq.h"
+
+struct held {
+	struct store_ref *refs;
+	size_t n, cap;
+};
+
+/* Out of memory: the row is not tracked (logged; it comes back after its lease). */
+void held_add(struct held *h, uint64_t id, uint64_t token);
+void held_remove(struct held *h, uint64_t id, uint64_t token);
+
+/* Release every row in h (h is empty after): a database job that must not be lost. done(data,
+ * rc) follows on the loop, rc the rows released (< 0: given up). Nothing to release: nothing
+ * is done and done is not called. */
+void held_release(struct held *h, struct dbq *dbq, void (*done)(void *data, int rc), void *data);
+
+void held_free(struct held *h);
+
+#endif
