@@ -9,7 +9,21 @@ import time
 import harness
 from harness import check, check_eq, wait_for
 
-INTERVAL = 0.1
+# 200 ms: the scheduling delays of a loaded 2-core machine (a start logged 20-30 ms late now
+# and then, here) stay a small part of it.
+INTERVAL = 0.2
+
+
+def _warm_up(db, h, workers):
+    """Rows with no limit until every worker's co-process has run one: a pipe: co-process
+    starts with its worker's first row, and an interpreter's start-up (tens of ms) would lie
+    between that row's slot and its logged start. Returns the largest warm-up row id."""
+    for _ in range(10):
+        ids = db.insert_items(4 * workers)
+        wait_for(db.states, 20, 'warm-up rows done', until=lambda s: s['done'] == ids[-1])
+        if len({e.pid for e in h.starts()}) >= workers:
+            return ids[-1]
+    harness.fail(f'co-processes that ran a warm-up row: {len({e.pid for e in h.starts()})}')
 
 
 def _check_rate(times, what):
@@ -19,11 +33,15 @@ def _check_rate(times, what):
           f'{what}: {rate:.2f} starts/s, want {1 / INTERVAL:.0f} within 5%')
     # Start slots are exactly INTERVAL apart (one UPDATE each on the queue's row); what the
     # handler logs adds the scheduling delay of two processes on a loaded 2-core machine, so
-    # a late start can sit closer to the next one. Without the shared slots, starts of the
-    # four workers would bunch (gaps near 0) and the rate would be four times as high. (One
-    # gap in 20 under 80 ms failed a CI run once: a tenth is allowed.)
-    close = [g for g in gaps if g < 0.8 * INTERVAL]
-    check(len(close) <= 0.1 * len(gaps), f'{what}: {len(close)} of {len(gaps)} gaps under 80 ms')
+    # a start logged late sits closer to the next one, but the two gaps around it still add
+    # up to two intervals. Two starts sharing a slot (no shared limit) make a gap near 0
+    # beside one near INTERVAL: a pair under 1.6 intervals. (Judged by single gaps at 100 ms,
+    # with the co-processes' first starts counted, one run in three to five failed here.)
+    pairs = [a + b for a, b in zip(gaps, gaps[1:])]
+    short = [i for i, p in enumerate(pairs) if p < 1.6 * INTERVAL]
+    around = [round(g * 1000) for g in gaps[max(0, short[0] - 3):short[0] + 5]] if short else []
+    check(not short, f'{what}: {len(short)} of {len(pairs)} pairs of gaps under '
+          f'{1.6 * INTERVAL * 1000:.0f} ms; gaps (ms) around the first: {around}')
     check(min(gaps) >= 0.3 * INTERVAL, f'{what}: starts {min(gaps) * 1000:.0f} ms apart')
     med = statistics.median(gaps)
     check(abs(med - INTERVAL) <= 0.05 * INTERVAL, f'{what}: median gap {med * 1000:.1f} ms')
@@ -35,19 +53,21 @@ def it_starts_are_spaced_across_supervisors_and_survive_losing_one(t):
     sups = [t.claimd(db, '--workers', '2', '--handler', spec, name=f'claimd{i}') for i in (1, 2)]
     for c in sups:
         c.wait_ready()
+    warm = _warm_up(db, h, 4)
     r = sups[0].ctl('limit', 'default', '--interval', str(int(INTERVAL * 1000)))
-    check_eq((r.returncode, r.stdout.strip()), (0, 'queue default min_interval_ms 100'),
+    check_eq((r.returncode, r.stdout.strip()), (0, 'queue default min_interval_ms 200'),
              'claimctl limit')
     db.insert_items(100)
-    wait_for(lambda: len(h.starts()), 20, '40 starts', until=lambda n: n >= 40)
-    pids = {e.pid for e in h.starts()}
+    limited = lambda: [e for e in h.starts() if e.id > warm]
+    wait_for(lambda: len(limited()), 20, '30 starts', until=lambda n: n >= 30)
+    before = limited()
+    pids = {e.pid for e in before}
     check(len(pids) >= 3, f'co-processes that started items: {len(pids)} (both supervisors)')
-    before = [e.time for e in h.starts()]
     sups[0].send(signal.SIGKILL)
-    killed_at = before[-1]
-    wait_for(lambda: len(h.starts()), 20, '40 more starts', until=lambda n: n >= len(before) + 40)
-    after = [e.time for e in h.starts() if e.time > killed_at + 2.0]
-    _check_rate(sorted(before), 'two supervisors')
+    killed_at = max(e.time for e in before)
+    wait_for(lambda: len(limited()), 20, '30 more starts', until=lambda n: n >= len(before) + 30)
+    after = [e.time for e in limited() if e.time > killed_at + 2.0]
+    _check_rate(sorted(e.time for e in before), 'two supervisors')
     _check_rate(sorted(after), 'after one was killed')
     check_eq(sups[1].stop(), 0, 'surviving claimd exit code after SIGTERM')
 
