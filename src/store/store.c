@@ -207,6 +207,7 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	it->token++;
 	it->attempt = (uint32_t)attempts + 1;
 	it->max_attempts = (uint32_t)max_attempts;
+	it->spent = attempts >= max_attempts;
 	snprintf(it->queue, sizeof(it->queue), "%s", queue);
 	memcpy(pos->visible_at, row[5], lens[5] + 1);
 	pos->id = it->id;

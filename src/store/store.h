@@ -44,6 +44,8 @@ struct store_item {
 	uint64_t token;          /* the fencing token written by this claim */
 	uint32_t attempt;        /* 1 for the first run */
 	uint32_t max_attempts;
+	bool spent;              /* claimed again after its last attempt, whose worker vanished
+				  * (the lease ran out): it is not to run; store_fail makes it dead */
 	char queue[STORE_QUEUE_MAX + 1];
 	unsigned char *payload;  /* malloc'd, NUL-terminated for convenience; may be NULL */
 	size_t payload_len;

@@ -1,0 +1,106 @@
+#include "worker/batch.h"
+
+#include <uv.h>
+
+#include "common/log.h"
+
+#define PAUSE_CHECK_NS 50000000u /* is a prefetched row's queue paused: asked at most this often */
+
+void batch_clear(struct batch *b)
+{
+	store_items_clear(b->items, b->n);
+	b->n = b->next = 0;
+}
+
+int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
+		struct outcomes *o, unsigned max, size_t *ret_n, char *err, size_t errlen)
+{
+	struct store_ref done[OUTCOMES_MAX];
+	unsigned nq = max > 0 ? cfg->nqueues : 1;
+	size_t ndone, n = 0, completed = 0;
+	int r;
+
+	*ret_n = 0;
+	r = outcomes_write_slow(o, s, err, errlen);
+	if (r < 0)
+		return r;
+	ndone = outcomes_done_refs(o, done);
+	if (ndone == 0 && max == 0)
+		return 0;
+	if (max > 0)
+		batch_clear(b);
+	/* The outcomes ride on the first claim; the next queue is asked only if it found none. */
+	for (unsigned k = 0; k < nq && n == 0; k++) {
+		unsigned qi = (b->qi + k) % cfg->nqueues;
+		r = store_claim(s, cfg->queues[qi], max, cfg->lease_ms, k ? NULL : done,
+				k ? 0 : ndone, b->items, &n, k ? &(size_t){ 0 } : &completed, err,
+				errlen);
+		if (r < 0)
+			return r;
+		if (n > 0)
+			b->qi = qi;
+	}
+	if (completed < ndone)
+		log_warn("%zu of %zu finished items had lost their claim (lease expired or "
+			 "released); their results were not written", ndone - completed, ndone);
+	outcomes_done_written(o);
+	if (max > 0) {
+		b->n = n;
+		b->pause_seen_ns = uv_hrtime();  /* the claim skips paused queues */
+	}
+	*ret_n = n;
+	return 0;
+}
+
+void batch_release_unstarted(struct batch *b, struct outcomes *o)
+{
+	for (; b->next < b->n; b->next++)
+		outcomes_add(o, &b->items[b->next], OUTCOME_RELEASE, 0, NULL, 0);
+}
+
+int batch_take_slot(struct batch *b, struct store *s, unsigned *ret_wait_ms, char *err,
+		    size_t errlen)
+{
+	const struct store_item *it = &b->items[b->next];
+
+	*ret_wait_ms = 0;
+	return it->min_interval_ms ? store_take_slot(s, it->queue, ret_wait_ms, err, errlen) : 0;
+}
+
+int batch_paused(struct batch *b, struct store *s, struct outcomes *o, char *err,
+		 size_t errlen)
+{
+	const char *queue = b->items[b->next].queue;
+	int r;
+
+	/* Quick rows do not pay a round trip each: a pause shows within PAUSE_CHECK_NS. */
+	if (b->next == 0 || uv_hrtime() - b->pause_seen_ns < PAUSE_CHECK_NS)
+		return 0;
+	r = store_paused(s, queue, err, errlen);
+	if (r <= 0) {
+		if (r == 0)
+			b->pause_seen_ns = uv_hrtime();
+		return r;
+	}
+	log_info("queue '%s' paused: %zu prefetched items go back", queue, b->n - b->next);
+	batch_release_unstarted(b, o);
+	return 1;
+}
+
+int batch_extend(struct batch *b, bool running, const struct outcomes *o, struct store *s,
+		 unsigned lease_ms, char *err, size_t errlen)
+{
+	struct store_ref refs[PROTO_MAX_ITEMS + OUTCOMES_MAX];
+	size_t n = 0;
+	int r;
+
+	for (size_t i = running ? b->next - 1 : b->next; i < b->n; i++)
+		refs[n++] = (struct store_ref){ .id = b->items[i].id, .token = b->items[i].token };
+	n = outcomes_refs(o, refs, n);
+	if (n == 0)
+		return 0;
+	r = store_extend(s, refs, n, lease_ms, err, errlen);
+	if (r >= 0 && (size_t)r < n)
+		log_warn("lease extension: %zu of %zu held items are no longer ours", n - (size_t)r, n);
+	return r < 0 ? r : 0;
+}

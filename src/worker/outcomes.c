@@ -1,0 +1,120 @@
+#include "worker/outcomes.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+void outcomes_init(struct outcomes *o, void (*send)(void *data, struct proto_msg *m),
+		   void *data)
+{
+	memset(o, 0, sizeof(*o));
+	o->send = send;
+	o->data = data;
+}
+
+/* FINISHED for list[0..n), what became of each in outs. */
+static void report(struct outcomes *o, const struct outcome *list, const uint8_t *outs, size_t n)
+{
+	struct proto_msg m;
+
+	while (n > 0) {
+		size_t k = n > PROTO_MAX_ITEMS ? PROTO_MAX_ITEMS : n;
+		memset(&m, 0, sizeof(m));
+		m.type = PROTO_FINISHED;
+		m.u.items.n = (uint16_t)k;
+		for (size_t i = 0; i < k; i++) {
+			m.u.items.items[i].id = list[i].ref.id;
+			m.u.items.items[i].token = list[i].ref.token;
+			m.u.items.items[i].outcome = outs ? outs[i] : PROTO_OUT_DONE;
+		}
+		o->send(o->data, &m);
+		list += k;
+		outs = outs ? outs + k : NULL;
+		n -= k;
+	}
+}
+
+void outcomes_add(struct outcomes *o, const struct store_item *it, enum outcome_kind kind,
+		  unsigned retry_ms, const char *error, uint64_t took_ns)
+{
+	struct outcome *x;
+
+	if (o->n == 0) {
+		o->since_ns = uv_hrtime();
+		o->urgent = false;
+	}
+	if (kind != OUTCOME_SUCCESS || took_ns >= OUTCOMES_QUICK_NS)
+		o->urgent = true;
+	x = &o->list[o->n++];
+	x->ref = (struct store_ref){ .id = it->id, .token = it->token, .grouped = it->group != NULL };
+	x->kind = kind;
+	x->retry_ms = retry_ms;
+	x->error = error && *error ? strdup(error) : NULL;
+}
+
+bool outcomes_due(const struct outcomes *o)
+{
+	return o->n > 0 &&
+	       (o->urgent || uv_hrtime() - o->since_ns >= OUTCOMES_FLUSH_MS * 1000000ull);
+}
+
+/* One outcome that is not a success into the store; *ret_out: what became of the row. */
+static int write_one(struct store *s, const struct outcome *x, uint8_t *ret_out, char *err,
+		     size_t errlen)
+{
+	int r;
+
+	switch (x->kind) {
+	case OUTCOME_RELEASE:
+		r = store_release(s, &x->ref, 1, false, NULL, err, errlen);
+		*ret_out = r == 0 ? PROTO_OUT_LOST : PROTO_OUT_RELEASED;
+		return r;
+	case OUTCOME_DEFER:
+		r = store_defer(s, x->ref, x->retry_ms, err, errlen);
+		*ret_out = r == 0 ? PROTO_OUT_LOST : PROTO_OUT_DEFERRED;
+		return r;
+	default:
+		r = store_fail(s, x->ref, x->retry_ms, x->error, err, errlen);
+		*ret_out = r == 2 ? PROTO_OUT_DEAD : r == 1 ? PROTO_OUT_RETRY : PROTO_OUT_LOST;
+		return r;
+	}
+}
+
+int outcomes_write_slow(struct outcomes *o, struct store *s, char *err, size_t errlen)
+{
+	size_t keep = 0;
+	uint8_t out;
+	int r = 0;
+
+	for (size_t i = 0; i < o->n; i++) {
+		struct outcome *x = &o->list[i];
+		if (r < 0 || x->kind == OUTCOME_SUCCESS || (r = write_one(s, x, &out, err, errlen)) < 0) {
+			o->list[keep++] = *x;
+			continue;
+		}
+		report(o, x, &out, 1);
+		free(x->error);
+	}
+	o->n = keep;
+	return r < 0 ? r : 0;
+}
+
+size_t outcomes_done_refs(const struct outcomes *o, struct store_ref *out)
+{
+	return outcomes_refs(o, out, 0);
+}
+
+size_t outcomes_refs(const struct outcomes *o, struct store_ref *out, size_t at)
+{
+	for (size_t i = 0; i < o->n; i++)
+		out[at++] = o->list[i].ref;
+	return at;
+}
+
+void outcomes_done_written(struct outcomes *o)
+{
+	report(o, o->list, NULL, o->n);
+	for (size_t i = 0; i < o->n; i++)
+		free(o->list[i].error);
+	o->n = 0;
+}

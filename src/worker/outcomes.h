@@ -1,0 +1,72 @@
+/* outcomes — how the rows a worker ran ended, until the database has them. A quick success
+ * waits to ride on the next claim's transaction (or OUTCOMES_FLUSH_MS at most); a failure, a
+ * release, a deferral or a slow success is due at once (outcomes_due): written before the
+ * next item starts, so a worker that dies loses at most a few milliseconds of work. Whether a
+ * failed row goes back to ready or is dead is the store's to decide (store_fail), never the
+ * worker's. Every outcome written is reported to the supervisor (FINISHED) through send. Does
+ * not log. */
+#ifndef CLAIMD_OUTCOMES_H
+#define CLAIMD_OUTCOMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/proto.h"
+#include "store/store.h"
+
+#define OUTCOMES_MAX (2 * PROTO_MAX_ITEMS)
+#define OUTCOMES_FLUSH_MS 20     /* a quick success waits at most this long */
+#define OUTCOMES_QUICK_NS 2000000u /* a success that took less than this is quick */
+
+/* How a run ended, as the worker saw it. */
+enum outcome_kind {
+	OUTCOME_SUCCESS,
+	OUTCOME_FAILURE,   /* retried after retry_ms, or dead: the store decides */
+	OUTCOME_RELEASE,   /* not run (or cut short by a stop): back to ready, attempt given back */
+	OUTCOME_DEFER,     /* the handler asked to run it again in retry_ms: not a failure */
+};
+
+struct outcome {
+	struct store_ref ref;
+	enum outcome_kind kind;
+	unsigned retry_ms;
+	char *error;
+};
+
+struct outcomes {
+	struct outcome list[OUTCOMES_MAX];
+	size_t n;
+	uint64_t since_ns;     /* when the oldest came (uv_hrtime) */
+	bool urgent;           /* one is due at once */
+	void (*send)(void *data, struct proto_msg *m);
+	void *data;
+};
+
+void outcomes_init(struct outcomes *o, void (*send)(void *data, struct proto_msg *m),
+		   void *data);
+
+/* The run of it ended as kind; took_ns: how long it ran (a success that took
+ * OUTCOMES_QUICK_NS or more is due at once). error is copied. */
+void outcomes_add(struct outcomes *o, const struct store_item *it, enum outcome_kind kind,
+		  unsigned retry_ms, const char *error, uint64_t took_ns);
+
+/* Whether to write them before going on: one is due at once, or the oldest waited
+ * OUTCOMES_FLUSH_MS. */
+bool outcomes_due(const struct outcomes *o);
+
+/* Write every outcome but the successes, one statement each (they are rare). Returns 0, or
+ * the store error: what was not written stays. */
+int outcomes_write_slow(struct outcomes *o, struct store *s, char *err, size_t errlen);
+
+/* The successes (all that is left after outcomes_write_slow), for a claim to complete:
+ * their refs into out (OUTCOMES_MAX room). Returns how many. */
+size_t outcomes_done_refs(const struct outcomes *o, struct store_ref *out);
+
+/* The claim wrote them: report and forget them. */
+void outcomes_done_written(struct outcomes *o);
+
+/* The refs of every outcome not yet written into out, from index at; returns the new end. */
+size_t outcomes_refs(const struct outcomes *o, struct store_ref *out, size_t at);
+
+#endif

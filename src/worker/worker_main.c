@@ -1,0 +1,178 @@
+/* A worker's set-up, and the supervisor's messages: permits (WAKE), STOP, the channel
+ * closing. They move the worker's state through worker.c (worker_int.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/proc.h"
+#include "worker/worker.h"
+#include "worker/worker_int.h"
+
+/* ---- the supervisor's messages ---- */
+
+static void on_grace(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+
+	if (w->state == WS_RUN) {
+		log_warn("grace period over: stopping the handler of item id=%llu",
+			 (unsigned long long)worker_running_id(w));
+		handler_cancel(w->handler);
+	}
+}
+
+/* A claim permit: used when the worker is waiting for one (or asleep), else it goes straight
+ * back (CLAIMED with no rows). */
+static void on_wake(struct worker *w, const struct place *cursor)
+{
+	w->asked = false;
+	if (w->stopping || worker_db_waiting(w) || (w->state != WS_WANT && w->state != WS_SLEEP)) {
+		worker_answer_permit(w, 0);
+		return;
+	}
+	/* The host's cursor is one place in one queue's order: with several queues each worker
+	 * keeps its own. */
+	if (w->cfg->nqueues == 1)
+		store_cursor_hint(w->store, w->cfg->queue, cursor);
+	worker_enter(w, WS_CLAIM);
+	worker_kick(w);
+}
+
+static void on_stop(struct worker *w, unsigned grace_ms)
+{
+	if (w->stopping)
+		return;
+	log_debug("stopping: in-flight items get %u ms", grace_ms);
+	w->stopping = true;
+	worker_report(w, PROTO_W_STOPPING, worker_running_id(w));
+	uv_timer_start(&w->grace_timer, on_grace, grace_ms, 0);
+	switch (w->state) {
+	case WS_CLAIM:
+		worker_answer_permit(w, 0);
+		/* fall through */
+	case WS_WANT:
+	case WS_SLEEP:
+	case WS_BATCH:
+	case WS_SLOT:
+		worker_enter(w, WS_DRAIN);
+		break;
+	default:
+		break;  /* running: it drains when the result comes; connecting: when back */
+	}
+	worker_kick(w);
+}
+
+static void on_msg(void *data, const struct proto_msg *m)
+{
+	struct worker *w = data;
+
+	switch (m->type) {
+	case PROTO_PING:
+		break; /* the ack is the answer */
+	case PROTO_WAKE:
+		on_wake(w, &m->u.wake.cursor);
+		break;
+	case PROTO_STOP:
+		on_stop(w, m->u.stop.grace_ms);
+		break;
+	default:
+		log_warn("unexpected %s message from the supervisor, ignored",
+			 proto_type_name(m->type));
+	}
+}
+
+static void on_close(void *data, int reason)
+{
+	struct worker *w = data;
+
+	w->chan = NULL;
+	if (reason == 0)
+		log_info("supervisor closed the channel; exiting");
+	else
+		log_error("supervisor channel failed: %s; exiting", strerror(-reason));
+	handler_cancel(w->handler);
+	w->exit_code = reason == 0 ? 0 : 1;
+	worker_enter(w, WS_EXIT);
+}
+
+static const struct chan_ops worker_chan_ops = {
+	.on_msg = on_msg,
+	.on_close = on_close,
+};
+
+/* ---- set-up ---- */
+
+static int worker_init(struct worker *w, const struct config *cfg)
+{
+	char err[512] = "", host[64] = "";
+	struct proto_msg m;
+	int r;
+
+	w->cfg = cfg;
+	w->state = WS_START;
+	w->db_backoff = (struct backoff)BACKOFF_INIT(DB_BACKOFF_MIN_MS, DB_BACKOFF_MAX_MS);
+	outcomes_init(&w->out, worker_send_out, w);
+	srand((unsigned)(getpid() ^ uv_hrtime()));
+	gethostname(host, sizeof(host) - 1);
+	snprintf(w->claimer, sizeof(w->claimer), "%s/w%d:%d", host, cfg->worker_slot, (int)getpid());
+	r = uv_loop_init(&w->loop);
+	if (r < 0)
+		return r;
+	uv_timer_t *timers[] = { &w->kick_timer, &w->db_timer, &w->lease_timer, &w->grace_timer,
+				 &w->slot_timer, &w->flush_timer };
+	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
+		uv_timer_init(&w->loop, timers[i]);
+		timers[i]->data = w;
+	}
+	r = handler_new(&w->loop, cfg->handler, cfg->kill_grace_ms, &w->handler, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s", err);
+		return r;
+	}
+	r = store_new(&cfg->dsn, w->claimer, &w->store);
+	if (r < 0)
+		return r;
+	store_set_dedupe_window(w->store, cfg->dedupe_window_ms / 1000);
+	r = chan_open(&w->loop, cfg->worker_fd, &worker_chan_ops, w, &w->chan);
+	if (r < 0) {
+		log_error("cannot open the supervisor channel on fd %d: %s", cfg->worker_fd,
+			  uv_strerror(r));
+		return r;
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_HELLO;
+	m.u.hello.pid = (uint32_t)getpid();
+	m.u.hello.slot = (uint32_t)cfg->worker_slot;
+	worker_send(w, &m);
+	worker_report(w, PROTO_W_STARTING, 0);
+	uv_timer_start(&w->lease_timer, worker_on_lease_timer, cfg->lease_ms / 3, cfg->lease_ms / 3);
+	return 0;
+}
+
+int worker_main(const struct config *cfg)
+{
+	static struct worker w; /* large (batch buffers): not on the stack */
+	char name[16];
+	int r;
+
+	snprintf(name, sizeof(name), "w%d", cfg->worker_slot);
+	log_init(name, cfg->log_level);
+	proc_ignore_stop_signals();
+	if (proc_die_with_parent(cfg->parent_pid) < 0)
+		log_warn("cannot ask to die with the supervisor; relying on the channel");
+	r = worker_init(&w, cfg);
+	if (r < 0)
+		return 1;
+	/* Connect from the loop so the supervisor already hears heartbeats while we try. */
+	uv_timer_start(&w.db_timer, worker_on_db_timer, 0, 0);
+	uv_run(&w.loop, UV_RUN_DEFAULT);
+	if (w.chan)
+		chan_close(w.chan);
+	handler_free(w.handler);
+	batch_clear(&w.b);
+	store_free(w.store);
+	log_debug("exit code=%d", w.exit_code);
+	return w.exit_code;
+}
