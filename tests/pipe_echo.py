@@ -14,6 +14,8 @@ What it does depends on the payload:
                                                 huge     writes a 2 MiB line
     sleep    sleeps 10 minutes                  anything else: {"ok":true}
     nap...   sleeps 30 ms, logs its end line *before* it answers (for tests of overlap)
+    nested   {"ok":true} with a nested "result" and "progress"
+    nestedfail  {"ok":false,"error":...} with nested values beside
 """
 
 import base64
@@ -64,6 +66,12 @@ def handle(req):
         out = {'id': req['id'], 'ok': False, 'error': 'pipe_echo: failing as asked'}
     elif body == b'later' and starts_logged(req['id']) <= 3:
         out = {'id': req['id'], 'ok': False, 'retry_in_ms': 300}
+    elif body == b'nested':
+        out = {'id': req['id'], 'ok': True, 'progress': [1, 1, {'step': 'done'}],
+               'result': {'rows': [1, 2, 3], 'by': {'name': 'pipe_echo', 'ok': None}}}
+    elif body == b'nestedfail':
+        out = {'id': req['id'], 'ok': False, 'error': 'pipe_echo: nested failure',
+               'detail': {'codes': [5, 7], 'why': {'deep': [[[]]]}}}
     elif body == b'wrongid':
         out = {'id': req['id'] + 1, 'ok': True}
     elif body == b'die':

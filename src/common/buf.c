@@ -1,4 +1,5 @@
 #include "common/buf.h"
+#include "common/json.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,22 +82,13 @@ void buf_printf(struct buf *b, const char *fmt, ...)
 
 void buf_json_str(struct buf *b, const char *s)
 {
-	const unsigned char *p;
+	size_t n = strlen(s), room;
 
 	buf_append(b, "\"", 1);
-	for (p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"': buf_puts(b, "\\\""); break;
-		case '\\': buf_puts(b, "\\\\"); break;
-		case '\n': buf_puts(b, "\\n"); break;
-		case '\r': buf_puts(b, "\\r"); break;
-		case '\t': buf_puts(b, "\\t"); break;
-		default:
-			if (*p < 0x20)
-				buf_printf(b, "\\u%04x", *p);
-			else
-				buf_append(b, p, 1);
-		}
+	room = JSON_ESCAPE_MAX(n);
+	if (reserve(b, room)) {
+		b->len += json_escape(s, n, b->data + b->len);
+		b->data[b->len] = '\0';
 	}
 	buf_append(b, "\"", 1);
 }

@@ -322,8 +322,7 @@ void store_free(struct store *s)
 	if (!s)
 		return;
 	drop(s);
-	store_items_clear(s->scratch, s->scratch_cap);
-	free(s->scratch);
+	free(s->scratch);  /* store_claim leaves no payload in it, whatever happened */
 	buf_free(&s->sql);
 	free(s);
 }

@@ -1,7 +1,9 @@
-/* store_int — the store module's insides, shared by its three files: store_conn.c
- * (connections, running statements, retries), store.c (claims and everything a claimed row
- * goes through) and store_admin.c (adds, queue settings, counts, maintenance). Only these
- * include it, and with it mysql.h. Not an interface. */
+/* store_int — the store module's insides, shared by its files: store_conn.c (connections,
+ * running statements, retries, and the helpers below), store_sql.c (statement pieces),
+ * store_claim.c (claims), store_rows.c (what a claimed row goes through), store_cursor.c
+ * (where claims go on) and store_admin.c (adds, queue settings, counts, maintenance). Each
+ * calls only into store_conn.c and store_sql.c. Only these include it, and with it mysql.h.
+ * Not an interface. */
 #ifndef CLAIMD_STORE_INT_H
 #define CLAIMD_STORE_INT_H
 
@@ -166,6 +168,19 @@ int sq_check(struct store *s, const char *op, const struct store_ref *refs, size
 /* Copies src to dst (max bytes + NUL) with invalid UTF-8 replaced by '?', cut on a character
  * boundary. Returns the bytes written. */
 size_t sq_utf8_sanitize(const char *src, char *dst, size_t max);
+
+/* ---- statement pieces (store_sql.c) ---- */
+
+/* "state = 'claimed' AND id IN (..) AND claim_token = CASE id WHEN .. THEN .. END" */
+void sq_add_fence(struct store *s, const struct store_ref *refs, size_t n);
+/* Whether any of refs has a FIFO group. */
+bool sq_any_grouped(const struct store_ref *refs, size_t n);
+/* "GROUP_LOCK;" for the rows refs[0..n). */
+void sq_add_group_lock(struct store *s, const struct store_ref *refs, size_t n);
+/* "GROUP_NEXT;" for the rows refs[0..n), finished by this transaction with token + 1. */
+void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n);
+/* A last_error text: cut to 4000 bytes on a character boundary, quoted; NULL stays NULL. */
+void sq_add_error_text(struct store *s, const char *text);
 
 /* A decimal column value. */
 bool sq_parse_u64(const char *p, unsigned long len, uint64_t *ret);

@@ -16,12 +16,11 @@
 #include "common/proc.h"
 #include "worker/handler_kind.h"
 #include "worker/handler_util.h"
+#include "worker/pipe_reply.h"
 
 #define SETTLE_MS 200           /* after exit: how long to wait for the pipes' EOF */
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 10000
-#define REPLY_FIELDS 32
-#define REPLY_QUOTE 200         /* bytes of a bad reply quoted in the error */
 
 /* A co-process: a child (common/child.h: its exit, stderr tail, SIGTERM -> SIGKILL), whose
  * stdin we write and whose stdout we read; it is gone once the child is and its stdout is at
@@ -138,93 +137,6 @@ static struct wreq *make_request(const struct handler_job *job)
 		return NULL;
 	req->len = write_request(job, req->data);
 	return req;
-}
-
-/* ---- the reply ---- */
-
-static int bad_reply(struct handler_result *res, const char *line, size_t len, const char *what)
-{
-	size_t q = len > REPLY_QUOTE ? REPLY_QUOTE : len;
-	char quoted[JSON_ESCAPE_MAX(REPLY_QUOTE) + 1];
-
-	quoted[json_escape(line, q, quoted)] = '\0';
-	res->status = HANDLER_FAILED;
-	snprintf(res->error, sizeof(res->error), "bad reply from the co-process: %s; reply: \"%s\"%s",
-		 what, quoted, len > q ? "..." : "");
-	return -EPROTO;
-}
-
-static void reply_failed(struct handler_result *res, const struct json_field *error)
-{
-	res->status = HANDLER_FAILED;
-	if (error && error->val_len > 0)
-		json_string(error, res->error, sizeof(res->error));
-	else
-		snprintf(res->error, sizeof(res->error), "the co-process reported a failure "
-			 "(\"ok\":false) without an \"error\"");
-}
-
-static int reply_retry(struct handler_result *res, const struct json_field *retry,
-		       const char *line, size_t len)
-{
-	uint64_t ms;
-
-	if (json_uint(retry, UINT32_MAX, &ms) < 0)
-		return bad_reply(res, line, len, "\"retry_in_ms\" is not an integer from 0 to 4294967295");
-	res->status = HANDLER_RETRY_LATER;
-	res->retry_in_ms = (unsigned)ms;
-	snprintf(res->error, sizeof(res->error), "the co-process asked to retry in %u ms",
-		 res->retry_in_ms);
-	return 0;
-}
-
-static const struct json_field *find_nonnull(const struct json_field *f, size_t n,
-					     const char *key)
-{
-	const struct json_field *x = json_find(f, n, key);
-
-	return x && x->type != JSON_NULL ? x : NULL;
-}
-
-/* Fill res from a reply line to item want_id. Returns 0, or -EPROTO for a bad reply (res
- * then says why). */
-static int parse_reply(const char *line, size_t len, uint64_t want_id, struct handler_result *res)
-{
-	const struct json_field *id, *ok, *error, *retry;
-	struct json_field f[REPLY_FIELDS];
-	char err[200], what[300];
-	uint64_t got;
-	size_t n;
-
-	memset(res, 0, sizeof(*res));
-	if (json_parse_flat(line, len, f, REPLY_FIELDS, &n, err, sizeof(err)) < 0) {
-		snprintf(what, sizeof(what), "not a flat JSON object (%s)", err);
-		return bad_reply(res, line, len, what);
-	}
-	id = json_find(f, n, "id");
-	if (!id || json_uint(id, UINT64_MAX, &got) < 0)
-		return bad_reply(res, line, len, "no \"id\" that is a non-negative integer");
-	if (got != want_id) {
-		snprintf(what, sizeof(what), "wrong id %llu (the item sent was %llu)",
-			 (unsigned long long)got, (unsigned long long)want_id);
-		return bad_reply(res, line, len, what);
-	}
-	ok = json_find(f, n, "ok");
-	if (!ok || (ok->type != JSON_TRUE && ok->type != JSON_FALSE))
-		return bad_reply(res, line, len, "no boolean \"ok\"");
-	error = find_nonnull(f, n, "error");
-	retry = find_nonnull(f, n, "retry_in_ms");
-	if (error && error->type != JSON_STRING)
-		return bad_reply(res, line, len, "\"error\" is not a string");
-	if (ok->type == JSON_TRUE && retry)
-		return bad_reply(res, line, len, "both \"ok\":true and \"retry_in_ms\"");
-	if (ok->type == JSON_TRUE)
-		res->status = HANDLER_OK;
-	else if (retry)
-		return reply_retry(res, retry, line, len);
-	else
-		reply_failed(res, error);
-	return 0;
 }
 
 /* ---- the item ---- */
@@ -356,7 +268,7 @@ static void on_line(struct coproc *cp, const char *line, size_t len)
 		coproc_stop(cp, "it wrote to its stdout with no item in flight");
 		return;
 	}
-	if (parse_reply(line, len, p->id, &p->res) < 0) {
+	if (pipe_reply_parse(line, len, p->id, &p->res) < 0) {
 		p->decided = true;
 		coproc_stop(cp, "bad reply");
 		return;
@@ -399,7 +311,7 @@ static void out_data(struct coproc *cp, const char *s, size_t n)
 	while (n > 0 && !cp->stopping) {
 		const char *nl = memchr(s, '\n', n);
 		size_t k = nl ? (size_t)(nl - s) : n;
-		if (cp->line_len + k > HANDLER_PIPE_REPLY_MAX) {
+		if (cp->line_len + k > PIPE_REPLY_MAX) {
 			reply_too_long(cp, "bad reply from the co-process: longer than 1 MiB");
 			return;
 		}

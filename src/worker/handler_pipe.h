@@ -20,8 +20,8 @@
  *   {"id":1,"ok":false,"retry_in_ms":5000}              not a failure: run it again later
  *                                                       (HANDLER_RETRY_LATER)
  *
- * The reply is one flat JSON object (json.h: strict); other fields are ignored, empty lines
- * are skipped. Nothing else may go to stdout: log to stderr, whose last 4000 bytes go into
+ * The reply is one JSON object, read by jansson (pipe_reply.h has the rules); its values may
+ * be nested, fields other than these are ignored, empty lines are skipped. Nothing else may go to stdout: log to stderr, whose last 4000 bytes go into
  * the error when the co-process dies.
  *
  * The item fails and the co-process is stopped (SIGTERM to its group, SIGKILL after the kill
@@ -37,8 +37,6 @@
 #define CLAIMD_HANDLER_PIPE_H
 
 #include "worker/handler.h"
-
-#define HANDLER_PIPE_REPLY_MAX (1024 * 1024)
 
 /* The kind itself is handler_pipe in handler_kind.h. */
 

@@ -142,6 +142,20 @@ def it_pipe_failure_is_retried_then_dead(t):
     check_eq(len(h.events('boot')), 1, 'co-process starts (a failure reply is no reason to restart)')
 
 
+def it_pipe_reply_may_carry_nested_values(t):
+    db = t.database()
+    ok = db.insert_item('nested')
+    bad = db.insert_item('nestedfail', max_attempts=1)
+    h, spec = t.pipe_echo()
+    t.claimd(db, '--workers', '1', '--handler', spec)
+    _finished(db, 2)
+    check_eq(db.row(ok)[0], 'done', f'row {ok}: a reply with a nested result and progress')
+    state, _, last_error = db.row(bad)
+    check_eq((state, last_error), ('dead', 'pipe_echo: nested failure'),
+             f'row {bad}: ok false with nested values beside its error')
+    check_eq(len(h.events('boot')), 1, 'co-process starts (nested replies are good replies)')
+
+
 def it_pipe_retry_in_ms_runs_it_later_without_using_an_attempt(t):
     db = t.database()
     later = db.insert_item('later', max_attempts=2)
@@ -183,7 +197,7 @@ def it_pipe_coprocess_death_fails_the_item_and_it_is_restarted(t):
 
 def it_pipe_bad_replies_fail_with_clear_errors(t):
     db = t.database()
-    cases = {'garbage': 'not a flat JSON object', 'wrongid': 'wrong id', 'huge': 'longer than 1 MiB'}
+    cases = {'garbage': 'not a JSON object', 'wrongid': 'wrong id', 'huge': 'longer than 1 MiB'}
     ids = {}
     good = db.insert_items(2)
     for payload in cases:

@@ -1,6 +1,8 @@
 /* store — all SQL of claimd, over MariaDB Connector/C's text protocol. This file: the claim
- * and what a claimed row goes through; store_conn.c has connections and running statements,
- * store_admin.c the rest, all on store_int.h.
+ * (completing the previous batch in the same transaction). store_rows.c has what a claimed row
+ * goes through after it, store_sql.c the statement pieces both share, store_cursor.c where
+ * claims go on, store_conn.c connections and running statements, store_admin.c the rest, all
+ * on store_int.h.
  *
  * Text protocol with multi-statements, not prepared statements: a claim costs round trips,
  * not parsing. "START TRANSACTION; complete; SELECT ... FOR UPDATE SKIP LOCKED" is one round
@@ -26,12 +28,10 @@
 #include "common/utf8.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 /* The claim query over the priorities in a set (see struct prio_set): the second %s is the
  * list, the third "" (scan from the oldest row), CLAIM_AFTER or CLAIM_UPTO (see struct
@@ -73,9 +73,6 @@
 	"NOW(6) + INTERVAL %u SECOND, NULL)"
 #define CLAIM_HEAD_SCAN_MS 1000u /* scan from the oldest row at least this often */
 
-#define ERROR_TEXT_MAX 4000     /* bytes of last_error */
-#define IS_DEAD "attempts >= max_attempts"
-
 struct claim_args {
 	const char *queue;
 	unsigned max, lease_ms;
@@ -83,81 +80,6 @@ struct claim_args {
 	size_t ndone;
 };
 
-/* ---- building SQL ---- */
-
-
-/* "state = 'claimed' AND id IN (..) AND claim_token = CASE id WHEN .. THEN .. END" */
-static void sql_add_fence(struct store *s, const struct store_ref *refs, size_t n)
-{
-	size_t i;
-
-	sql_add(s, "state = 'claimed' AND id IN (");
-	for (i = 0; i < n; i++)
-		sql_add(s, "%s%llu", i ? "," : "", (unsigned long long)refs[i].id);
-	sql_add(s, ") AND claim_token = CASE id");
-	for (i = 0; i < n; i++)
-		sql_add(s, " WHEN %llu THEN %llu", (unsigned long long)refs[i].id,
-			(unsigned long long)refs[i].token);
-	sql_add(s, " END");
-}
-
-static bool any_grouped(const struct store_ref *refs, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (refs[i].grouped)
-			return true;
-	return false;
-}
-
-/* "GROUP_LOCK;" for the rows refs[0..n). */
-static void sql_add_group_lock(struct store *s, const struct store_ref *refs, size_t n)
-{
-	struct buf w;
-
-	buf_init(&w);
-	buf_puts(&w, "id IN (");
-	for (size_t i = 0; i < n; i++)
-		buf_printf(&w, "%s%llu", i ? "," : "", (unsigned long long)refs[i].id);
-	buf_puts(&w, ")");
-	if (buf_failed(&w))
-		s->sql.failed = true; /* sq_run says out of memory */
-	else
-		sql_add(s, GROUP_LOCK ";", w.data);
-	buf_free(&w);
-}
-
-/* "GROUP_NEXT;" for the rows refs[0..n), finished by this transaction with token + 1. */
-static void sql_add_group_next(struct store *s, const struct store_ref *refs, size_t n)
-{
-	struct buf ids, tokens;
-
-	buf_init(&ids);
-	buf_init(&tokens);
-	for (size_t i = 0; i < n; i++) {
-		buf_printf(&ids, "%s%llu", i ? "," : "", (unsigned long long)refs[i].id);
-		buf_printf(&tokens, " WHEN %llu THEN %llu", (unsigned long long)refs[i].id,
-			   (unsigned long long)refs[i].token + 1);
-	}
-	if (buf_failed(&ids) || buf_failed(&tokens))
-		s->sql.failed = true;
-	else
-		sql_add(s, GROUP_NEXT ";", ids.data, tokens.data);
-	buf_free(&ids);
-	buf_free(&tokens);
-}
-
-/* last_error text: cut to ERROR_TEXT_MAX bytes, quoted; NULL stays NULL. */
-static void sql_add_error_text(struct store *s, const char *text)
-{
-	char clean[ERROR_TEXT_MAX + 1], quoted[2 * ERROR_TEXT_MAX + 3];
-
-	if (!text) {
-		sql_add(s, "NULL");
-		return;
-	}
-	sq_quote(s->conn, quoted, clean, sq_utf8_sanitize(text, clean, ERROR_TEXT_MAX));
-	sql_add(s, "%s", quoted);
-}
 
 /* ---- claim ---- */
 
@@ -366,17 +288,17 @@ static void prios_add_found(struct prio_set *set, const struct store_item *items
  * statements of the text (START TRANSACTION is 0). */
 static int sql_add_complete(struct store *s, const struct store_ref *done, size_t n)
 {
-	bool grouped = any_grouped(done, n);
+	bool grouped = sq_any_grouped(done, n);
 
 	if (n == 0)
 		return 0;
 	if (grouped)
-		sql_add_group_lock(s, done, n);
+		sq_add_group_lock(s, done, n);
 	sql_add(s, COMPLETE " WHERE ", s->dedupe_window_s);
-	sql_add_fence(s, done, n);
+	sq_add_fence(s, done, n);
 	sql_add(s, ";");
 	if (grouped)
-		sql_add_group_next(s, done, n);
+		sq_add_group_next(s, done, n);
 	return grouped ? 2 : 1;
 }
 
@@ -567,163 +489,4 @@ int store_claim(struct store *s, const char *queue, unsigned max, unsigned lease
 	*ret_n = n;
 	*ret_completed = completed;
 	return 0;
-}
-
-/* ---- fail, release, extend ---- */
-
-/* Runs s->sql (one fenced UPDATE) with retries; returns the rows it changed. */
-static int run_update(struct store *s, const char *op, size_t n, char *err, size_t errlen)
-{
-	struct run rr;
-	int r = sq_run_retry(s, op, &rr, err, errlen);
-
-	if (r < 0)
-		return r;
-	return rr.rows[0] > n ? (int)n : (int)rr.rows[0];
-}
-
-/* "UPDATE .. SET <dead if attempts are used up, else ready visible at NOW(6) + delay_ms>,
- * last_error = <text, or unchanged for rows that stay ready if keep> WHERE " */
-static void sql_add_finish(struct store *s, unsigned delay_ms, const char *text, bool keep)
-{
-	sql_add(s, "UPDATE work_items SET state = IF(" IS_DEAD ", 'dead', 'ready'), "
-		"claim_token = claim_token + 1, "
-		"visible_at = IF(" IS_DEAD ", NULL, NOW(6) + INTERVAL %llu MICROSECOND), "
-		"finished_at = IF(" IS_DEAD ", NOW(6), NULL), "
-		"dedupe_until = IF(" IS_DEAD " AND dedupe_key IS NOT NULL, "
-		"NOW(6) + INTERVAL %u SECOND, NULL), last_error = ",
-		(unsigned long long)delay_ms * 1000u, s->dedupe_window_s);
-	if (keep)
-		sql_add(s, "IF(" IS_DEAD ", ");
-	sql_add_error_text(s, text);
-	sql_add(s, "%s WHERE ", keep ? ", last_error)" : "");
-}
-
-/* One transaction, one round trip: the fenced UPDATE decides dead or ready in SQL; the
- * SELECT after it (the row is still locked by us) says which it decided. */
-int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const char *error,
-	       char *err, size_t errlen)
-{
-	int r = sq_check(s, "store_fail", &ref, 1, NULL, err, errlen), u;
-	MYSQL_ROW row;
-	struct run rr;
-
-	if (r < 0)
-		return r;
-	sq_reset(s);
-	sql_add(s, "START TRANSACTION;");
-	if (ref.grouped)
-		sql_add_group_lock(s, &ref, 1);
-	sql_add_finish(s, retry_ms, error, false);
-	sql_add_fence(s, &ref, 1);
-	sql_add(s, ";");
-	if (ref.grouped)
-		sql_add_group_next(s, &ref, 1);
-	sql_add(s, "SELECT state FROM work_items WHERE id = %llu;COMMIT",
-		(unsigned long long)ref.id);
-	r = sq_run_retry(s, "store_fail", &rr, err, errlen);
-	if (r < 0)
-		return r;
-	/* Statements: START, [GROUP_LOCK], UPDATE, [GROUP_NEXT], SELECT, COMMIT. */
-	u = ref.grouped ? 2 : 1;
-	row = rr.rows[u] > 0 && rr.res ? mysql_fetch_row(rr.res) : NULL;
-	r = rr.rows[u] == 0 ? 0 : !row || !row[0] ? -EIO : strcmp(row[0], "dead") == 0 ? 2 :
-	    strcmp(row[0], "ready") == 0 ? 1 : -EIO;
-	mysql_free_result(rr.res);
-	if (r < 0)
-		sq_fail_msg(r, err, errlen, "store_fail: row %llu changed but its state is unexpected",
-			 (unsigned long long)ref.id);
-	return r;
-}
-
-int store_release(struct store *s, const struct store_ref *refs, size_t n, bool count_attempt,
-		  const char *reason, char *err, size_t errlen)
-{
-	int r = sq_check(s, "store_release", refs, n, NULL, err, errlen);
-	struct run rr;
-
-	if (r < 0 || n == 0)
-		return r;
-	sq_reset(s);
-	if (!count_attempt) {
-		sql_add(s, "UPDATE work_items SET state = 'ready', visible_at = NOW(6), "
-			"attempts = IF(attempts > 0, attempts - 1, 0) WHERE ");
-		sql_add_fence(s, refs, n);
-		return run_update(s, "store_release", n, err, errlen);
-	}
-	/* Rows whose last attempt this was go dead: their groups go on. */
-	sql_add(s, "START TRANSACTION;");
-	sql_add_group_lock(s, refs, n);
-	sql_add_finish(s, 0, reason, true);
-	sql_add_fence(s, refs, n);
-	sql_add(s, ";");
-	sql_add_group_next(s, refs, n);
-	sql_add(s, "COMMIT");
-	r = sq_run_retry(s, "store_release", &rr, err, errlen);
-	if (r < 0)
-		return r;
-	return rr.rows[2] > n ? (int)n : (int)rr.rows[2];
-}
-
-int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *err,
-		size_t errlen)
-{
-	int r = sq_check(s, "store_defer", &ref, 1, NULL, err, errlen);
-
-	if (r < 0)
-		return r;
-	sq_reset(s);
-	sql_add(s, "UPDATE work_items SET state = 'ready', "
-		"visible_at = NOW(6) + INTERVAL %llu MICROSECOND, "
-		"attempts = IF(attempts > 0, attempts - 1, 0) WHERE ",
-		(unsigned long long)delay_ms * 1000u);
-	sql_add_fence(s, &ref, 1);
-	return run_update(s, "store_defer", 1, err, errlen);
-}
-
-int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsigned lease_ms,
-		 char *err, size_t errlen)
-{
-	int r = sq_check(s, "store_extend", refs, n, NULL, err, errlen);
-
-	if (r < 0 || n == 0)
-		return r;
-	sq_reset(s);
-	sql_add(s, "UPDATE work_items SET visible_at = NOW(6) + INTERVAL %llu MICROSECOND WHERE ",
-		(unsigned long long)lease_ms * 1000u);
-	sql_add_fence(s, refs, n);
-	return run_update(s, "store_extend", n, err, errlen);
-}
-
-/* ---- reading ---- */
-
-int store_poll(struct store *s, const char *queue, char *err, size_t errlen)
-{
-	return store_poll_any(s, &queue, 1, err, errlen);
-}
-
-int store_poll_any(struct store *s, const char *const *queues, size_t n, char *err,
-		   size_t errlen)
-{
-	int r = sq_check(s, "store_poll", NULL, 0, NULL, err, errlen);
-	struct run rr;
-
-	if (r < 0)
-		return r;
-	sq_reset(s);
-	/* One statement for any number of queues: a range per queue and priority. */
-	sql_add(s, "SELECT 1 FROM work_items FORCE INDEX (claim_prio_idx) WHERE ");
-	r = sq_add_queue_in(s, "store_poll", &s->sql, queues, n, err, errlen);
-	if (r < 0)
-		return r;
-	sql_add(s, " AND priority IN (");
-	for (int p = STORE_PRIORITY_MIN; p <= STORE_PRIORITY_MAX; p++)
-		sql_add(s, "%s%d", p > STORE_PRIORITY_MIN ? "," : "", p);
-	sql_add(s, ") AND visible_at <= NOW(6) AND queue NOT IN "
-		"(SELECT name FROM queues WHERE paused) LIMIT 1");
-	r = sq_run(s, "store_poll", &rr, err, errlen);
-	if (r < 0)
-		return sq_final(r);
-	mysql_free_result(rr.res);
-	return rr.rows[0] > 0;
 }

@@ -1,0 +1,171 @@
+/* store_rows — what a claimed row goes through after its claim: a failed run (ready again or
+ * dead: decided here, in one statement), a release, a deferral, a lease extension; and the
+ * cheap poll for claimable rows. Every update is fenced (store_sql.c). */
+#include "store/store.h"
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define IS_DEAD "attempts >= max_attempts"
+
+/* ---- fail, release, extend ---- */
+
+/* Runs s->sql (one fenced UPDATE) with retries; returns the rows it changed. */
+static int run_update(struct store *s, const char *op, size_t n, char *err, size_t errlen)
+{
+	struct run rr;
+	int r = sq_run_retry(s, op, &rr, err, errlen);
+
+	if (r < 0)
+		return r;
+	return rr.rows[0] > n ? (int)n : (int)rr.rows[0];
+}
+
+/* "UPDATE .. SET <dead if attempts are used up, else ready visible at NOW(6) + delay_ms>,
+ * last_error = <text, or unchanged for rows that stay ready if keep> WHERE " */
+static void sql_add_finish(struct store *s, unsigned delay_ms, const char *text, bool keep)
+{
+	sql_add(s, "UPDATE work_items SET state = IF(" IS_DEAD ", 'dead', 'ready'), "
+		"claim_token = claim_token + 1, "
+		"visible_at = IF(" IS_DEAD ", NULL, NOW(6) + INTERVAL %llu MICROSECOND), "
+		"finished_at = IF(" IS_DEAD ", NOW(6), NULL), "
+		"dedupe_until = IF(" IS_DEAD " AND dedupe_key IS NOT NULL, "
+		"NOW(6) + INTERVAL %u SECOND, NULL), last_error = ",
+		(unsigned long long)delay_ms * 1000u, s->dedupe_window_s);
+	if (keep)
+		sql_add(s, "IF(" IS_DEAD ", ");
+	sq_add_error_text(s, text);
+	sql_add(s, "%s WHERE ", keep ? ", last_error)" : "");
+}
+
+/* One transaction, one round trip: the fenced UPDATE decides dead or ready in SQL; the
+ * SELECT after it (the row is still locked by us) says which it decided. */
+int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const char *error,
+	       char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_fail", &ref, 1, NULL, err, errlen), u;
+	MYSQL_ROW row;
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	sq_reset(s);
+	sql_add(s, "START TRANSACTION;");
+	if (ref.grouped)
+		sq_add_group_lock(s, &ref, 1);
+	sql_add_finish(s, retry_ms, error, false);
+	sq_add_fence(s, &ref, 1);
+	sql_add(s, ";");
+	if (ref.grouped)
+		sq_add_group_next(s, &ref, 1);
+	sql_add(s, "SELECT state FROM work_items WHERE id = %llu;COMMIT",
+		(unsigned long long)ref.id);
+	r = sq_run_retry(s, "store_fail", &rr, err, errlen);
+	if (r < 0)
+		return r;
+	/* Statements: START, [GROUP_LOCK], UPDATE, [GROUP_NEXT], SELECT, COMMIT. */
+	u = ref.grouped ? 2 : 1;
+	row = rr.rows[u] > 0 && rr.res ? mysql_fetch_row(rr.res) : NULL;
+	r = rr.rows[u] == 0 ? 0 : !row || !row[0] ? -EIO : strcmp(row[0], "dead") == 0 ? 2 :
+	    strcmp(row[0], "ready") == 0 ? 1 : -EIO;
+	mysql_free_result(rr.res);
+	if (r < 0)
+		sq_fail_msg(r, err, errlen, "store_fail: row %llu changed but its state is unexpected",
+			 (unsigned long long)ref.id);
+	return r;
+}
+
+int store_release(struct store *s, const struct store_ref *refs, size_t n, bool count_attempt,
+		  const char *reason, char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_release", refs, n, NULL, err, errlen);
+	struct run rr;
+
+	if (r < 0 || n == 0)
+		return r;
+	sq_reset(s);
+	if (!count_attempt) {
+		sql_add(s, "UPDATE work_items SET state = 'ready', visible_at = NOW(6), "
+			"attempts = IF(attempts > 0, attempts - 1, 0) WHERE ");
+		sq_add_fence(s, refs, n);
+		return run_update(s, "store_release", n, err, errlen);
+	}
+	/* Rows whose last attempt this was go dead: their groups go on. */
+	sql_add(s, "START TRANSACTION;");
+	sq_add_group_lock(s, refs, n);
+	sql_add_finish(s, 0, reason, true);
+	sq_add_fence(s, refs, n);
+	sql_add(s, ";");
+	sq_add_group_next(s, refs, n);
+	sql_add(s, "COMMIT");
+	r = sq_run_retry(s, "store_release", &rr, err, errlen);
+	if (r < 0)
+		return r;
+	return rr.rows[2] > n ? (int)n : (int)rr.rows[2];
+}
+
+int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *err,
+		size_t errlen)
+{
+	int r = sq_check(s, "store_defer", &ref, 1, NULL, err, errlen);
+
+	if (r < 0)
+		return r;
+	sq_reset(s);
+	sql_add(s, "UPDATE work_items SET state = 'ready', "
+		"visible_at = NOW(6) + INTERVAL %llu MICROSECOND, "
+		"attempts = IF(attempts > 0, attempts - 1, 0) WHERE ",
+		(unsigned long long)delay_ms * 1000u);
+	sq_add_fence(s, &ref, 1);
+	return run_update(s, "store_defer", 1, err, errlen);
+}
+
+int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsigned lease_ms,
+		 char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_extend", refs, n, NULL, err, errlen);
+
+	if (r < 0 || n == 0)
+		return r;
+	sq_reset(s);
+	sql_add(s, "UPDATE work_items SET visible_at = NOW(6) + INTERVAL %llu MICROSECOND WHERE ",
+		(unsigned long long)lease_ms * 1000u);
+	sq_add_fence(s, refs, n);
+	return run_update(s, "store_extend", n, err, errlen);
+}
+
+/* ---- reading ---- */
+
+int store_poll(struct store *s, const char *queue, char *err, size_t errlen)
+{
+	return store_poll_any(s, &queue, 1, err, errlen);
+}
+
+int store_poll_any(struct store *s, const char *const *queues, size_t n, char *err,
+		   size_t errlen)
+{
+	int r = sq_check(s, "store_poll", NULL, 0, NULL, err, errlen);
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	sq_reset(s);
+	/* One statement for any number of queues: a range per queue and priority. */
+	sql_add(s, "SELECT 1 FROM work_items FORCE INDEX (claim_prio_idx) WHERE ");
+	r = sq_add_queue_in(s, "store_poll", &s->sql, queues, n, err, errlen);
+	if (r < 0)
+		return r;
+	sql_add(s, " AND priority IN (");
+	for (int p = STORE_PRIORITY_MIN; p <= STORE_PRIORITY_MAX; p++)
+		sql_add(s, "%s%d", p > STORE_PRIORITY_MIN ? "," : "", p);
+	sql_add(s, ") AND visible_at <= NOW(6) AND queue NOT IN "
+		"(SELECT name FROM queues WHERE paused) LIMIT 1");
+	r = sq_run(s, "store_poll", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	mysql_free_result(rr.res);
+	return rr.rows[0] > 0;
+}

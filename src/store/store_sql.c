@@ -1,0 +1,82 @@
+/* store_sql — the pieces of statement text that the claim (store_claim.c) and the later
+ * updates of a claimed row (store_rows.c) share: the fence, the FIFO group lock and hand-over,
+ * an error text. See store_int.h. */
+#include "store/store.h"
+#include "store/store_int.h"
+
+#include <stdio.h>
+
+#define ERROR_TEXT_MAX 4000     /* bytes of last_error */
+
+/* "state = 'claimed' AND id IN (..) AND claim_token = CASE id WHEN .. THEN .. END" */
+void sq_add_fence(struct store *s, const struct store_ref *refs, size_t n)
+{
+	size_t i;
+
+	sql_add(s, "state = 'claimed' AND id IN (");
+	for (i = 0; i < n; i++)
+		sql_add(s, "%s%llu", i ? "," : "", (unsigned long long)refs[i].id);
+	sql_add(s, ") AND claim_token = CASE id");
+	for (i = 0; i < n; i++)
+		sql_add(s, " WHEN %llu THEN %llu", (unsigned long long)refs[i].id,
+			(unsigned long long)refs[i].token);
+	sql_add(s, " END");
+}
+
+bool sq_any_grouped(const struct store_ref *refs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (refs[i].grouped)
+			return true;
+	return false;
+}
+
+/* "GROUP_LOCK;" for the rows refs[0..n). */
+void sq_add_group_lock(struct store *s, const struct store_ref *refs, size_t n)
+{
+	struct buf w;
+
+	buf_init(&w);
+	buf_puts(&w, "id IN (");
+	for (size_t i = 0; i < n; i++)
+		buf_printf(&w, "%s%llu", i ? "," : "", (unsigned long long)refs[i].id);
+	buf_puts(&w, ")");
+	if (buf_failed(&w))
+		s->sql.failed = true; /* sq_run says out of memory */
+	else
+		sql_add(s, GROUP_LOCK ";", w.data);
+	buf_free(&w);
+}
+
+/* "GROUP_NEXT;" for the rows refs[0..n), finished by this transaction with token + 1. */
+void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n)
+{
+	struct buf ids, tokens;
+
+	buf_init(&ids);
+	buf_init(&tokens);
+	for (size_t i = 0; i < n; i++) {
+		buf_printf(&ids, "%s%llu", i ? "," : "", (unsigned long long)refs[i].id);
+		buf_printf(&tokens, " WHEN %llu THEN %llu", (unsigned long long)refs[i].id,
+			   (unsigned long long)refs[i].token + 1);
+	}
+	if (buf_failed(&ids) || buf_failed(&tokens))
+		s->sql.failed = true;
+	else
+		sql_add(s, GROUP_NEXT ";", ids.data, tokens.data);
+	buf_free(&ids);
+	buf_free(&tokens);
+}
+
+/* last_error text: cut to ERROR_TEXT_MAX bytes, quoted; NULL stays NULL. */
+void sq_add_error_text(struct store *s, const char *text)
+{
+	char clean[ERROR_TEXT_MAX + 1], quoted[2 * ERROR_TEXT_MAX + 3];
+
+	if (!text) {
+		sql_add(s, "NULL");
+		return;
+	}
+	sq_quote(s->conn, quoted, clean, sq_utf8_sanitize(text, clean, ERROR_TEXT_MAX));
+	sql_add(s, "%s", quoted);
+}

@@ -1,0 +1,101 @@
+#include "worker/pipe_reply.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/json.h"
+
+#define REPLY_QUOTE 200   /* bytes of a bad reply quoted in the error */
+
+static int bad_reply(struct handler_result *res, const char *line, size_t len, const char *what)
+{
+	size_t q = len > REPLY_QUOTE ? REPLY_QUOTE : len;
+	char quoted[JSON_ESCAPE_MAX(REPLY_QUOTE) + 1];
+
+	quoted[json_escape(line, q, quoted)] = '\0';
+	memset(res, 0, sizeof(*res));
+	res->status = HANDLER_FAILED;
+	snprintf(res->error, sizeof(res->error), "bad reply from the co-process: %s; reply: \"%s\"%s",
+		 what, quoted, len > q ? "..." : "");
+	return -EPROTO;
+}
+
+/* A member that is there and not null, or NULL. */
+static json_t *member(json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+
+	return v && !json_is_null(v) ? v : NULL;
+}
+
+/* The reply's fields into res; the object is well-formed JSON. */
+static int take(json_t *obj, const char *line, size_t len, uint64_t want_id,
+		struct handler_result *res)
+{
+	json_t *id = json_object_get(obj, "id"), *ok = json_object_get(obj, "ok");
+	json_t *error = member(obj, "error"), *retry = member(obj, "retry_in_ms");
+	char what[300];
+
+	if (!json_is_integer(id) || json_integer_value(id) < 0)
+		return bad_reply(res, line, len, "no \"id\" that is a non-negative integer");
+	if ((uint64_t)json_integer_value(id) != want_id) {
+		snprintf(what, sizeof(what), "wrong id %lld (the item sent was %llu)",
+			 (long long)json_integer_value(id), (unsigned long long)want_id);
+		return bad_reply(res, line, len, what);
+	}
+	if (!json_is_boolean(ok))
+		return bad_reply(res, line, len, "no boolean \"ok\"");
+	if (error && !json_is_string(error))
+		return bad_reply(res, line, len, "\"error\" is not a string");
+	if (json_is_true(ok) && retry)
+		return bad_reply(res, line, len, "both \"ok\":true and \"retry_in_ms\"");
+	memset(res, 0, sizeof(*res));
+	if (json_is_true(ok)) {
+		res->status = HANDLER_OK;
+		return 0;
+	}
+	if (retry) {
+		if (!json_is_integer(retry) || json_integer_value(retry) < 0 ||
+		    json_integer_value(retry) > UINT32_MAX)
+			return bad_reply(res, line, len, "\"retry_in_ms\" is not an integer from 0 to "
+					 "4294967295");
+		res->status = HANDLER_RETRY_LATER;
+		res->retry_in_ms = (unsigned)json_integer_value(retry);
+		snprintf(res->error, sizeof(res->error), "the co-process asked to retry in %u ms",
+			 res->retry_in_ms);
+		return 0;
+	}
+	res->status = HANDLER_FAILED;
+	if (error && json_string_length(error) > 0)
+		snprintf(res->error, sizeof(res->error), "%s", json_string_value(error));
+	else
+		snprintf(res->error, sizeof(res->error), "the co-process reported a failure "
+			 "(\"ok\":false) without an \"error\"");
+	return 0;
+}
+
+int pipe_reply_parse(const char *line, size_t len, uint64_t want_id, struct handler_result *res)
+{
+	json_error_t e;
+	char what[300];
+	json_t *obj;
+	int r;
+
+	if (len > PIPE_REPLY_MAX)
+		return bad_reply(res, line, len, "longer than 1 MiB");
+	/* One value and nothing after it (no JSON_DISABLE_EOF_CHECK); a string may hold \u0000
+	 * (the error text ends there). */
+	obj = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e);
+	if (!obj) {
+		snprintf(what, sizeof(what), "not a JSON object (%s at byte %d)", e.text, e.position);
+		return bad_reply(res, line, len, what);
+	}
+	if (!json_is_object(obj))
+		r = bad_reply(res, line, len, "not a JSON object (another JSON value)");
+	else
+		r = take(obj, line, len, want_id, res);
+	json_decref(obj);
+	return r;
+}

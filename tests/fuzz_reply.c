@@ -1,0 +1,51 @@
+/* Fuzz target for a pipe: co-process's reply line (worker/pipe_reply, on jansson): the input,
+ * up to its first newline, is a reply to item 7. Whatever it is, the parser returns 0 with a
+ * result status of its set or -EPROTO with a bad-reply error, and the error is a terminated
+ * string within its buffer; anything else aborts.
+ *
+ *     clang -g -O1 -fsanitize=fuzzer,address,undefined -DCLAIMD_LIBFUZZER -Isrc \
+ *         src/worker/pipe_reply.c src/common/json.c src/common/utf8.c tests/fuzz_reply.c \
+ *         -ljansson -o /tmp/fuzz_reply
+ * Otherwise linked with fuzz_main.c to replay tests/corpus/reply. */
+#include "worker/pipe_reply.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz.h"
+
+static unsigned long accepted, refused;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const uint8_t *nl = memchr(data, '\n', size);
+	size_t len = nl ? (size_t)(nl - data) : size;
+	struct handler_result res;
+	int r;
+
+	memset(&res, 0x55, sizeof(res));
+	r = pipe_reply_parse((const char *)data, len, 7, &res);
+	if (!memchr(res.error, '\0', sizeof(res.error))) {
+		fprintf(stderr, "fuzz_reply: the error text is not terminated\n");
+		abort();
+	}
+	if (r == 0 && (res.status == HANDLER_OK || res.status == HANDLER_FAILED ||
+		       res.status == HANDLER_RETRY_LATER)) {
+		accepted++;
+		return 0;
+	}
+	if (r == -EPROTO && res.status == HANDLER_FAILED &&
+	    !strncmp(res.error, "bad reply from the co-process: ", 31)) {
+		refused++;
+		return 0;
+	}
+	fprintf(stderr, "fuzz_reply: returned %d with status %d\n", r, res.status);
+	abort();
+}
+
+void fuzz_report(const char *name)
+{
+	printf("%s: %lu replies accepted, %lu refused\n", name, accepted, refused);
+}
