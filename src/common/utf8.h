@@ -1,4 +1,4 @@
-/* utf8 — the one UTF-8 decoder step the JSON reader and writers and the store share. Pure. */
+/* utf8 — the one UTF-8 decoder step the JSON writers and the store share. Pure. */
 #ifndef CLAIMD_UTF8_H
 #define CLAIMD_UTF8_H
 

@@ -28,41 +28,9 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#include "common/child.h"
-
-#define HANDLER_ERR_MAX CHILD_TAIL_MAX
+#include "worker/handler_job.h"
 
 struct handler;
-
-struct handler_job {
-	uint64_t id;
-	const char *queue;
-	const char *group;          /* group key; NULL when the item has none */
-	uint32_t attempt;
-	uint32_t max_attempts;
-	uint64_t seq;               /* sequence number within the group (0 when unknown) */
-	int64_t enqueued_at_ms;     /* row's created_at, unix ms; 0 when unknown */
-	int64_t deadline_ms;        /* unix ms; 0: handler_run makes it now + timeout_ms */
-	const unsigned char *payload;
-	size_t payload_len;
-	unsigned timeout_ms;
-};
-
-enum handler_status {
-	HANDLER_OK = 0,
-	HANDLER_FAILED,       /* non-zero exit, signal, bad reply, or could not start */
-	HANDLER_TIMEOUT,      /* ran past timeout_ms and was killed */
-	HANDLER_CANCELLED,    /* handler_cancel() */
-	HANDLER_RETRY_LATER,  /* the handler asked to run it again in retry_in_ms: not a failure */
-};
-
-struct handler_result {
-	int status;                       /* enum handler_status */
-	unsigned retry_in_ms;             /* HANDLER_RETRY_LATER */
-	char error[HANDLER_ERR_MAX + 1];  /* what happened + tail of stderr; "" on success */
-};
-
-typedef void (*handler_cb)(void *data, const struct handler_result *r);
 
 /* Parse spec and make a handler on loop. kill_grace_ms: SIGTERM to SIGKILL on timeout or
  * cancel. so: loads the plugin and runs its init here. Returns 0, or -EINVAL (or -ENOMEM)

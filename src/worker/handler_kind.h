@@ -10,7 +10,7 @@
 #include <uv.h>
 
 #include "common/child.h"
-#include "worker/handler.h"
+#include "worker/handler_job.h"
 
 /* What a kind gets from handler.c. */
 struct handler_env {

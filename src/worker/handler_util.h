@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "common/child.h"
-#include "worker/handler.h"
+#include "worker/handler_job.h"
 
 #define HANDLER_UTIL_MAX_ARGS 64
 #define HANDLER_UTIL_ENV_OWN 10

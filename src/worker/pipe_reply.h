@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "worker/handler.h"
+#include "worker/handler_job.h"
 
 #define PIPE_REPLY_MAX (1024 * 1024)   /* bytes of one reply line */
 
