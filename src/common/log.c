@@ -62,7 +62,7 @@ const char *log_quote(const char *s, size_t max, char *out, size_t outlen)
 		return out;
 	}
 	out[o++] = '"';
-	for (i = 0; s[i] && i < max && o + 8 < outlen; i++) {
+	for (i = 0; i < max && s[i] && o + 8 < outlen; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (c == '"' || c == '\\') {
 			out[o++] = '\\';

@@ -32,9 +32,11 @@ int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 	/* The outcomes ride on the first claim; the next queue is asked only if it found none. */
 	for (unsigned k = 0; k < nq && n == 0; k++) {
 		unsigned qi = (b->qi + k) % cfg->nqueues;
+		size_t applied = 0;
 		r = store_claim(s, cfg->queues[qi], max, cfg->lease_ms, k ? NULL : done,
-				k ? 0 : ndone, b->items, &n, k ? &(size_t){ 0 } : &completed, err,
-				errlen);
+				k ? 0 : ndone, b->items, &n, &applied, err, errlen);
+		if (k == 0)
+			completed = applied;
 		if (r < 0)
 			return r;
 		if (n > 0)

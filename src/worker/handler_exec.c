@@ -172,7 +172,7 @@ static int exec_run(void *h, const struct handler_job *job, handler_cb cb, void 
 	struct exec *e = h;
 	struct child_opts opts = { .group = true, .settle_ms = STDERR_SETTLE_MS, .on_gone = on_gone };
 	struct handler_util_env env;
-	struct proc_child pc;
+	struct proc_child pc = { .pid = 0, .stdin_fd = -1, .stderr_fd = -1, .stdout_fd = -1 };
 	struct run *run;
 	int r;
 

@@ -380,7 +380,7 @@ static int coproc_start(struct handler_pipe *p)
 {
 	struct child_opts opts = { .group = true, .settle_ms = SETTLE_MS, .on_gone = on_coproc_gone };
 	struct handler_util_env env;
-	struct proc_child pc;
+	struct proc_child pc = { .pid = 0, .stdin_fd = -1, .stderr_fd = -1, .stdout_fd = -1 };
 	struct coproc *cp = calloc(1, sizeof(*cp));
 	int r = -ENOMEM;
 

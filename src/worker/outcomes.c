@@ -17,20 +17,18 @@ static void report(struct outcomes *o, const struct outcome *list, const uint8_t
 {
 	struct proto_msg m;
 
-	while (n > 0) {
-		size_t k = n > PROTO_MAX_ITEMS ? PROTO_MAX_ITEMS : n;
+	/* At most PROTO_MAX_ITEMS a message. */
+	for (size_t at = 0; at < n; at += m.u.items.n) {
 		memset(&m, 0, sizeof(m));
 		m.type = PROTO_FINISHED;
-		m.u.items.n = (uint16_t)k;
-		for (size_t i = 0; i < k; i++) {
-			m.u.items.items[i].id = list[i].ref.id;
-			m.u.items.items[i].token = list[i].ref.token;
-			m.u.items.items[i].outcome = outs ? outs[i] : PROTO_OUT_DONE;
+		while (at + m.u.items.n < n && m.u.items.n < PROTO_MAX_ITEMS) {
+			struct proto_item *it = &m.u.items.items[m.u.items.n];
+			it->id = list[at + m.u.items.n].ref.id;
+			it->token = list[at + m.u.items.n].ref.token;
+			it->outcome = outs ? outs[at + m.u.items.n] : PROTO_OUT_DONE;
+			m.u.items.n++;
 		}
 		o->send(o->data, &m);
-		list += k;
-		outs = outs ? outs + k : NULL;
-		n -= k;
 	}
 }
 

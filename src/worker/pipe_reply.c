@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,14 +12,14 @@
 
 static int bad_reply(struct handler_result *res, const char *line, size_t len, const char *what)
 {
-	size_t q = len > REPLY_QUOTE ? REPLY_QUOTE : len;
+	bool cut = len > REPLY_QUOTE;
 	char quoted[JSON_ESCAPE_MAX(REPLY_QUOTE) + 1];
 
-	quoted[json_escape(line, q, quoted)] = '\0';
+	quoted[json_escape(line, cut ? REPLY_QUOTE : len, quoted)] = '\0';
 	memset(res, 0, sizeof(*res));
 	res->status = HANDLER_FAILED;
 	snprintf(res->error, sizeof(res->error), "bad reply from the co-process: %s; reply: \"%s\"%s",
-		 what, quoted, len > q ? "..." : "");
+		 what, quoted, cut ? "..." : "");
 	return -EPROTO;
 }
 
