@@ -154,7 +154,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	struct chan *c = s->data;
 	struct proto_msg m;
 	size_t off = 0;
-	int n;
+	int n = 0;
 
 	if (nread == 0)
 		return;

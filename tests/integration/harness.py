@@ -588,6 +588,13 @@ class Test:
         self._claimds = []
         self._handlers = []
         self._start_ticks = _boot_ticks_now()
+        self._sanitizer_allowed = ()
+
+    def allow_sanitizer_report(self, *kinds):
+        """In a sanitized build (CLAIMD_TEST_SANITIZED=1) a claimd log holding a sanitizer report
+        fails the test; a test that crashes a process on purpose names the reports it expects,
+        e.g. 'AddressSanitizer: SEGV'."""
+        self._sanitizer_allowed = kinds
 
     @property
     def tmpdir(self):
@@ -693,9 +700,32 @@ class Test:
             except Exception as e:  # noqa: BLE001
                 errors.append(f'{getattr(fn, "__qualname__", fn)}: {e}')
         self._kill_stray_handlers()
+        errors += self._sanitizer_reports()
         if self._tmp:
             shutil.rmtree(self._tmp, ignore_errors=True)
         return errors
+
+    def _sanitizer_reports(self):
+        # Read after every process is stopped, so that reports written at exit (leaks) are in.
+        if os.environ.get('CLAIMD_TEST_SANITIZED') != '1':
+            return []
+        found = []
+        for c in self._claimds:
+            lines = c.log().splitlines()
+            for i, line in enumerate(lines):
+                if not any(m in line for m in _SANITIZER_MARKS):
+                    continue
+                if any(k in line for k in self._sanitizer_allowed):
+                    continue
+                self.note(f'--- sanitizer report in {c.name} log, line {i + 1}:')
+                self.note('\n'.join(lines[i:i + 40]))
+                found.append(f'sanitizer report in {c.name} log: {line.strip()[:120]}')
+                break
+        return found
+
+
+# What AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer print when they find something.
+_SANITIZER_MARKS = ('ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'runtime error:')
 
 
 def _sh_quote(s):
