@@ -6,8 +6,8 @@
  * Anything else aborts.
  *
  *     clang -g -O1 -fsanitize=fuzzer,address,undefined -DCLAIMD_LIBFUZZER -Isrc \
- *         src/common/ctl.c src/common/buf.c src/common/config.c src/common/dsn.c \
- *         tests/fuzz_ctl.c -o /tmp/fuzz_ctl -lm
+ *         src/common/ctl.c src/common/buf.c src/common/config.c src/common/dsn.c src/common/json.c \
+ *         src/common/utf8.c tests/fuzz_ctl.c -o /tmp/fuzz_ctl -lm
  * Otherwise linked with fuzz_main.c to replay tests/corpus/ctl. */
 #include "common/ctl.h"
 

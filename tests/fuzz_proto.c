@@ -4,7 +4,7 @@
  *
  * Built with -DCLAIMD_LIBFUZZER it is a plain libFuzzer target:
  *     clang -g -O1 -fsanitize=fuzzer,address,undefined -DCLAIMD_LIBFUZZER -Isrc \
- *         src/proto.c tests/fuzz_proto.c -o /tmp/fuzz_proto
+ *         src/common/proto.c tests/fuzz_proto.c -o /tmp/fuzz_proto
  * Otherwise it is linked with tests/fuzz_main.c, which replays files and directories of inputs
  * (tests/corpus/proto): that is how the corpus runs as an ordinary test. */
 #include "common/proto.h"
