@@ -8,6 +8,7 @@
 #include "worker/handler.h"
 #include "common/proc.h"
 #include "store/store.h"
+#include "supervisor/http.h"
 #include "supervisor/supervisor.h"
 #include "worker/worker.h"
 
@@ -43,6 +44,12 @@ int main(int argc, char **argv)
 	/* The supervisor checks the handler once (a so: library loads and speaks our ABI), so a
 	 * bad one is an error at start rather than workers failing over and over. */
 	if (cfg.fork_fd < 0 && handler_check(cfg.handler, err, sizeof(err)) < 0) {
+		fprintf(stderr, "claimd: %s\n", err);
+		return 2;
+	}
+	if (cfg.fork_fd < 0 && *cfg.http_token_file &&
+	    http_read_token(cfg.http_token_file, cfg.http_token, sizeof(cfg.http_token), err,
+			    sizeof(err)) < 0) {
 		fprintf(stderr, "claimd: %s\n", err);
 		return 2;
 	}

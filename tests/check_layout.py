@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The source tree's layout, as src/README.md states it: what each folder may include, no
-circle among modules (a module is foo.c with foo.h; one includes another when any of its
+circle among modules (a module is foo.c with foo.h and its private foo_int.h; one includes another when any of its
 files includes the other's header), no file over 600 lines, and a README in every folder.
 Prints what breaks a rule and exits 1; exits 0 when all hold."""
 
@@ -36,7 +36,9 @@ def includes(path):
 
 
 def module(path):
-    return os.path.splitext(path)[0]
+    """foo.c and foo.h are module foo; a private header foo_int.h is foo's insides."""
+    base, ext = os.path.splitext(path)
+    return base[:-4] if ext == '.h' and base.endswith('_int') else base
 
 
 def find_cycle(graph):

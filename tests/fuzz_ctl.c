@@ -2,11 +2,13 @@
  *   - up to its first LF, as a request line for ctl_decode; a line that decodes must encode
  *     (ctl_encode) and that encoding must decode to the same request;
  *   - split on NUL bytes, as a command line for ctl_from_argv; one that parses must encode;
+ *   - its first byte a verb and the rest split on NUL bytes as names and values (and a
+ *     payload) for ctl_from_params, as the HTTP API calls it; one that parses must encode;
  *   - whole, as a reply for ctl_reply_parse, whose body must lie inside the input.
  * Anything else aborts.
  *
  *     clang -g -O1 -fsanitize=fuzzer,address,undefined -DCLAIMD_LIBFUZZER -Isrc \
- *         src/common/ctl.c src/common/buf.c src/common/config.c src/common/dsn.c src/common/json.c \
+ *         src/common/ctl.c src/common/ctl_args.c src/common/buf.c src/common/config.c src/common/dsn.c src/common/json.c \
  *         src/common/utf8.c tests/fuzz_ctl.c -o /tmp/fuzz_ctl -lm
  * Otherwise linked with fuzz_main.c to replay tests/corpus/ctl. */
 #include "common/ctl.h"
@@ -17,7 +19,7 @@
 
 #include "fuzz.h"
 
-static unsigned long decoded, parsed;
+static unsigned long decoded, parsed, from_params;
 
 static bool same_text(const char *a, const char *b)
 {
@@ -91,6 +93,38 @@ static void try_argv(const uint8_t *data, size_t size)
 	free(copy);
 }
 
+/* The HTTP API's form: the first byte picks the verb, the rest split on NUL is name, value,
+ * name, value...; a last odd string is the payload. */
+static void try_params(const uint8_t *data, size_t size)
+{
+	const char *names[16], *values[16], *strs[33];
+	char *copy, err[256];
+	struct ctl_request r;
+	size_t n = 0, k = 0;
+
+	if (size < 1)
+		return;
+	copy = malloc(size);
+	memcpy(copy, data + 1, size - 1);
+	copy[size - 1] = '\0';
+	for (size_t i = 0; i < size && k < 33; ) {
+		strs[k++] = copy + i;
+		i += strlen(copy + i) + 1;
+	}
+	for (; 2 * n + 1 < k && n < 16; n++) {
+		names[n] = strs[2 * n];
+		values[n] = strs[2 * n + 1];
+	}
+	const char *payload = 2 * n < k ? strs[2 * n] : NULL;
+	if (ctl_from_params((enum ctl_verb)(data[0] % CTL_VERB_COUNT), names, values, n,
+			    (const unsigned char *)payload, payload ? strlen(payload) : 0, &r, err,
+			    sizeof(err)) == 0) {
+		from_params++;
+		check_encodes(&r, "named-parameter");
+	}
+	free(copy);
+}
+
 static void try_reply(const uint8_t *data, size_t size)
 {
 	const char *body;
@@ -107,12 +141,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	try_line(data, size);
 	try_argv(data, size);
+	try_params(data, size);
 	try_reply(data, size);
 	return 0;
 }
 
 void fuzz_report(const char *name)
 {
-	printf("%s: %lu request lines decoded, %lu command lines parsed, all re-encoded\n", name,
-	       decoded, parsed);
+	printf("%s: %lu request lines decoded, %lu command lines and %lu named-parameter sets "
+	       "parsed, all re-encoded\n", name, decoded, parsed, from_params);
 }

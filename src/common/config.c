@@ -1,9 +1,11 @@
 #include "common/config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,7 @@ enum {
 	OPT_DSN = 256, OPT_WORKERS, OPT_CLAIMERS, OPT_HANDLER, OPT_QUEUE, OPT_CONTROL, OPT_BATCH, OPT_LEASE,
 	OPT_TIMEOUT, OPT_HANG, OPT_KILL_GRACE, OPT_GRACE, OPT_HEARTBEAT, OPT_POLL,
 	OPT_RETRY_BASE, OPT_KEEP_DONE, OPT_DEDUPE_WINDOW, OPT_MAINTENANCE, OPT_VERBOSE, OPT_QUIET, OPT_HELP, OPT_VERSION,
-	OPT_FORK_FD, OPT_PARENT,
+	OPT_FORK_FD, OPT_PARENT, OPT_HTTP, OPT_HTTP_TOKEN_FILE, OPT_HTTP_MAX_CONNS,
 };
 
 static const struct option long_opts[] = {
@@ -35,6 +37,9 @@ static const struct option long_opts[] = {
 	{ "keep-done", required_argument, NULL, OPT_KEEP_DONE },
 	{ "dedupe-window", required_argument, NULL, OPT_DEDUPE_WINDOW },
 	{ "maintenance-interval", required_argument, NULL, OPT_MAINTENANCE },
+	{ "http", required_argument, NULL, OPT_HTTP },
+	{ "http-token-file", required_argument, NULL, OPT_HTTP_TOKEN_FILE },
+	{ "http-max-connections", required_argument, NULL, OPT_HTTP_MAX_CONNS },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "help", no_argument, NULL, OPT_HELP },
@@ -61,6 +66,11 @@ const char *config_usage(void)
 	"                         several, each claimed in turn\n"
 	"  --control PATH         control socket for claimctl (default $CLAIMD_CONTROL,\n"
 	"                         $XDG_RUNTIME_DIR/claimd.sock or /tmp/claimd-UID.sock)\n"
+	"  --http HOST:PORT       serve the HTTP API, /metrics, /healthz and the dashboard\n"
+	"                         (e.g. 127.0.0.1:8080; off by default)\n"
+	"  --http-token-file PATH every HTTP route but /healthz needs Authorization: Bearer\n"
+	"                         <the file's first line>; required for a non-loopback HOST\n"
+	"  --http-max-connections N  HTTP connections at once (default 256)\n"
 	"  --batch N              rows a worker claims per round trip, 1..256 (default 1)\n"
 	"  --claimers N           claim transactions at once per supervisor (default: the\n"
 	"                         number of CPUs, at least 2)\n"
@@ -126,6 +136,45 @@ static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *ret)
 	return 0;
 }
 
+int config_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len,
+			bool *ret_loopback)
+{
+	const char *colon = strrchr(s, ':');
+	char host[64];
+	size_t hlen;
+	unsigned port;
+
+	if (!colon || parse_uint(colon + 1, 0, 65535, &port) < 0)
+		return -EINVAL;
+	hlen = (size_t)(colon - s);
+	if (hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, hlen);
+	host[hlen] = '\0';
+	memset(ret, 0, sizeof(*ret));
+	if (host[0] == '[' && hlen > 2 && host[hlen - 1] == ']') {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ret;
+		host[hlen - 1] = '\0';
+		if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
+			return -EINVAL;
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		*ret_len = sizeof(*a);
+		*ret_loopback = IN6_IS_ADDR_LOOPBACK(&a->sin6_addr);
+		return 0;
+	}
+	struct sockaddr_in *a = (struct sockaddr_in *)ret;
+	if (!strcmp(host, "localhost"))
+		snprintf(host, sizeof(host), "127.0.0.1");
+	if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+		return -EINVAL;
+	a->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)port);
+	*ret_len = sizeof(*a);
+	*ret_loopback = (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+	return 0;
+}
+
 int config_default_control(char *out, size_t outlen)
 {
 	const char *env = getenv("CLAIMD_CONTROL");
@@ -167,6 +216,7 @@ static void set_defaults(struct config *c)
 	c->dedupe_window_ms = 5u * 60u * 1000u;
 	c->maintenance_ms = 60u * 1000u;
 	c->log_level = 2; /* LOG_INFO */
+	c->http_max_conns = 256;
 	c->fork_fd = -1;
 	c->worker_slot = -1;
 	c->worker_fd = -1;
@@ -266,6 +316,21 @@ static int apply_opt(struct config *c, int opt, const char *arg, const char **ds
 		if (copy_str(c->control, sizeof(c->control), arg) < 0 || !*arg)
 			goto bad;
 		return 0;
+	case OPT_HTTP:
+		if (copy_str(c->http, sizeof(c->http), arg) < 0 ||
+		    config_parse_listen(arg, &c->http_addr, &c->http_addrlen, &c->http_loopback) < 0) {
+			snprintf(err, errlen, "--http: '%s' is not HOST:PORT (e.g. 127.0.0.1:8080, "
+				 "[::1]:8080)", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_HTTP_TOKEN_FILE:
+		if (copy_str(c->http_token_file, sizeof(c->http_token_file), arg) < 0 || !*arg)
+			goto bad;
+		return 0;
+	case OPT_HTTP_MAX_CONNS:
+		return parse_uint(arg, 1, 65536, &c->http_max_conns) < 0 ? (snprintf(err, errlen,
+			"--http-max-connections: '%s' is not a number from 1 to 65536", arg), -EINVAL) : 0;
 	case OPT_VERBOSE: c->log_level = 3; return 0;
 	case OPT_QUIET: c->log_level = 1; return 0;
 	case OPT_HELP: return CONFIG_HELP;
@@ -318,6 +383,15 @@ static int finish(struct config *c, const char *dsn_str, char *err, size_t errle
 	}
 	if (c->hang_ms <= c->heartbeat_ms) {
 		snprintf(err, errlen, "--hang-timeout must be longer than --heartbeat");
+		return -EINVAL;
+	}
+	if (*c->http && !c->http_loopback && !*c->http_token_file) {
+		snprintf(err, errlen, "--http %s is not a loopback address: give --http-token-file "
+			 "too (anyone who can reach it could add, cancel and read jobs)", c->http);
+		return -EINVAL;
+	}
+	if (*c->http_token_file && !*c->http) {
+		snprintf(err, errlen, "--http-token-file needs --http");
 		return -EINVAL;
 	}
 	if (c->lease_ms < 1000) {

@@ -7,12 +7,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <sys/socket.h>
+
 #include "common/dsn.h"
 
 #define CONFIG_HANDLER_MAX 4096
 #define CONFIG_QUEUE_MAX 64
 #define CONFIG_QUEUES_MAX 16
 #define CONFIG_PATH_MAX 108 /* sun_path */
+#define CONFIG_TOKEN_MAX 256
 
 struct config {
 	struct dsn dsn;
@@ -37,6 +40,14 @@ struct config {
 	unsigned dedupe_window_ms;
 	unsigned maintenance_ms;
 	int log_level;
+	/* HTTP (--http HOST:PORT): http[0] == 0 when off. */
+	char http[64];
+	struct sockaddr_storage http_addr;
+	socklen_t http_addrlen;
+	bool http_loopback;
+	char http_token_file[4096];   /* "" = no token */
+	char http_token[CONFIG_TOKEN_MAX + 1];  /* read from it at start (not by config_parse) */
+	unsigned http_max_conns;
 	/* Set only in the fork server (hidden options the supervisor passes) and its workers. */
 	int fork_fd;      /* the fork server's socket; -1 in the supervisor */
 	int parent_pid;   /* the supervisor */
@@ -59,6 +70,10 @@ int config_parse(int argc, char **argv, struct config *ret, char *err, size_t er
 /* "100ms", "2s", "1.5", "5m", "1h" -> milliseconds. Returns 0 or -EINVAL (also for values
  * over ~49 days or negative). */
 int config_parse_duration(const char *s, unsigned *ret_ms);
+
+/* "127.0.0.1:8080", "[::1]:8080", "localhost:8080" -> an address. Returns 0 or -EINVAL. */
+int config_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len,
+			bool *ret_loopback);
 
 /* The default control socket path: $CLAIMD_CONTROL, else $XDG_RUNTIME_DIR/claimd.sock, else
  * /tmp/claimd-UID.sock. Returns 0 or -ENAMETOOLONG. */

@@ -3,7 +3,7 @@
  * ctl_request), and every verb once (the fields it takes and needs, its positional arguments,
  * its usage). Decoding, encoding and claimctl's command line all read them, so a verb's
  * arguments are checked the same way at both ends. */
-#include "common/ctl.h"
+#include "common/ctl_int.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -12,40 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/config.h"
-
-#define BIT(f) (1u << (f))
-
-enum type {
-	T_TEXT,   /* 1..max bytes, no control characters */
-	T_BYTES,  /* 0..max bytes, anything */
-	T_UINT,   /* min..max */
-	T_INT,    /* min..max, may be negative */
-	T_FLAG,   /* "1" on the wire, a bare option on the command line */
-};
-
-/* How claimctl's command line writes a number. */
-enum cli_form {
-	CLI_NUMBER,
-	CLI_DURATION,     /* "1.5s", "100ms", "5m", "1h"; a bare number is seconds */
-	CLI_DURATION_MS,  /* the same, but a bare number is milliseconds */
-};
-
-struct field_def {
-	const char *name;     /* on the wire */
-	const char *option;   /* on the command line, or NULL (positional only) */
-	const char *meta;     /* the option's value in usage texts */
-	enum type type;
-	enum cli_form cli;
-	long long min;
-	unsigned long long max;   /* T_TEXT, T_BYTES: bytes */
-	size_t off;               /* in struct ctl_request */
-	size_t size;              /* of a number there (4 or 8) */
-};
 
 #define AT(member) offsetof(struct ctl_request, member), sizeof(((struct ctl_request *)0)->member)
 
-static const struct field_def fields[CTL_FIELD_COUNT] = {
+const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 	[CTL_F_QUEUE] = { "queue", "--queue", "NAME", T_TEXT, CLI_NUMBER, 1, CTL_QUEUE_MAX,
 			  AT(queue) },
 	[CTL_F_PAYLOAD] = { "payload", NULL, "PAYLOAD", T_BYTES, CLI_NUMBER, 0, CTL_PAYLOAD_MAX,
@@ -73,21 +43,7 @@ static const struct field_def fields[CTL_FIELD_COUNT] = {
 	[CTL_F_JSON] = { "json", "--json", NULL, T_FLAG, CLI_NUMBER, 0, 1, AT(json) },
 };
 
-struct verb_def {
-	const char *name;
-	uint32_t takes, needs;         /* fields (bits) it may have, and must */
-	enum ctl_field positional[2];  /* command-line arguments without an option, in order */
-	size_t npositional;
-	const char *cli_queue;         /* on the command line, the queue when none is given */
-	const char *synopsis;          /* after "claimctl [--control PATH] " */
-	const char *help;
-	/* Rules between fields; NULL: none. */
-	int (*check)(const struct ctl_request *r, char *err, size_t errlen);
-};
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+int ctl_fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -105,11 +61,11 @@ static int check_retry(const struct ctl_request *r, char *err, size_t errlen)
 	bool by_queue = ctl_has(r, CTL_F_QUEUE) && ctl_has(r, CTL_F_DEAD);
 
 	if (by_id == by_queue || (by_id && (ctl_has(r, CTL_F_QUEUE) || ctl_has(r, CTL_F_DEAD))))
-		return fail(err, errlen, "retry takes an item id, or --queue NAME --dead");
+		return ctl_fail(err, errlen, "retry takes an item id, or --queue NAME --dead");
 	return 0;
 }
 
-static const struct verb_def verbs[CTL_VERB_COUNT] = {
+const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 	[CTL_STATUS] = { "status", BIT(CTL_F_JSON), 0, { 0 }, 0, NULL, "status [--json]",
 			 "the worker pool and the queue counts (--json: one JSON object)", NULL },
 	[CTL_ADD] = { "add",
@@ -138,11 +94,19 @@ static const struct verb_def verbs[CTL_VERB_COUNT] = {
 			"limit NAME --interval DUR",
 			"start the queue's items at least DUR apart across every claimd sharing the\n"
 			"database (0: no limit; a bare number is milliseconds here)", NULL },
+	[CTL_JOB] = { "job", BIT(CTL_F_ID) | BIT(CTL_F_JSON), BIT(CTL_F_ID), { CTL_F_ID }, 1, NULL,
+		      "job ID [--json]", "one row: its state, attempts, times, error and the\n"
+		      "start of its payload", NULL },
+	[CTL_CANCEL] = { "cancel", BIT(CTL_F_ID), BIT(CTL_F_ID), { CTL_F_ID }, 1, NULL, "cancel ID",
+			 "delete a ready or dead row (a claimed one is refused)", NULL },
+	[CTL_QUEUES] = { "queues", BIT(CTL_F_JSON), 0, { 0 }, 0, NULL, "queues [--json]",
+			 "every queue: rows per state, the oldest ready row's age, paused, rate\n"
+			 "limit", NULL },
 };
 
 const char *ctl_verb_name(enum ctl_verb v)
 {
-	return (unsigned)v < CTL_VERB_COUNT ? verbs[v].name : "?";
+	return (unsigned)v < CTL_VERB_COUNT ? ctl_verbs[v].name : "?";
 }
 
 /* ---- values ---- */
@@ -154,10 +118,10 @@ static bool is_control(unsigned char c)
 
 /* Checks a decoded value (s[0..len), NUL-terminated) of field f and stores it in r. label
  * names the field in messages (its wire name, or its command-line option). */
-static int store_value(struct ctl_request *r, enum ctl_field f, const char *label, const char *s,
+int ctl_store_value(struct ctl_request *r, enum ctl_field f, const char *label, const char *s,
 		       size_t len, char *err, size_t errlen)
 {
-	const struct field_def *d = &fields[f];
+	const struct field_def *d = &ctl_fields[f];
 	char *at = (char *)r + d->off;
 	unsigned long long u;
 	size_t neg;
@@ -167,24 +131,24 @@ static int store_value(struct ctl_request *r, enum ctl_field f, const char *labe
 	switch (d->type) {
 	case T_TEXT:
 		if (len < (size_t)d->min || len > d->max)
-			return fail(err, errlen, "%s: %s must be %lld to %llu bytes", verbs[r->verb].name,
+			return ctl_fail(err, errlen, "%s: %s must be %lld to %llu bytes", ctl_verbs[r->verb].name,
 				    label, d->min, d->max);
 		for (size_t i = 0; i < len; i++)
 			if (is_control((unsigned char)s[i]))
-				return fail(err, errlen, "%s: %s has a control character", verbs[r->verb].name,
+				return ctl_fail(err, errlen, "%s: %s has a control character", ctl_verbs[r->verb].name,
 					    label);
 		memcpy(at, &s, sizeof(s));
 		return 0;
 	case T_BYTES:
 		if (len > d->max)
-			return fail(err, errlen, "%s: %s is over %llu bytes", verbs[r->verb].name, label,
+			return ctl_fail(err, errlen, "%s: %s is over %llu bytes", ctl_verbs[r->verb].name, label,
 				    d->max);
 		r->payload = (const unsigned char *)s;
 		r->payload_len = len;
 		return 0;
 	case T_FLAG:
 		if (len != 1 || s[0] != '1')
-			return fail(err, errlen, "%s: %s takes no value but 1", verbs[r->verb].name, label);
+			return ctl_fail(err, errlen, "%s: %s takes no value but 1", ctl_verbs[r->verb].name, label);
 		*(bool *)at = true;
 		return 0;
 	case T_UINT:
@@ -213,10 +177,10 @@ static int store_value(struct ctl_request *r, enum ctl_field f, const char *labe
 	return 0;
 bad:
 	if (d->type == T_INT)
-		return fail(err, errlen, "%s: %s must be a whole number from %lld to %lld",
-			    verbs[r->verb].name, label, d->min, (long long)d->max);
-	return fail(err, errlen, "%s: %s must be a whole number from %lld to %llu",
-		    verbs[r->verb].name, label, d->min, d->max);
+		return ctl_fail(err, errlen, "%s: %s must be a whole number from %lld to %lld",
+			    ctl_verbs[r->verb].name, label, d->min, (long long)d->max);
+	return ctl_fail(err, errlen, "%s: %s must be a whole number from %lld to %llu",
+		    ctl_verbs[r->verb].name, label, d->min, d->max);
 }
 
 static int hexval(char c)
@@ -259,10 +223,10 @@ static long pct_decode(char *s, size_t len)
 
 /* ---- decode ---- */
 
-static int find_verb(const char *s, size_t len)
+int ctl_find_verb(const char *s, size_t len)
 {
 	for (int v = 0; v < CTL_VERB_COUNT; v++)
-		if (strlen(verbs[v].name) == len && !memcmp(verbs[v].name, s, len))
+		if (strlen(ctl_verbs[v].name) == len && !memcmp(ctl_verbs[v].name, s, len))
 			return v;
 	return -1;
 }
@@ -270,22 +234,22 @@ static int find_verb(const char *s, size_t len)
 static int find_field(const char *s, size_t len)
 {
 	for (int f = 0; f < CTL_FIELD_COUNT; f++)
-		if (strlen(fields[f].name) == len && !memcmp(fields[f].name, s, len))
+		if (strlen(ctl_fields[f].name) == len && !memcmp(ctl_fields[f].name, s, len))
 			return f;
 	return -1;
 }
 
 /* The rules every request follows, whichever way it came: the fields the verb needs are
  * there, and its own rules hold. */
-static int check_request(const struct ctl_request *r, char *err, size_t errlen)
+int ctl_check_request(const struct ctl_request *r, char *err, size_t errlen)
 {
-	const struct verb_def *v = &verbs[r->verb];
+	const struct verb_def *v = &ctl_verbs[r->verb];
 	uint32_t missing = v->needs & ~r->have;
 
 	if (missing) {
 		for (int f = 0; f < CTL_FIELD_COUNT; f++)
 			if (missing & BIT(f))
-				return fail(err, errlen, "%s: %s is required", v->name, fields[f].name);
+				return ctl_fail(err, errlen, "%s: %s is required", v->name, ctl_fields[f].name);
 	}
 	return v->check ? v->check(r, err, errlen) : 0;
 }
@@ -293,25 +257,25 @@ static int check_request(const struct ctl_request *r, char *err, size_t errlen)
 /* One "name=value" of s[0..len) into r. */
 static int decode_field(struct ctl_request *r, char *s, size_t len, char *err, size_t errlen)
 {
-	const struct verb_def *v = &verbs[r->verb];
+	const struct verb_def *v = &ctl_verbs[r->verb];
 	char *eq = memchr(s, '=', len);
 	long n;
 	int f;
 
 	if (!eq)
-		return fail(err, errlen, "%s: '%.*s' is not name=value", v->name,
+		return ctl_fail(err, errlen, "%s: '%.*s' is not name=value", v->name,
 			    (int)(len > 40 ? 40 : len), s);
 	f = find_field(s, (size_t)(eq - s));
 	if (f < 0 || !(v->takes & BIT(f)))
-		return fail(err, errlen, "%s: unknown field '%.*s'", v->name,
+		return ctl_fail(err, errlen, "%s: unknown field '%.*s'", v->name,
 			    (int)(eq - s > 40 ? 40 : eq - s), s);
 	if (r->have & BIT(f))
-		return fail(err, errlen, "%s: %s given twice", v->name, fields[f].name);
+		return ctl_fail(err, errlen, "%s: %s given twice", v->name, ctl_fields[f].name);
 	n = pct_decode(eq + 1, len - (size_t)(eq + 1 - s));
 	if (n < 0)
-		return fail(err, errlen, "%s: %s: bad character or %%-escape", v->name, fields[f].name);
+		return ctl_fail(err, errlen, "%s: %s: bad character or %%-escape", v->name, ctl_fields[f].name);
 	r->have |= BIT(f);
-	return store_value(r, (enum ctl_field)f, fields[f].name, eq + 1, (size_t)n, err, errlen);
+	return ctl_store_value(r, (enum ctl_field)f, ctl_fields[f].name, eq + 1, (size_t)n, err, errlen);
 }
 
 int ctl_decode(char *line, size_t len, struct ctl_request *ret, char *err, size_t errlen)
@@ -324,12 +288,12 @@ int ctl_decode(char *line, size_t len, struct ctl_request *ret, char *err, size_
 	if (len > 0 && line[len - 1] == '\r')
 		len--;
 	if (len >= CTL_LINE_MAX)
-		return fail(err, errlen, "request too long");
+		return ctl_fail(err, errlen, "request too long");
 	for (i = 0; i < len && line[i] != ' '; i++)
 		;
-	v = find_verb(line, i);
+	v = ctl_find_verb(line, i);
 	if (v < 0) {
-		return fail(err, errlen, "unknown request '%.*s'; try status, add, retry, pause, "
+		return ctl_fail(err, errlen, "unknown request '%.*s'; try status, add, retry, pause, "
 			    "resume or limit", (int)(i > 40 ? 40 : i), line);
 	}
 	r.verb = (enum ctl_verb)v;
@@ -338,14 +302,14 @@ int ctl_decode(char *line, size_t len, struct ctl_request *ret, char *err, size_
 		while (i < len && line[i] != ' ')
 			i++;
 		if (i == start)
-			return fail(err, errlen, "%s: empty field (two spaces, or one at the end)",
-				    verbs[v].name);
+			return ctl_fail(err, errlen, "%s: empty field (two spaces, or one at the end)",
+				    ctl_verbs[v].name);
 		line[i] = '\0';  /* the space (or one past the end: the caller's CR, LF or room) */
 		rc = decode_field(&r, line + start, i - start, err, errlen);
 		if (rc < 0)
 			return rc;
 	}
-	rc = check_request(&r, err, errlen);
+	rc = ctl_check_request(&r, err, errlen);
 	if (rc < 0)
 		return rc;
 	*ret = r;
@@ -375,7 +339,7 @@ static void pct_encode(struct buf *out, const void *p, size_t n)
 
 static void encode_field(const struct ctl_request *r, enum ctl_field f, struct buf *out)
 {
-	const struct field_def *d = &fields[f];
+	const struct field_def *d = &ctl_fields[f];
 	const char *at = (const char *)r + d->off;
 	const char *text;
 
@@ -410,10 +374,10 @@ int ctl_encode(const struct ctl_request *req, struct buf *out, char *err, size_t
 	int r;
 
 	if ((unsigned)req->verb >= CTL_VERB_COUNT)
-		return fail(err, errlen, "unknown verb %d", (int)req->verb);
-	if (req->have & ~verbs[req->verb].takes)
-		return fail(err, errlen, "%s: a field it does not take is set", verbs[req->verb].name);
-	buf_puts(out, verbs[req->verb].name);
+		return ctl_fail(err, errlen, "unknown verb %d", (int)req->verb);
+	if (req->have & ~ctl_verbs[req->verb].takes)
+		return ctl_fail(err, errlen, "%s: a field it does not take is set", ctl_verbs[req->verb].name);
+	buf_puts(out, ctl_verbs[req->verb].name);
 	for (int f = 0; f < CTL_FIELD_COUNT; f++)
 		if (ctl_has(req, (enum ctl_field)f))
 			encode_field(req, (enum ctl_field)f, out);
@@ -436,127 +400,6 @@ int ctl_encode(const struct ctl_request *req, struct buf *out, char *err, size_t
 }
 
 /* ---- claimctl's command line ---- */
-
-static int find_option(const struct verb_def *v, const char *opt)
-{
-	for (int f = 0; f < CTL_FIELD_COUNT; f++)
-		if ((v->takes & BIT(f)) && fields[f].option && !strcmp(fields[f].option, opt))
-			return f;
-	return -1;
-}
-
-/* A command-line value of field f into r: durations become milliseconds, the rest is checked
- * as on the wire. */
-static int cli_value(struct ctl_request *r, enum ctl_field f, const char *label, const char *arg,
-		     char *err, size_t errlen)
-{
-	const struct field_def *d = &fields[f];
-	char num[32];
-	unsigned ms;
-
-	if (d->type == T_FLAG)
-		return store_value(r, f, label, "1", 1, err, errlen);
-	if (d->cli == CLI_NUMBER || (d->cli == CLI_DURATION_MS && *arg &&
-				     strspn(arg, "0123456789") == strlen(arg)))
-		return store_value(r, f, label, arg, strlen(arg), err, errlen);
-	if (config_parse_duration(arg, &ms) < 0)
-		return fail(err, errlen, "%s: %s: '%s' is not a duration (e.g. 500ms, 30s, 5m, 1h)",
-			    verbs[r->verb].name, label, arg);
-	snprintf(num, sizeof(num), "%u", ms);
-	return store_value(r, f, label, num, strlen(num), err, errlen);
-}
-
-int ctl_from_argv(int argc, char **argv, struct ctl_request *ret, char *err, size_t errlen)
-{
-	const struct verb_def *v;
-	struct ctl_request r;
-	size_t pos = 0;
-	int vi, f, rc;
-
-	memset(&r, 0, sizeof(r));
-	if (argc < 1)
-		return fail(err, errlen, "no command given");
-	vi = find_verb(argv[0], strlen(argv[0]));
-	if (vi < 0)
-		return fail(err, errlen, "unknown command '%s'", argv[0]);
-	v = &verbs[vi];
-	r.verb = (enum ctl_verb)vi;
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i], *label;
-		if (!strncmp(arg, "--", 2)) {
-			f = find_option(v, arg);
-			if (f < 0)
-				return fail(err, errlen, "%s: unknown option '%s'", v->name, arg);
-			label = fields[f].option;
-			if (fields[f].type != T_FLAG) {
-				if (i + 1 >= argc)
-					return fail(err, errlen, "%s: %s needs a value", v->name, arg);
-				arg = argv[++i];
-			}
-		} else {
-			if (pos >= v->npositional)
-				return fail(err, errlen, "%s: unexpected argument '%s'", v->name, arg);
-			f = (int)v->positional[pos++];
-			label = fields[f].meta;
-		}
-		if (r.have & BIT(f))
-			return fail(err, errlen, "%s: %s given twice", v->name, label);
-		r.have |= BIT(f);
-		rc = cli_value(&r, (enum ctl_field)f, label, arg, err, errlen);
-		if (rc < 0)
-			return rc;
-	}
-	if (v->cli_queue && !ctl_has(&r, CTL_F_QUEUE)) {
-		r.queue = v->cli_queue;
-		r.have |= BIT(CTL_F_QUEUE);
-	}
-	rc = check_request(&r, err, errlen);
-	if (rc < 0)
-		return rc;
-	*ret = r;
-	return 0;
-}
-
-bool ctl_wants_stdin(const struct ctl_request *req)
-{
-	return (unsigned)req->verb < CTL_VERB_COUNT &&
-	       (verbs[req->verb].takes & BIT(CTL_F_PAYLOAD)) && !ctl_has(req, CTL_F_PAYLOAD);
-}
-
-const char *ctl_usage(void)
-{
-	static char text[4096];
-	size_t n = 0;
-
-	if (text[0])
-		return text;
-	for (int v = 0; v < CTL_VERB_COUNT && n < sizeof(text); v++) {
-		const char *syn = verbs[v].synopsis;
-		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s claimctl [--control PATH] ",
-				      v ? "      " : "usage:");
-		while (*syn && n < sizeof(text)) {  /* continuation lines under the verb's words */
-			size_t k = strcspn(syn, "\n");
-			n += (size_t)snprintf(text + n, sizeof(text) - n, "%.*s\n%s", (int)k, syn,
-					      syn[k] ? "           " : "");
-			syn += k + (syn[k] != 0);
-		}
-	}
-	n += (size_t)snprintf(text + n, sizeof(text) - n, "\n");
-	for (int v = 0; v < CTL_VERB_COUNT && n < sizeof(text); v++) {
-		const char *h = verbs[v].help;
-		n += (size_t)snprintf(text + n, sizeof(text) - n, "  %-8s ", verbs[v].name);
-		while (*h && n < sizeof(text)) {
-			size_t k = strcspn(h, "\n");
-			n += (size_t)snprintf(text + n, sizeof(text) - n, "%.*s\n%s", (int)k, h,
-					      h[k] ? "           " : "");
-			h += k + (h[k] != 0);
-		}
-	}
-	if (n < sizeof(text))
-		snprintf(text + n, sizeof(text) - n, "\nThe control socket defaults to $CLAIMD_CONTROL, "
-			 "$XDG_RUNTIME_DIR/claimd.sock or\n/tmp/claimd-UID.sock, as for claimd.\n");
-	return text;
-}
 
 /* ---- replies ---- */
 

@@ -10,7 +10,8 @@
  * Request grammar (ABNF, RFC 5234):
  *
  *     request  = verb *( SP field ) [ CR ] LF      ; at most CTL_LINE_MAX bytes with the LF
- *     verb     = "status" / "add" / "retry" / "pause" / "resume" / "limit"
+ *     verb     = "status" / "add" / "retry" / "pause" / "resume" / "limit" / "job" /
+ *                "cancel" / "queues"
  *     field    = name "=" value                    ; each name at most once
  *     name     = 1*( %x61-7A / "_" )               ; lower-case letters and '_'
  *     value    = *( unreserved / pct-encoded )     ; RFC 3986 percent-encoding of any bytes
@@ -35,6 +36,9 @@
  *     pause    queue*:text(64)                     pause a queue for every supervisor
  *     resume   queue*:text(64)                     resume it
  *     limit    queue*:text(64) interval_ms*:uint(0..86400000)   the queue's shared rate limit
+ *     job      id*:uint(1..)  json:flag             one row
+ *     cancel   id*:uint(1..)                       delete a ready or dead row
+ *     queues   json:flag                           every queue's counts and settings
  *
  * Reply grammar:
  *
@@ -45,7 +49,9 @@
  * Bodies: status, a table (or with json=1 one JSON object, see supervisor/status.h); add, the
  * row's id and a newline (with a dedupe key that a row holds, that row's id); retry, the number
  * of rows put back; pause and resume, "queue NAME paused|resumed"; limit,
- * "queue NAME min_interval_ms N". A request that does not follow the grammar gets an error
+ * "queue NAME min_interval_ms N"; job, the row as "name: value" lines (or with json=1 one
+ * JSON object, see supervisor/cmd.c); cancel, "1" or "0" rows deleted; queues, a table (or
+ * a JSON array). A request that does not follow the grammar gets an error
  * reply naming what is wrong; nothing is done for it. */
 #ifndef CLAIMD_CTL_H
 #define CLAIMD_CTL_H
@@ -70,6 +76,9 @@ enum ctl_verb {
 	CTL_PAUSE,
 	CTL_RESUME,
 	CTL_LIMIT,
+	CTL_JOB,
+	CTL_CANCEL,
+	CTL_QUEUES,
 	CTL_VERB_COUNT,
 };
 
@@ -129,6 +138,17 @@ int ctl_encode(const struct ctl_request *req, struct buf *out, char *err, size_t
  * argv. A verb that takes a payload and was given none leaves CTL_F_PAYLOAD unset: the caller
  * reads it from stdin (ctl_wants_stdin). Returns 0 or -EINVAL with err filled. */
 int ctl_from_argv(int argc, char **argv, struct ctl_request *ret, char *err, size_t errlen);
+
+/* A request from named parameters, as the HTTP API's paths and query strings give them:
+ * names[i] = values[i] for i < n, each value NUL-terminated. A name is a field's command-line
+ * option without its dashes and with '_' for '-' ("max_attempts", "run_at", "delay",
+ * "dedupe"), or for a field without an option its wire name ("id"); values are written as on
+ * the command line (durations with a unit, a bare number is seconds; a flag is "1" or empty).
+ * The payload is given apart (payload NULL: none). Strings point into values. Returns 0 or
+ * -EINVAL with err filled (naming the parameter). */
+int ctl_from_params(enum ctl_verb verb, const char *const *names, const char *const *values,
+		    size_t n, const unsigned char *payload, size_t payload_len,
+		    struct ctl_request *ret, char *err, size_t errlen);
 
 /* Whether req's verb takes a payload and req has none yet. */
 bool ctl_wants_stdin(const struct ctl_request *req);

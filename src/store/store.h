@@ -200,6 +200,52 @@ void store_set_dedupe_window(struct store *s, unsigned seconds);
  * many, or a negative error. */
 int store_dedupe_expire(struct store *s, unsigned limit, char *err, size_t errlen);
 
+/* One row as an operator sees it (store_job_get). Times are the server's text
+ * ("YYYY-MM-DD HH:MM:SS.ffffff", its time zone), "" for NULL. */
+#define STORE_PREVIEW_MAX 1024
+struct store_job {
+	uint64_t id;
+	char queue[STORE_QUEUE_MAX + 1];
+	char state[16];
+	uint32_t attempts, max_attempts;
+	int priority;
+	int64_t period_s;           /* -1: not recurring */
+	int64_t timeout_s;          /* -1: the supervisor's --timeout */
+	char run_at[32], visible_at[32], created_at[32], claimed_at[32], finished_at[32];
+	char claimed_by[256];       /* "" when never claimed */
+	char group_key[STORE_GROUP_KEY_MAX + 1];   /* "" without one */
+	uint64_t group_seq;
+	char dedupe_key[STORE_DEDUPE_KEY_MAX + 1]; /* "" without one */
+	char *last_error;           /* malloc'd, or NULL */
+	unsigned char *payload;     /* malloc'd: the first STORE_PREVIEW_MAX bytes; may be NULL */
+	size_t payload_len;         /* bytes in payload */
+	uint64_t payload_size;      /* bytes in the whole payload */
+};
+
+/* Row id into *ret. Returns 1, 0 when there is no such row, or a negative error. */
+int store_job_get(struct store *s, uint64_t id, struct store_job *ret, char *err, size_t errlen);
+/* Frees what a store_job holds. */
+void store_job_clear(struct store_job *j);
+
+/* Deletes row id if it is ready or dead (a FIFO group's next row then starts). Returns 1
+ * when it was deleted, 0 when there is no such row, -EBUSY when it is claimed or done
+ * (*ret_state says which), or a negative error. */
+int store_cancel(struct store *s, uint64_t id, char ret_state[16], char *err, size_t errlen);
+
+/* Every queue that has rows or settings: rows per state, the oldest due row's wait, its
+ * settings. */
+struct store_queue {
+	char name[STORE_QUEUE_MAX + 1];
+	uint64_t ready, claimed, done, dead;
+	double oldest_ready_s;      /* how long the oldest due row has waited; 0: none due */
+	bool paused;
+	uint32_t min_interval_ms;
+};
+
+/* The queues, by name, into a malloc'd array. Returns 0 or a negative error. */
+int store_queues(struct store *s, struct store_queue **ret, size_t *ret_n, char *err,
+		 size_t errlen);
+
 /* Put dead rows back: row id (queue NULL) or every dead row of queue, ready now with
  * attempts 0 (last_error stays until the next failure); a grouped row waits behind its
  * group's running row, if any. Returns how many rows. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "supervisor/render.h"
 
 #define COUNTS_FRESH_MS 1000
 
@@ -42,6 +43,8 @@ struct call {
 	void *data;
 	struct cmd_result res;
 	struct store_add_opts add;
+	struct store_job row;          /* job */
+	struct store_queue *queues;    /* queues */
 };
 
 struct cmd_def {
@@ -58,6 +61,8 @@ struct cmd_def {
 static void finish(struct call *call)
 {
 	call->done(call->data, call->req, &call->res);
+	store_job_clear(&call->row);
+	free(call->queues);
 	free(call);
 }
 
@@ -244,6 +249,73 @@ static void limit_text(const struct ctl_request *req, const struct cmd_result *r
 	buf_printf(out, "queue %s min_interval_ms %u\n", req->queue, req->interval_ms);
 }
 
+/* ---- job, cancel, queues ---- */
+
+/* No such row: -ENOENT, with the message. */
+static int no_row(const struct call *call, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "no row %llu", (unsigned long long)call->req->id);
+	return -ENOENT;
+}
+
+static int job_db(struct call *call, struct store *s, char *err, size_t errlen)
+{
+	int r = store_job_get(s, call->req->id, &call->row, err, errlen);
+
+	return r == 0 ? no_row(call, err, errlen) : r;
+}
+
+static void job_after(struct call *call)
+{
+	call->res.job = &call->row;
+}
+
+static void job_text(const struct ctl_request *req, const struct cmd_result *res, struct buf *out)
+{
+	if (req->json)
+		render_job_json(res->job, out);
+	else
+		render_job_text(res->job, out);
+}
+
+static int cancel_db(struct call *call, struct store *s, char *err, size_t errlen)
+{
+	int r = store_cancel(s, call->req->id, call->res.state, err, errlen);
+
+	if (r == -EBUSY)
+		snprintf(err, errlen, "row %llu is %s: only a ready or dead row can be cancelled",
+			 (unsigned long long)call->req->id, call->res.state);
+	if (r == 0)
+		return no_row(call, err, errlen);
+	call->res.rows = r > 0 ? r : 0;
+	return r;
+}
+
+static void cancel_after(struct call *call)
+{
+	if (call->res.rows)
+		log_info("row %llu cancelled", (unsigned long long)call->req->id);
+}
+
+static int queues_db(struct call *call, struct store *s, char *err, size_t errlen)
+{
+	return store_queues(s, &call->queues, &call->res.nqueues, err, errlen);
+}
+
+static void queues_after(struct call *call)
+{
+	call->res.queues = call->queues;
+}
+
+static void queues_text(const struct ctl_request *req, const struct cmd_result *res,
+			struct buf *out)
+{
+	if (req->json)
+		render_queues_json(res->queues, res->nqueues, out);
+	else
+		render_queues_text(res->queues, res->nqueues, out);
+}
+
 /* ---- the table ---- */
 
 static const struct cmd_def defs[CTL_VERB_COUNT] = {
@@ -253,6 +325,9 @@ static const struct cmd_def defs[CTL_VERB_COUNT] = {
 	[CTL_PAUSE] = { .db = pause_db, .after = pause_after, .text = pause_text },
 	[CTL_RESUME] = { .db = pause_db, .after = pause_after, .text = pause_text },
 	[CTL_LIMIT] = { .db = limit_db, .after = limit_after, .text = limit_text },
+	[CTL_JOB] = { .db = job_db, .after = job_after, .text = job_text },
+	[CTL_CANCEL] = { .db = cancel_db, .after = cancel_after, .text = rows_text },
+	[CTL_QUEUES] = { .db = queues_db, .after = queues_after, .text = queues_text },
 };
 
 static int call_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)

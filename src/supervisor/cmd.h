@@ -19,12 +19,18 @@
 #include "supervisor/status.h"
 
 struct cmd_result {
-	int rc;                       /* < 0: failed, err says why */
+	int rc;                       /* < 0: failed, err says why: -EINVAL a bad request,
+				       * -ENOENT no such row, -EBUSY a row in the wrong state,
+				       * -ENOMEM, -ECANCELED (stopping), other: the database */
 	char err[STORE_ERR_MAX];
 	uint64_t id;                  /* add: the new row, or the row holding the dedupe key */
 	bool duplicate;               /* add: a row held the dedupe key; nothing was added */
 	long long rows;               /* retry: rows put back */
 	const struct status *status;  /* status: valid during the callback only */
+	const struct store_job *job;  /* job: the row (callback only) */
+	const struct store_queue *queues;  /* queues (callback only) */
+	size_t nqueues;
+	char state[16];               /* cancel refused (-EBUSY): the row's state */
 };
 
 typedef void (*cmd_done_cb)(void *data, const struct ctl_request *req,

@@ -75,30 +75,18 @@ static uint64_t now_ms(const struct pool *p)
 
 /* ---- health ---- */
 
-static const char *const health_names[] = {
-	[SLOT_DOWN] = "down", [SLOT_UP] = "up", [SLOT_UNRESPONSIVE] = "unresponsive",
-	[SLOT_EXITED] = "exited",
-};
-
-/* What may follow what. */
-static const bool may_follow[4][4] = {
-	[SLOT_DOWN] = { [SLOT_UP] = true },
-	[SLOT_UP] = { [SLOT_UNRESPONSIVE] = true, [SLOT_EXITED] = true },
-	[SLOT_UNRESPONSIVE] = { [SLOT_EXITED] = true },
-	[SLOT_EXITED] = { [SLOT_DOWN] = true },
-};
-
 static void slot_set(struct slot *sl, enum slot_health to)
 {
-	assert(may_follow[sl->health][to]);
-	log_debug("worker slot=%u: %s -> %s", sl->idx, health_names[sl->health], health_names[to]);
+	assert(slot_health_may_follow(sl->health, to));
+	log_debug("worker slot=%u: %s -> %s", sl->idx, slot_health_name(sl->health),
+		  slot_health_name(to));
 	sl->health = to;
 }
 
 /* For claimctl status: the health, or what an up worker says it does. */
 static const char *slot_state_name(const struct slot *sl)
 {
-	return sl->health == SLOT_UP ? proto_wstate_name(sl->wstate) : health_names[sl->health];
+	return sl->health == SLOT_UP ? proto_wstate_name(sl->wstate) : slot_health_name(sl->health);
 }
 
 /* ---- the rows a worker holds ---- */
@@ -529,6 +517,18 @@ void pool_kill(struct pool *p)
 			child_kill(sl->child);
 		}
 	}
+}
+
+unsigned pool_up(const struct pool *p, unsigned *ret_db_down)
+{
+	unsigned n = 0;
+
+	*ret_db_down = 0;
+	for (unsigned i = 0; i < p->cfg->workers; i++) {
+		n += p->slots[i].health == SLOT_UP;
+		*ret_db_down += p->slots[i].health == SLOT_UP && p->slots[i].wstate == PROTO_W_DB_DOWN;
+	}
+	return n;
 }
 
 bool pool_empty(const struct pool *p)

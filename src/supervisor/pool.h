@@ -12,16 +12,8 @@
 
 #include "common/config.h"
 #include "supervisor/dbq.h"
+#include "supervisor/slot_health.h"
 #include "supervisor/status.h"
-
-/* A slot's health: what the supervisor knows of its process, whatever the worker says. */
-enum slot_health {
-	SLOT_DOWN,          /* no process: waiting to be started (or for its back-off) */
-	SLOT_UP,            /* running; what it does is its wire state (enum proto_wstate) */
-	SLOT_UNRESPONSIVE,  /* its heartbeat answer is overdue: SIGTERM sent, SIGKILL after the
-			     * kill grace; what it reports no longer counts */
-	SLOT_EXITED,        /* its process has ended; its last reports are being read */
-};
 
 struct pool_opts {
 	uv_loop_t *loop;
@@ -61,6 +53,9 @@ void pool_kill(struct pool *p);
 
 /* Whether every slot is down (no worker process, nothing left to release from one). */
 bool pool_empty(const struct pool *p);
+/* Workers that are up (started, answering); *ret_db_down of them report that they cannot
+ * reach the database. */
+unsigned pool_up(const struct pool *p, unsigned *ret_db_down);
 
 /* The slots as they are now, into st's workers (malloc'd, returned for the caller to free;
  * NULL when out of memory) and fork_server_pid. */

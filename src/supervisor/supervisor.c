@@ -14,9 +14,11 @@
 
 #include "common/log.h"
 #include "store/store.h"
+#include "supervisor/api.h"
 #include "supervisor/cmd.h"
 #include "supervisor/control.h"
 #include "supervisor/dbq.h"
+#include "supervisor/http.h"
 #include "supervisor/maint.h"
 #include "supervisor/pool.h"
 #include "worker/handler.h"
@@ -31,6 +33,8 @@ struct sup {
 	struct maint *maint;
 	struct cmds *cmds;
 	struct control *control;
+	struct http_server *http;
+	struct api_host api;
 	const char *queues[CONFIG_QUEUES_MAX];  /* cfg->queues, for the poll */
 	struct dbq_job poll_job;
 	bool poll_inflight;
@@ -103,6 +107,8 @@ static void maybe_finish_stop(struct sup *s)
 	cmds_flush(s->cmds);
 	control_close(s->control);
 	s->control = NULL;
+	http_close(s->http);
+	s->http = NULL;
 	uv_stop(s->loop);
 }
 
@@ -173,6 +179,48 @@ static struct status_worker *host_snapshot(void *data, struct status *st)
 	return pool_snapshot(s->pool, st);
 }
 
+/* /healthz: the loop turns (it answers), the database answers, the pool is at strength. */
+static bool host_healthy(void *data, char *why, size_t whylen)
+{
+	struct sup *s = data;
+	unsigned db_down, up = pool_up(s->pool, &db_down);
+
+	if (s->stopping)
+		snprintf(why, whylen, "stopping");
+	else if (!dbq_db_up(s->dbq) || db_down)
+		snprintf(why, whylen, "the database does not answer (%u of %u workers cannot reach "
+			 "it)", db_down, s->cfg->workers);
+	else if (up < s->cfg->workers)
+		snprintf(why, whylen, "%u of %u workers up", up, s->cfg->workers);
+	else
+		return true;
+	return false;
+}
+
+static int open_http(struct sup *s)
+{
+	const struct config *cfg = s->cfg;
+	struct http_opts o = { .loop = s->loop, .addr = (const struct sockaddr *)&cfg->http_addr,
+			       .addrlen = cfg->http_addrlen,
+			       .token = *cfg->http_token ? cfg->http_token : NULL,
+			       .max_conns = cfg->http_max_conns,
+			       .max_body = CTL_PAYLOAD_MAX, .handle = api_handle, .data = &s->api };
+	char err[512] = "";
+	int r;
+
+	s->api.cmds = s->cmds;
+	s->api.healthy = host_healthy;
+	s->api.data = s;
+	r = http_open(&o, &s->http, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s", err);
+		return r;
+	}
+	log_info("http: listening on http://%s/%s", http_address(s->http),
+		 o.token ? " (a token is required)" : "");
+	return 0;
+}
+
 /* ---- set-up ---- */
 
 static int sup_init(struct sup *s, const struct config *cfg, int argc, char **argv)
@@ -213,6 +261,8 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 		log_error("%s", err);
 		return r;
 	}
+	if (*cfg->http && (r = open_http(s)) < 0)
+		return r;
 	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&s->sigint, on_signal, SIGINT);
 	return pool_new(&po, &s->pool);
@@ -228,6 +278,7 @@ static void sup_teardown(struct sup *s)
 		if (hs[i]->loop && !uv_is_closing(hs[i]))
 			uv_close(hs[i], NULL);
 	control_close(s->control);
+	http_close(s->http);
 	pool_free(s->pool);
 	/* Let close callbacks (and a running database job) finish. */
 	uv_run(s->loop, UV_RUN_DEFAULT);

@@ -1,0 +1,248 @@
+/* store_jobs — rows and queues as an operator asks about them: one row by id (read it,
+ * cancel it) and every queue's counts and settings. */
+#include "store/store.h"
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JOB_COLUMNS \
+	"id, queue, state, attempts, max_attempts, priority, period_s, timeout_s, " \
+	"run_at, visible_at, created_at, claimed_at, finished_at, claimed_by, group_key, " \
+	"group_seq, dedupe_key, last_error, LEFT(payload, " STR(STORE_PREVIEW_MAX) "), " \
+	"LENGTH(payload)"
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+static void text(char *dst, size_t cap, const char *src)
+{
+	if (!src)
+		dst[0] = '\0';
+	else
+		sq_utf8_sanitize(src, dst, cap - 1);
+}
+
+static int64_t num_or(const char *p, unsigned long len, int64_t none)
+{
+	uint64_t v;
+
+	if (p && *p == '-')
+		return -strtoll(p + 1, NULL, 10);
+	return p && sq_parse_u64(p, len, &v) ? (int64_t)v : none;
+}
+
+static int take_job(MYSQL_RES *res, struct store_job *j)
+{
+	MYSQL_ROW row = mysql_fetch_row(res);
+	unsigned long *len;
+	uint64_t u;
+
+	if (!row)
+		return 0;
+	len = mysql_fetch_lengths(res);
+	memset(j, 0, sizeof(*j));
+	if (!sq_parse_u64(row[0], len[0], &j->id))
+		return -EIO;
+	text(j->queue, sizeof(j->queue), row[1]);
+	text(j->state, sizeof(j->state), row[2]);
+	j->attempts = (uint32_t)num_or(row[3], len[3], 0);
+	j->max_attempts = (uint32_t)num_or(row[4], len[4], 0);
+	j->priority = (int)num_or(row[5], len[5], 0);
+	j->period_s = num_or(row[6], len[6], -1);
+	j->timeout_s = num_or(row[7], len[7], -1);
+	text(j->run_at, sizeof(j->run_at), row[8]);
+	text(j->visible_at, sizeof(j->visible_at), row[9]);
+	text(j->created_at, sizeof(j->created_at), row[10]);
+	text(j->claimed_at, sizeof(j->claimed_at), row[11]);
+	text(j->finished_at, sizeof(j->finished_at), row[12]);
+	text(j->claimed_by, sizeof(j->claimed_by), row[13]);
+	text(j->group_key, sizeof(j->group_key), row[14]);
+	j->group_seq = (uint64_t)num_or(row[15], len[15], 0);
+	text(j->dedupe_key, sizeof(j->dedupe_key), row[16]);
+	if (row[17] && !(j->last_error = strndup(row[17], len[17])))
+		return -ENOMEM;
+	if (row[18]) {
+		j->payload = malloc(len[18] + 1);
+		if (!j->payload)
+			return -ENOMEM;
+		memcpy(j->payload, row[18], len[18]);
+		j->payload[len[18]] = '\0';
+		j->payload_len = len[18];
+	}
+	j->payload_size = row[19] && sq_parse_u64(row[19], len[19], &u) ? u : 0;
+	return 1;
+}
+
+int store_job_get(struct store *s, uint64_t id, struct store_job *ret, char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_job_get", NULL, 0, NULL, err, errlen);
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	sq_reset(s);
+	sql_add(s, "SELECT " JOB_COLUMNS " FROM work_items WHERE id = %llu", (unsigned long long)id);
+	r = sq_run(s, "store_job_get", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	if (!rr.res)
+		return sq_fail_msg(-EIO, err, errlen, "store_job_get: no result");
+	r = take_job(rr.res, ret);
+	mysql_free_result(rr.res);
+	if (r < 0) {
+		store_job_clear(ret);
+		return sq_fail_msg(r, err, errlen, "store_job_get: %s",
+				   r == -ENOMEM ? "out of memory" : "bad value in the result");
+	}
+	return r;
+}
+
+void store_job_clear(struct store_job *j)
+{
+	free(j->last_error);
+	free(j->payload);
+	j->last_error = NULL;
+	j->payload = NULL;
+}
+
+int store_cancel(struct store *s, uint64_t id, char ret_state[16], char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_cancel", NULL, 0, NULL, err, errlen);
+	char which[96], scope[160];
+	MYSQL_ROW row;
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	ret_state[0] = '\0';
+	snprintf(which, sizeof(which), "id = %llu AND state IN ('ready', 'dead')",
+		 (unsigned long long)id);
+	snprintf(scope, sizeof(scope), "queue = @claimd_cancel_queue");
+	/* The group is locked first (as every change of a group's rows does); a ready row that
+	 * was its group's turn hands the turn on (GROUP_HEAL). */
+	sq_reset(s);
+	sql_add(s, "START TRANSACTION;" GROUP_LOCK ";", which);
+	sql_add(s, "SET @claimd_cancel_queue = (SELECT queue FROM work_items WHERE id = %llu);"
+		"DELETE FROM work_items WHERE %s;" GROUP_HEAL ";COMMIT;"
+		"SELECT state FROM work_items WHERE id = %llu", (unsigned long long)id, which, scope,
+		(unsigned long long)id);
+	r = sq_run_retry(s, "store_cancel", &rr, err, errlen);
+	if (r < 0)
+		return r;
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	if (row && row[0])
+		snprintf(ret_state, 16, "%s", row[0]);
+	mysql_free_result(rr.res);
+	if (rr.rows[3] > 0)
+		return 1;
+	return ret_state[0] ? -EBUSY : 0;
+}
+
+/* ---- queues ---- */
+
+static struct store_queue *find_queue(struct store_queue **qs, size_t *n, size_t *cap,
+				      const char *name)
+{
+	char clean[STORE_QUEUE_MAX + 1];
+	struct store_queue *q;
+
+	sq_utf8_sanitize(name, clean, STORE_QUEUE_MAX);
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*qs)[i].name, clean))
+			return &(*qs)[i];
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 8;
+		void *p = realloc(*qs, c * sizeof(**qs));
+		if (!p)
+			return NULL;
+		*qs = p;
+		*cap = c;
+	}
+	q = &(*qs)[(*n)++];
+	memset(q, 0, sizeof(*q));
+	snprintf(q->name, sizeof(q->name), "%s", clean);
+	return q;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct store_queue *)a)->name, ((const struct store_queue *)b)->name);
+}
+
+int store_queues(struct store *s, struct store_queue **ret, size_t *ret_n, char *err,
+		 size_t errlen)
+{
+	int r = sq_check(s, "store_queues", NULL, 0, NULL, err, errlen);
+	struct store_queue *qs = NULL, *q;
+	size_t n = 0, cap = 0;
+	MYSQL_RES *res[3] = { NULL, NULL, NULL };
+	MYSQL_ROW row;
+	uint64_t v;
+
+	if (r < 0)
+		return r;
+	/* Three statements, sent one by one (sq_run keeps two result sets): the counts, the
+	 * earliest visible_at per queue and priority (a loose scan of claim_prio_idx: a few
+	 * entries per priority, not the rows), and the queues table. */
+	static const char *const stmts[3] = {
+		"SELECT queue, state, COUNT(*) FROM work_items GROUP BY queue, state",
+		"SELECT queue, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, MIN(m), NOW(6))) / 1e6 FROM "
+		"(SELECT queue, priority, MIN(visible_at) AS m FROM work_items "
+		"WHERE visible_at IS NOT NULL GROUP BY queue, priority) AS p GROUP BY queue",
+		"SELECT name, paused, min_interval_ms FROM queues",
+	};
+	for (int i = 0; i < 3; i++) {
+		struct run rr;
+		sq_reset(s);
+		sql_add(s, "%s", stmts[i]);
+		r = sq_run(s, "store_queues", &rr, err, errlen);
+		if (r < 0)
+			goto out;
+		res[i] = rr.res;
+		if (!res[i]) {
+			r = sq_fail_msg(-EIO, err, errlen, "store_queues: no result");
+			goto out;
+		}
+	}
+	r = -ENOMEM;
+	while ((row = mysql_fetch_row(res[0]))) {
+		if (!row[0] || !row[1] || !(q = find_queue(&qs, &n, &cap, row[0])))
+			goto fail;
+		v = row[2] ? strtoull(row[2], NULL, 10) : 0;
+		if (!strcmp(row[1], "ready"))
+			q->ready = v;
+		else if (!strcmp(row[1], "claimed"))
+			q->claimed = v;
+		else if (!strcmp(row[1], "done"))
+			q->done = v;
+		else if (!strcmp(row[1], "dead"))
+			q->dead = v;
+	}
+	while ((row = mysql_fetch_row(res[1]))) {
+		if (!row[0] || !(q = find_queue(&qs, &n, &cap, row[0])))
+			goto fail;
+		q->oldest_ready_s = row[1] ? strtod(row[1], NULL) : 0;
+	}
+	while ((row = mysql_fetch_row(res[2]))) {
+		if (!row[0] || !(q = find_queue(&qs, &n, &cap, row[0])))
+			goto fail;
+		q->paused = row[1] && row[1][0] == '1';
+		q->min_interval_ms = row[2] ? (uint32_t)strtoul(row[2], NULL, 10) : 0;
+	}
+	if (n)
+		qsort(qs, n, sizeof(*qs), by_name);
+	*ret = qs;
+	*ret_n = n;
+	qs = NULL;
+	r = 0;
+	goto out;
+fail:
+	r = sq_fail_msg(-ENOMEM, err, errlen, "store_queues: out of memory");
+out:
+	for (int i = 0; i < 3; i++)
+		mysql_free_result(res[i]);
+	free(qs);
+	return r < 0 ? sq_final(r) : r;
+}

@@ -1,0 +1,249 @@
+#include "supervisor/api.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/ctl.h"
+#include "common/log.h"
+
+#define JSON "application/json"
+
+/* A request on its way through a command. */
+struct api_call {
+	struct http_request *r;
+	struct ctl_request req;   /* its strings point into path (or the request's query) */
+	char path[512];
+};
+
+static unsigned status_of(int rc)
+{
+	switch (rc) {
+	case -EINVAL: return 400;
+	case -ENOENT: return 404;
+	case -EBUSY: return 409;
+	case -ENOMEM: return 500;
+	default: return 503;  /* the database, or stopping */
+	}
+}
+
+static void respond_buf(struct http_request *r, unsigned status, struct buf *b)
+{
+	if (buf_failed(b))
+		http_respond_error(r, 500, "out of memory");
+	else
+		http_respond(r, status, JSON, b->data ? b->data : "", b->len);
+	buf_free(b);
+}
+
+static void on_done(void *data, const struct ctl_request *req, const struct cmd_result *res)
+{
+	struct api_call *call = data;
+	struct http_request *r = call->r;
+	unsigned status = 200;
+	char head[64];
+	struct buf b;
+
+	buf_init(&b);
+	if (res->rc < 0) {
+		http_respond_error(r, status_of(res->rc), res->err);
+		free(call);
+		return;
+	}
+	switch (req->verb) {
+	case CTL_ADD:
+		buf_printf(&b, "{\"id\":%llu%s}\n", (unsigned long long)res->id,
+			   res->duplicate ? ",\"duplicate\":true" : "");
+		snprintf(head, sizeof(head), "%llu", (unsigned long long)res->id);
+		http_add_header(r, "X-Job-Id", head);
+		snprintf(head, sizeof(head), "/v1/jobs/%llu", (unsigned long long)res->id);
+		http_add_header(r, "Location", head);
+		status = res->duplicate ? 200 : 202;
+		break;
+	case CTL_RETRY:
+		buf_printf(&b, "{\"retried\":%lld}\n", res->rows);
+		break;
+	case CTL_CANCEL:
+		buf_printf(&b, "{\"id\":%llu,\"deleted\":true}\n", (unsigned long long)req->id);
+		break;
+	case CTL_PAUSE:
+	case CTL_RESUME:
+		buf_puts(&b, "{\"queue\":");
+		buf_json_str(&b, req->queue);
+		buf_printf(&b, ",\"paused\":%s}\n", req->verb == CTL_PAUSE ? "true" : "false");
+		break;
+	default:  /* job, queues, status: their JSON form */
+		cmd_render_text(req, res, &b);
+		break;
+	}
+	respond_buf(r, status, &b);
+	free(call);
+}
+
+/* Run verb with the query's arguments plus the ones the path gave (names[0..npath)). */
+static void run(struct api_host *h, struct api_call *call, enum ctl_verb verb,
+		const char *const *pnames, const char *const *pvalues, size_t npath, bool payload)
+{
+	struct http_request *r = call->r;
+	const char *names[HTTP_ARGS_MAX + 4], *values[HTTP_ARGS_MAX + 4];
+	const char *const *qn, *const *qv;
+	size_t n = http_args(r, &qn, &qv), len = 0;
+	const unsigned char *body = payload ? http_body(r, &len) : NULL;
+	char err[256];
+
+	if (http_args_overflow(r)) {
+		http_respond_error(r, 400, "too many query arguments");
+		free(call);
+		return;
+	}
+	for (size_t i = 0; i < npath; i++) {
+		names[i] = pnames[i];
+		values[i] = pvalues[i];
+	}
+	for (size_t i = 0; i < n; i++) {
+		names[npath + i] = qn[i];
+		values[npath + i] = qv[i];
+	}
+	if (payload && !body)
+		body = (const unsigned char *)"";
+	if (ctl_from_params(verb, names, values, npath + n, body, len, &call->req, err,
+			    sizeof(err)) < 0) {
+		http_respond_error(r, 400, err);
+		free(call);
+		return;
+	}
+	cmd_run(h->cmds, &call->req, on_done, call);
+}
+
+/* The path's segments after the leading '/', at most max; returns how many, or -1 when
+ * there are more or one is empty. */
+static int split(char *path, char **seg, int max)
+{
+	int n = 0;
+
+	if (*path != '/')
+		return -1;
+	for (char *p = path + 1; *p;) {
+		char *slash = strchr(p, '/');
+		if (n == max || slash == p)
+			return -1;
+		seg[n++] = p;
+		if (!slash)
+			break;
+		*slash = '\0';
+		p = slash + 1;
+		if (!*p)
+			return -1;  /* a trailing '/' */
+	}
+	return n;
+}
+
+static void healthz(struct api_host *h, struct http_request *r)
+{
+	char why[256] = "";
+
+	if (h->healthy(h->data, why, sizeof(why)))
+		http_respond(r, 200, "text/plain; charset=utf-8", "ok\n", 3);
+	else {
+		size_t n = strlen(why);
+		why[n < sizeof(why) - 1 ? n : n - 1] = '\n';
+		http_respond(r, 503, "text/plain; charset=utf-8", why, n + 1 < sizeof(why) ? n + 1 : n);
+	}
+}
+
+void api_handle(void *data, struct http_request *r)
+{
+	struct api_host *h = data;
+	const char *m = http_method(r);
+	bool get = !strcmp(m, "GET") || !strcmp(m, "HEAD"), post = !strcmp(m, "POST");
+	bool del = !strcmp(m, "DELETE");
+	struct api_call *call;
+	const char *pn[2], *pv[2];
+	char *seg[5];
+	int n;
+
+	if (strlen(http_path(r)) >= sizeof(call->path)) {
+		http_respond_error(r, 404, "no such route");
+		return;
+	}
+	call = calloc(1, sizeof(*call));
+	if (!call) {
+		http_respond_error(r, 500, "out of memory");
+		return;
+	}
+	call->r = r;
+	snprintf(call->path, sizeof(call->path), "%s", http_path(r));
+	n = split(call->path, seg, 5);
+	if (n == 1 && !strcmp(seg[0], "healthz")) {
+		if (!get)
+			goto method;
+		healthz(h, r);
+		free(call);
+		return;
+	}
+	if (n < 2 || strcmp(seg[0], "v1") != 0)
+		goto not_found;
+	if (n == 2 && !strcmp(seg[1], "status")) {
+		if (!get)
+			goto method;
+		pn[0] = "json";
+		pv[0] = "1";
+		run(h, call, CTL_STATUS, pn, pv, 1, false);
+		return;
+	}
+	if (!strcmp(seg[1], "queues")) {
+		if (n == 2) {
+			if (!get)
+				goto method;
+			pn[0] = "json";
+			pv[0] = "1";
+			run(h, call, CTL_QUEUES, pn, pv, 1, false);
+			return;
+		}
+		if (n != 4)
+			goto not_found;
+		pn[0] = "queue";
+		pv[0] = seg[2];
+		if (!strcmp(seg[3], "jobs")) {
+			if (!post)
+				goto method;
+			run(h, call, CTL_ADD, pn, pv, 1, true);
+		} else if (!strcmp(seg[3], "pause") || !strcmp(seg[3], "resume")) {
+			if (!post)
+				goto method;
+			run(h, call, seg[3][0] == 'p' ? CTL_PAUSE : CTL_RESUME, pn, pv, 1, false);
+		} else {
+			goto not_found;
+		}
+		return;
+	}
+	if (!strcmp(seg[1], "jobs") && (n == 3 || n == 4)) {
+		pn[0] = "id";
+		pv[0] = seg[2];
+		if (n == 4) {
+			if (strcmp(seg[3], "retry") != 0)
+				goto not_found;
+			if (!post)
+				goto method;
+			run(h, call, CTL_RETRY, pn, pv, 1, false);
+		} else if (get) {
+			pn[1] = "json";
+			pv[1] = "1";
+			run(h, call, CTL_JOB, pn, pv, 2, false);
+		} else if (del) {
+			run(h, call, CTL_CANCEL, pn, pv, 1, false);
+		} else {
+			goto method;
+		}
+		return;
+	}
+not_found:
+	http_respond_error(r, 404, "no such route");
+	free(call);
+	return;
+method:
+	http_respond_error(r, 405, "method not allowed on this route");
+	free(call);
+}

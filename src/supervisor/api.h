@@ -1,0 +1,39 @@
+/* api — the HTTP API's routes: each one a control-protocol request (common/ctl.h, made by
+ * ctl_from_params from the path and the query) carried out by the same command functions as
+ * the control socket (cmd.h), and its answer as JSON. Errors are {"error": "..."} with 400
+ * (a bad request), 401, 404 (no such route or row), 405, 409 (a row in the wrong state),
+ * 413 (body too large), 503 (the database or stopping).
+ *
+ *   GET    /healthz                       200 "ok", or 503 and why
+ *   POST   /v1/queues/{queue}/jobs        the body is the payload; query: run_at, delay,
+ *                                         priority, group, dedupe, max_attempts, timeout,
+ *                                         period. 202 + X-Job-Id + Location + {"id":N}; a
+ *                                         dedupe key held: 200 {"id":N,"duplicate":true}
+ *   GET    /v1/jobs/{id}                  the row (see supervisor/render.h)
+ *   POST   /v1/jobs/{id}/retry            a dead row back to ready: {"retried":N}
+ *   DELETE /v1/jobs/{id}                  cancel a ready row, discard a dead one
+ *   GET    /v1/queues                     every queue's counts and settings
+ *   POST   /v1/queues/{queue}/pause       and /resume
+ *   GET    /v1/status                     this supervisor's pool (claimctl status --json)
+ */
+#ifndef CLAIMD_API_H
+#define CLAIMD_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "supervisor/cmd.h"
+#include "supervisor/http.h"
+
+struct api_host {
+	struct cmds *cmds;
+	/* Whether this supervisor serves: false with why (stopping, the database unreachable,
+	 * workers missing). */
+	bool (*healthy)(void *data, char *why, size_t whylen);
+	void *data;
+};
+
+/* The http_handler for the routes above; data is a struct api_host. */
+void api_handle(void *data, struct http_request *r);
+
+#endif

@@ -1,0 +1,79 @@
+/* http — the supervisor's HTTP server: libmicrohttpd (it parses every byte a client sends)
+ * driven from the supervisor's libuv loop through its epoll descriptor, no thread of its
+ * own. A request is handed over once its whole body is in; the answer may come later (a
+ * database job): meanwhile the connection is suspended, and the loop goes on.
+ *
+ * Limits: at most max_conns connections (more are refused at accept), a body of at most
+ * max_body bytes (413: at once when Content-Length tells, else once the body is in; a body
+ * over 16 times that has its connection closed without an answer), a connection
+ * idle for HTTP_TIMEOUT_S is closed. With a token, every path but the unauthenticated ones
+ * (/healthz) needs "Authorization: Bearer <token>" (401 otherwise, compared in constant
+ * time). */
+#ifndef CLAIMD_HTTP_H
+#define CLAIMD_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#define HTTP_TIMEOUT_S 60
+#define HTTP_TOKEN_MAX 256
+#define HTTP_ARGS_MAX 32
+
+struct http_server;
+struct http_request;
+
+/* Called on the loop for each request, once its body is in. It must answer, now or later,
+ * with http_respond (exactly once). */
+typedef void (*http_handler)(void *data, struct http_request *r);
+
+struct http_opts {
+	uv_loop_t *loop;
+	const struct sockaddr *addr;
+	socklen_t addrlen;
+	const char *token;          /* NULL: no authentication */
+	unsigned max_conns;
+	size_t max_body;
+	http_handler handle;
+	void *data;
+};
+
+/* Reads the token: the first line of path, 16..HTTP_TOKEN_MAX bytes of printable ASCII.
+ * Returns 0 or -EINVAL with err filled. */
+int http_read_token(const char *path, char *out, size_t outlen, char *err, size_t errlen);
+
+/* Listen. Returns 0, or a negative errno with err filled (the address in use, ...). */
+int http_open(const struct http_opts *o, struct http_server **ret, char *err, size_t errlen);
+/* The address it listens on, "127.0.0.1:8080" (the port the kernel chose for port 0). */
+const char *http_address(const struct http_server *s);
+/* Requests being handled (answered or not yet). */
+unsigned http_in_flight(const struct http_server *s);
+/* Stop listening and close every connection; requests waiting for an answer must have been
+ * answered. Accepts NULL. The loop must run afterwards for the handles to close. */
+void http_close(struct http_server *s);
+
+/* ---- a request ---- */
+
+const char *http_method(const struct http_request *r);
+/* The path, percent-decoded, without the query. */
+const char *http_path(const struct http_request *r);
+/* The query's arguments, decoded, in order (at most HTTP_ARGS_MAX: more make
+ * http_args_overflow true). A bare "?json" has the value "". */
+size_t http_args(const struct http_request *r, const char *const **names,
+		 const char *const **values);
+bool http_args_overflow(const struct http_request *r);
+/* A request header's value, or NULL. */
+const char *http_header(const struct http_request *r, const char *name);
+/* The body (NUL-terminated after len; NULL with len 0 when there is none). */
+const unsigned char *http_body(const struct http_request *r, size_t *len);
+
+/* Add a header to the answer (before http_respond). */
+void http_add_header(struct http_request *r, const char *name, const char *value);
+/* The answer: status, content type and body (copied). Exactly once per request. */
+void http_respond(struct http_request *r, unsigned status, const char *type, const void *body,
+		  size_t len);
+/* {"error": message} with status. */
+void http_respond_error(struct http_request *r, unsigned status, const char *message);
+
+#endif

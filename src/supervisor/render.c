@@ -1,0 +1,145 @@
+#include "supervisor/render.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json.h"
+
+void render_json_bytes(struct buf *b, const void *s, size_t n)
+{
+	char *tmp = malloc(JSON_ESCAPE_MAX(n) + 1);
+
+	if (!tmp) {
+		buf_puts(b, "null");
+		return;
+	}
+	buf_puts(b, "\"");
+	buf_append(b, tmp, json_escape(s, n, tmp));
+	buf_puts(b, "\"");
+	free(tmp);
+}
+
+static void json_time(struct buf *b, const char *name, const char *t)
+{
+	buf_printf(b, ",\"%s\":", name);
+	if (*t)
+		buf_json_str(b, t);
+	else
+		buf_puts(b, "null");
+}
+
+static void json_text_or_null(struct buf *b, const char *name, const char *t)
+{
+	json_time(b, name, t ? t : "");
+}
+
+void render_job_json(const struct store_job *j, struct buf *b)
+{
+	buf_printf(b, "{\"id\":%llu,\"queue\":", (unsigned long long)j->id);
+	buf_json_str(b, j->queue);
+	buf_printf(b, ",\"state\":\"%s\",\"attempts\":%u,\"max_attempts\":%u,\"priority\":%d",
+		   j->state, j->attempts, j->max_attempts, j->priority);
+	if (j->period_s >= 0)
+		buf_printf(b, ",\"period_s\":%lld", (long long)j->period_s);
+	else
+		buf_puts(b, ",\"period_s\":null");
+	if (j->timeout_s >= 0)
+		buf_printf(b, ",\"timeout_s\":%lld", (long long)j->timeout_s);
+	else
+		buf_puts(b, ",\"timeout_s\":null");
+	json_time(b, "run_at", j->run_at);
+	json_time(b, "visible_at", j->visible_at);
+	json_time(b, "created_at", j->created_at);
+	json_time(b, "claimed_at", j->claimed_at);
+	json_time(b, "finished_at", j->finished_at);
+	json_text_or_null(b, "claimed_by", j->claimed_by);
+	json_text_or_null(b, "group", j->group_key);
+	if (j->group_key[0])
+		buf_printf(b, ",\"group_seq\":%llu", (unsigned long long)j->group_seq);
+	json_text_or_null(b, "dedupe", j->dedupe_key);
+	buf_puts(b, ",\"last_error\":");
+	if (j->last_error)
+		render_json_bytes(b, j->last_error, strlen(j->last_error));
+	else
+		buf_puts(b, "null");
+	if (!j->payload || json_utf8_valid(j->payload, j->payload_len)) {
+		buf_puts(b, ",\"payload\":");
+		render_json_bytes(b, j->payload ? j->payload : (const unsigned char *)"", j->payload_len);
+	} else {
+		char *tmp = malloc(JSON_BASE64_LEN(j->payload_len));
+		buf_puts(b, ",\"payload_b64\":\"");
+		if (tmp)
+			buf_append(b, tmp, json_base64(j->payload, j->payload_len, tmp));
+		buf_puts(b, "\"");
+		free(tmp);
+	}
+	buf_printf(b, ",\"payload_bytes\":%llu,\"payload_truncated\":%s}\n",
+		   (unsigned long long)j->payload_size,
+		   j->payload_size > j->payload_len ? "true" : "false");
+}
+
+static void text_line(struct buf *b, const char *name, const char *value)
+{
+	if (value && *value)
+		buf_printf(b, "%-13s %s\n", name, value);
+}
+
+void render_job_text(const struct store_job *j, struct buf *b)
+{
+	buf_printf(b, "%-13s %llu\n%-13s %s\n%-13s %s\n%-13s %u of %u\n%-13s %d\n", "id",
+		   (unsigned long long)j->id, "queue", j->queue, "state", j->state, "attempts",
+		   j->attempts, j->max_attempts, "priority", j->priority);
+	if (j->period_s >= 0)
+		buf_printf(b, "%-13s %lld s\n", "period", (long long)j->period_s);
+	if (j->timeout_s >= 0)
+		buf_printf(b, "%-13s %lld s\n", "timeout", (long long)j->timeout_s);
+	text_line(b, "created_at", j->created_at);
+	text_line(b, "run_at", j->run_at);
+	text_line(b, "visible_at", j->visible_at);
+	text_line(b, "claimed_at", j->claimed_at);
+	text_line(b, "claimed_by", j->claimed_by);
+	text_line(b, "finished_at", j->finished_at);
+	if (j->group_key[0])
+		buf_printf(b, "%-13s %s #%llu\n", "group", j->group_key,
+			   (unsigned long long)j->group_seq);
+	text_line(b, "dedupe", j->dedupe_key);
+	if (j->last_error) {
+		/* One line: the error's line breaks would look like more fields. */
+		buf_printf(b, "%-13s ", "last_error");
+		for (const char *p = j->last_error; *p; p++)
+			buf_append(b, *p == '\n' || *p == '\r' ? " " : p, 1);
+		buf_puts(b, "\n");
+	}
+	buf_printf(b, "%-13s %llu bytes%s\n", "payload", (unsigned long long)j->payload_size,
+		   j->payload_size > j->payload_len ? " (the start below)" : "");
+	if (j->payload && json_utf8_valid(j->payload, j->payload_len)) {
+		buf_append(b, j->payload, j->payload_len);
+		buf_puts(b, "\n");
+	}
+}
+
+void render_queues_text(const struct store_queue *qs, size_t n, struct buf *b)
+{
+	buf_printf(b, "%-20s %10s %10s %10s %10s %10s %-7s %s\n", "QUEUE", "READY", "CLAIMED",
+		   "DONE", "DEAD", "OLDEST_S", "PAUSED", "MIN_INTERVAL_MS");
+	for (size_t i = 0; i < n; i++)
+		buf_printf(b, "%-20s %10llu %10llu %10llu %10llu %10.1f %-7s %u\n", qs[i].name,
+			   (unsigned long long)qs[i].ready, (unsigned long long)qs[i].claimed,
+			   (unsigned long long)qs[i].done, (unsigned long long)qs[i].dead,
+			   qs[i].oldest_ready_s, qs[i].paused ? "yes" : "no", qs[i].min_interval_ms);
+}
+
+void render_queues_json(const struct store_queue *qs, size_t n, struct buf *b)
+{
+	buf_puts(b, "[");
+	for (size_t i = 0; i < n; i++) {
+		buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+		buf_json_str(b, qs[i].name);
+		buf_printf(b, ",\"ready\":%llu,\"claimed\":%llu,\"done\":%llu,\"dead\":%llu,"
+			   "\"oldest_ready_s\":%.3f,\"paused\":%s,\"min_interval_ms\":%u}",
+			   (unsigned long long)qs[i].ready, (unsigned long long)qs[i].claimed,
+			   (unsigned long long)qs[i].done, (unsigned long long)qs[i].dead,
+			   qs[i].oldest_ready_s, qs[i].paused ? "true" : "false", qs[i].min_interval_ms);
+	}
+	buf_puts(b, "]\n");
+}

@@ -1,0 +1,25 @@
+/* render — rows and queues as claimctl prints them and as the HTTP API answers: text for
+ * people, JSON for programs. Pure: appends to a buf. */
+#ifndef CLAIMD_RENDER_H
+#define CLAIMD_RENDER_H
+
+#include <stddef.h>
+
+#include "common/buf.h"
+#include "store/store.h"
+
+void render_job_text(const struct store_job *j, struct buf *out);
+/* One JSON object: every field of struct store_job; times as the server's text or null; the
+ * payload's start as "payload" when it is UTF-8, else "payload_b64", with "payload_bytes"
+ * (the whole payload's size) and "payload_truncated". */
+void render_job_json(const struct store_job *j, struct buf *out);
+
+void render_queues_text(const struct store_queue *qs, size_t n, struct buf *out);
+/* A JSON array of objects: name, ready, claimed, done, dead, oldest_ready_s, paused,
+ * min_interval_ms. */
+void render_queues_json(const struct store_queue *qs, size_t n, struct buf *out);
+
+/* b gets s[0..n) as a JSON string value (quotes included): invalid UTF-8 as U+FFFD. */
+void render_json_bytes(struct buf *b, const void *s, size_t n);
+
+#endif

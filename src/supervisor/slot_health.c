@@ -1,0 +1,24 @@
+#include "supervisor/slot_health.h"
+
+static const char *const names[] = {
+	[SLOT_DOWN] = "down", [SLOT_UP] = "up", [SLOT_UNRESPONSIVE] = "unresponsive",
+	[SLOT_EXITED] = "exited",
+};
+
+/* What may follow what. */
+static const bool may_follow[4][4] = {
+	[SLOT_DOWN] = { [SLOT_UP] = true },
+	[SLOT_UP] = { [SLOT_UNRESPONSIVE] = true, [SLOT_EXITED] = true },
+	[SLOT_UNRESPONSIVE] = { [SLOT_EXITED] = true },
+	[SLOT_EXITED] = { [SLOT_DOWN] = true },
+};
+
+const char *slot_health_name(enum slot_health h)
+{
+	return (unsigned)h < sizeof(names) / sizeof(names[0]) ? names[h] : "?";
+}
+
+bool slot_health_may_follow(enum slot_health from, enum slot_health to)
+{
+	return (unsigned)from < 4 && (unsigned)to < 4 && may_follow[from][to];
+}

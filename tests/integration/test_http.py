@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""The HTTP API (--http): enqueue and read jobs, retry and cancel them, queues and their
+pause, /healthz, the token, and bad requests answered with a 4xx and nothing written. Also the
+claimctl verbs that share its commands (job, cancel, queues)."""
+
+import json
+import os
+import re
+import socket
+import time
+import urllib.error
+import urllib.request
+
+import harness
+from harness import check, check_eq, wait_for
+
+TOKEN = 'test-token-0123456789abcdef'
+
+
+def _http_claimd(t, db, *args, token=False, workers=2, handler='noop', name=None):
+    extra = []
+    if token:
+        path = os.path.join(t.tmpdir, 'token')
+        with open(path, 'w') as f:
+            f.write(TOKEN + '\n')
+        extra = ['--http-token-file', path]
+    c = t.claimd(db, '--workers', str(workers), '--handler', handler, '--http', '127.0.0.1:0',
+                 *extra, *args, name=name)
+    m = wait_for(lambda: re.search(r'http: listening on (http://[0-9.:]+)/', c.log()), 10,
+                 f'{c.name}: the http listening line')
+    c.url = m.group(1)
+    return c
+
+
+def _req(c, method, path, body=None, token=None, headers=None):
+    """(status, headers, parsed JSON body or text)."""
+    h = dict(headers or {})
+    if token:
+        h['Authorization'] = f'Bearer {token}'
+    data = body.encode() if isinstance(body, str) else body
+    req = urllib.request.Request(c.url + path, data=data, method=method, headers=h)
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            status, hdrs, raw = r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        status, hdrs, raw = e.code, e.headers, e.read()
+    text = raw.decode('utf-8', 'replace')
+    if (hdrs.get('Content-Type') or '').startswith('application/json'):
+        return status, hdrs, json.loads(text)
+    return status, hdrs, text
+
+
+def _raw(c, data, timeout=10):
+    """Send bytes on a new connection (as much as the server takes) and return its reply."""
+    s = socket.create_connection(('127.0.0.1', int(c.url.rsplit(':', 1)[1])), timeout=timeout)
+    try:
+        s.sendall(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    reply = b''
+    try:
+        while len(reply) < 65536:
+            got = s.recv(4096)
+            if not got:
+                break
+            reply += got
+            if b'\r\n\r\n' in reply and reply.endswith(b'\n') and b'}' in reply:
+                break
+    except (ConnectionResetError, socket.timeout):
+        pass
+    s.close()
+    return reply
+
+
+def _count(db):
+    return int(db.scalar('SELECT COUNT(*) FROM work_items'))
+
+
+def it_enqueues_over_http_and_reports_the_job(t):
+    db = t.database()
+    c = _http_claimd(t, db)
+    c.wait_ready()
+    status, hdrs, body = _req(c, 'POST', '/v1/queues/mail/jobs?priority=-2&max_attempts=7',
+                              '{"to":"a@b"}', headers={'Content-Type': 'application/json'})
+    check_eq(status, 202, 'POST jobs status')
+    job = body['id']
+    check_eq(hdrs['X-Job-Id'], str(job), 'X-Job-Id')
+    check_eq(hdrs['Location'], f'/v1/jobs/{job}', 'Location')
+    check_eq(db.row(job, 'queue, payload, priority, max_attempts'),
+             ('mail', '{"to":"a@b"}', '-2', '7'), 'the row written')
+    # The supervisor serves the default queue only: the row waits, ready.
+    status, _, j = _req(c, 'GET', f'/v1/jobs/{job}')
+    check_eq(status, 200, 'GET job status')
+    check_eq((j['id'], j['queue'], j['state'], j['attempts'], j['max_attempts'], j['priority'],
+              j['payload'], j['payload_bytes'], j['payload_truncated']),
+             (job, 'mail', 'ready', 0, 7, -2, '{"to":"a@b"}', 12, False), 'GET job body')
+    # One on the default queue runs, and shows as done.
+    status, _, body = _req(c, 'POST', '/v1/queues/default/jobs', 'x' * 3000)
+    check_eq(status, 202, 'POST default status')
+    done = wait_for(lambda: _req(c, 'GET', f'/v1/jobs/{body["id"]}')[2], 10, 'job done',
+                    until=lambda j: j['state'] == 'done')
+    check(done['finished_at'] and done['claimed_by'], f'a done job has times: {done!r}')
+    check_eq((done['payload_bytes'], done['payload_truncated'], len(done['payload'])),
+             (3000, True, 1024), 'a long payload is previewed')
+    # A dedupe key held: 200, the holder's id, nothing added.
+    s1, _, b1 = _req(c, 'POST', '/v1/queues/mail/jobs?dedupe=order-7', 'a')
+    s2, h2, b2 = _req(c, 'POST', '/v1/queues/mail/jobs?dedupe=order-7', 'b')
+    check_eq((s1, s2, b2), (202, 200, {'id': b1['id'], 'duplicate': True}), 'dedupe')
+    check_eq(h2['X-Job-Id'], str(b1['id']), 'dedupe X-Job-Id')
+    # Delayed, recurring, grouped, with a timeout.
+    s, _, b = _req(c, 'POST', '/v1/queues/mail/jobs?delay=1h&group=g1&timeout=30s', 'later')
+    check_eq(s, 202, 'delayed add')
+    check_eq(db.row(b['id'], 'group_key, timeout_s, run_at > NOW(6) + INTERVAL 59 MINUTE'),
+             ('g1', '30', '1'), 'delayed row')
+    s, _, b = _req(c, 'POST', '/v1/queues/mail/jobs?period=5m', 'tick')
+    check_eq((s, db.row(b['id'], 'period_s')), (202, ('300',)), 'recurring row')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def it_answers_bad_requests_with_a_4xx_and_writes_nothing(t):
+    db = t.database()
+    c = _http_claimd(t, db, workers=1)
+    c.wait_ready()
+    before = _count(db)
+    cases = [
+        ('POST', '/v1/queues/mail/jobs?priority=99', 'x', 400, 'priority'),
+        ('POST', '/v1/queues/mail/jobs?colour=red', 'x', 400, "unknown parameter 'colour'"),
+        ('POST', '/v1/queues/mail/jobs?delay=soon', 'x', 400, 'not a duration'),
+        ('POST', '/v1/queues/mail/jobs?max_attempts=0', 'x', 400, 'max_attempts'),
+        ('POST', '/v1/queues/mail/jobs?run_at=tomorrow', 'x', 503, None),
+        ('POST', '/v1/queues/' + 'q' * 65 + '/jobs', 'x', 400, 'queue'),
+        ('POST', '/v1/queues/mail/jobs?priority=1&priority=2', 'x', 400, 'twice'),
+        ('GET', '/v1/queues/mail/jobs', None, 405, 'method'),
+        ('GET', '/v1/jobs/abc', None, 400, 'id'),
+        ('GET', '/v1/jobs/999999', None, 404, 'no row 999999'),
+        ('DELETE', '/v1/jobs/999999', None, 404, 'no row'),
+        ('GET', '/v2/anything', None, 404, 'no such route'),
+        ('GET', '/v1/jobs/1/', None, 404, 'no such route'),
+        ('PUT', '/v1/jobs/1', 'x', 405, 'method'),
+    ]
+    for method, path, body, want, words in cases:
+        status, hdrs, b = _req(c, method, path, body)
+        check_eq(status, want, f'{method} {path[:60]}')
+        check(isinstance(b, dict) and isinstance(b.get('error'), str),
+              f'{method} {path[:60]}: body {b!r}, want {{"error": ...}}')
+        if words:
+            check(words in b['error'], f'{method} {path[:60]}: error {b["error"]!r} lacks {words!r}')
+    # A body over 1 MiB: 413 before the body is read when Content-Length says so, at its end
+    # when it comes in chunks.
+    reply = _raw(c, b'POST /v1/queues/mail/jobs HTTP/1.1\r\nHost: x\r\n'
+                 b'Content-Length: 1048577\r\n\r\n')
+    check(reply.startswith(b'HTTP/1.1 413'), f'oversized Content-Length: {reply[:80]!r}')
+    chunk = b'x' * 65536
+    reply = _raw(c, b'POST /v1/queues/mail/jobs HTTP/1.1\r\nHost: x\r\n'
+                 b'Transfer-Encoding: chunked\r\n\r\n' +
+                 b''.join(b'%x\r\n%s\r\n' % (len(chunk), chunk) for _ in range(20)) + b'0\r\n\r\n')
+    check(reply.startswith(b'HTTP/1.1 413'), f'chunked oversized body: {reply[:80]!r}')
+    # Garbage on the socket: an error status, the server goes on.
+    reply = _raw(c, b'\x00\x01garbage\r\n\r\n', timeout=2)
+    check(reply == b'' or reply.startswith(b'HTTP/1.1 4'), f'garbage request: {reply[:80]!r}')
+    check_eq(_count(db), before, 'rows after the bad requests')
+    check_eq(_req(c, 'GET', '/healthz')[0], 200, 'healthz after the bad requests')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def it_retries_cancels_and_pauses(t):
+    db = t.database()
+    c = _http_claimd(t, db, workers=1)
+    c.wait_ready()
+    dead = db.insert_item('d', queue="'mail'", state="'dead'", attempts=5)
+    ready = db.insert_item('r', queue="'mail'")
+    claimed = db.insert_item('c', queue="'mail'", state="'claimed'", claimed_at='NOW(6)')
+    status, _, b = _req(c, 'POST', f'/v1/jobs/{dead}/retry')
+    check_eq((status, b), (200, {'retried': 1}), 'retry')
+    check_eq(db.row(dead, 'state, attempts'), ('ready', '0'), 'retried row')
+    status, _, b = _req(c, 'DELETE', f'/v1/jobs/{ready}')
+    check_eq((status, b), (200, {'id': ready, 'deleted': True}), 'cancel a ready row')
+    check_eq(int(db.scalar(f'SELECT COUNT(*) FROM work_items WHERE id = {ready}')), 0, 'row gone')
+    status, _, b = _req(c, 'DELETE', f'/v1/jobs/{claimed}')
+    check_eq(status, 409, 'cancel a claimed row')
+    check('claimed' in b['error'], f'409 error: {b!r}')
+    check_eq(db.row(claimed, 'state'), ('claimed',), 'the claimed row is untouched')
+    status, _, b = _req(c, 'POST', '/v1/queues/mail/pause')
+    check_eq((status, b), (200, {'queue': 'mail', 'paused': True}), 'pause')
+    check_eq(db.scalar("SELECT paused FROM queues WHERE name = 'mail'"), '1', 'paused in the table')
+    status, _, qs = _req(c, 'GET', '/v1/queues')
+    mail = [q for q in qs if q['name'] == 'mail']
+    check(status == 200 and mail, f'GET /v1/queues: {status} {qs!r}')
+    check_eq((mail[0]['paused'], mail[0]['ready'], mail[0]['claimed']), (True, 1, 1),
+             'the mail queue')
+    check(mail[0]['oldest_ready_s'] >= 0, f'oldest_ready_s: {mail[0]!r}')
+    status, _, b = _req(c, 'POST', '/v1/queues/mail/resume')
+    check_eq((status, b['paused']), (200, False), 'resume')
+    # The same commands through claimctl.
+    r = c.ctl('job', str(dead), '--json')
+    check_eq((r.returncode, json.loads(r.stdout)['state']), (0, 'ready'), 'claimctl job --json')
+    r = c.ctl('job', str(dead))
+    check(r.returncode == 0 and re.search(r'^state\s+ready$', r.stdout, re.M), f'claimctl job: {r.stdout!r}')
+    r = c.ctl('cancel', str(dead))
+    check_eq((r.returncode, r.stdout), (0, '1\n'), 'claimctl cancel')
+    r = c.ctl('cancel', str(dead))
+    check(r.returncode != 0 and f'no row {dead}' in r.stderr, f'claimctl cancel again: {r.stderr!r}')
+    r = c.ctl('queues')
+    check(r.returncode == 0 and re.search(r'^mail\s+0\s+1\s', r.stdout, re.M), f'claimctl queues: {r.stdout!r}')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def it_needs_the_token_but_for_healthz(t):
+    db = t.database()
+    c = _http_claimd(t, db, workers=1, token=True)
+    c.wait_ready()
+    check_eq(_req(c, 'GET', '/v1/queues')[0], 401, 'no token')
+    status, hdrs, b = _req(c, 'POST', '/v1/queues/q/jobs', 'x', token='wrong-token-0123456789')
+    check_eq((status, hdrs.get('WWW-Authenticate')), (401, 'Bearer'), 'a wrong token')
+    check_eq(_count(db), 0, 'nothing added without the token')
+    check_eq(_req(c, 'POST', '/v1/queues/q/jobs', 'x', token=TOKEN)[0], 202, 'the token')
+    check_eq(_req(c, 'GET', '/healthz')[0], 200, 'healthz needs no token')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def it_refuses_an_open_address_without_a_token_and_a_bad_token_file(t):
+    db = t.database()
+    c = t.claimd(db, '--handler', 'noop', '--http', '0.0.0.0:0')
+    check_eq(c.wait_exit(10), 2, 'exit code for 0.0.0.0 without a token')
+    check('not a loopback address' in c.log(), f'message: {c.log_tail(3)!r}')
+    short = os.path.join(t.tmpdir, 'short')
+    with open(short, 'w') as f:
+        f.write('abc\n')
+    c = t.claimd(db, '--handler', 'noop', '--http', '127.0.0.1:0', '--http-token-file', short)
+    check_eq(c.wait_exit(10), 2, 'exit code for a short token')
+    check('16' in c.log(), f'message: {c.log_tail(3)!r}')
+    c = t.claimd(db, '--handler', 'noop', '--http', 'localhost:99999')
+    check_eq(c.wait_exit(10), 2, 'exit code for a bad port')
+    check('--http' in c.log(), f'message: {c.log_tail(3)!r}')
+
+
+def it_healthz_says_why_it_is_unhealthy(t):
+    db = t.database()
+    # A database nobody listens on: the workers cannot connect, and the idle poll fails.
+    dsn = f'mysql://root@localhost/{db.name}?socket={t.tmpdir}/no-such.sock'
+    c = _http_claimd(t, None, '--dsn', dsn, workers=1)
+    status, _, text = wait_for(lambda: _req(c, 'GET', '/healthz'), 15, 'healthz 503',
+                               until=lambda r: r[0] == 503)
+    check('database' in text, f'healthz text: {text!r}')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+if __name__ == '__main__':
+    harness.main()
