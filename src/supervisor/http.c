@@ -5,6 +5,7 @@
 #include "supervisor/http.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <stdarg.h>
@@ -15,6 +16,65 @@
 #include "common/log.h"
 
 #define HEADERS_MAX 8
+
+/* libmicrohttpd is loaded by a supervisor that opens its HTTP server, not linked into the
+ * binary: it brings GnuTLS and nine more libraries, which every worker (the same binary)
+ * would otherwise map: 572 kB more RSS and 230 kB more Pss per worker, measured. */
+#define MHD_FN(name) __typeof__(&MHD_##name) name
+static struct {
+	void *lib;
+	MHD_FN(start_daemon);
+	MHD_FN(stop_daemon);
+	MHD_FN(run);
+	MHD_FN(get_timeout);
+	MHD_FN(get_daemon_info);
+	MHD_FN(queue_response);
+	MHD_FN(destroy_response);
+	MHD_FN(create_response_from_buffer);
+	MHD_FN(add_response_header);
+	MHD_FN(resume_connection);
+	MHD_FN(suspend_connection);
+	MHD_FN(lookup_connection_value);
+	MHD_FN(get_connection_values);
+} mhd;
+
+static int load_mhd(char *err, size_t errlen)
+{
+	void *lib;
+
+	if (mhd.lib)
+		return 0;
+	lib = dlopen(CLAIMD_MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		snprintf(err, errlen, "http: cannot load %s (Debian: libmicrohttpd12): %s",
+			 CLAIMD_MHD_SONAME, dlerror());
+		return -ENOENT;
+	}
+#define LOAD(name) \
+	if (!(*(void **)&mhd.name = dlsym(lib, "MHD_" #name))) \
+		goto missing
+	LOAD(start_daemon);
+	LOAD(stop_daemon);
+	LOAD(run);
+	LOAD(get_timeout);
+	LOAD(get_daemon_info);
+	LOAD(queue_response);
+	LOAD(destroy_response);
+	LOAD(create_response_from_buffer);
+	LOAD(add_response_header);
+	LOAD(resume_connection);
+	LOAD(suspend_connection);
+	LOAD(lookup_connection_value);
+	LOAD(get_connection_values);
+#undef LOAD
+	mhd.lib = lib;
+	return 0;
+missing:
+	snprintf(err, errlen, "http: %s lacks a function claimd needs: %s", CLAIMD_MHD_SONAME,
+		 dlerror());
+	dlclose(lib);
+	return -ENOENT;
+}
 
 struct http_server {
 	struct http_opts o;
@@ -51,7 +111,7 @@ struct http_request {
 static void free_request(struct http_request *r)
 {
 	if (r->resp)
-		MHD_destroy_response(r->resp);
+		mhd.destroy_response(r->resp);
 	for (size_t i = 0; i < r->nhdrs; i++) {
 		free(r->hdr_names[i]);
 		free(r->hdr_values[i]);
@@ -68,7 +128,7 @@ static void schedule(struct http_server *s);
 
 static void run(struct http_server *s)
 {
-	MHD_run(s->d);
+	mhd.run(s->d);
 	schedule(s);
 }
 
@@ -88,7 +148,7 @@ static void schedule(struct http_server *s)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
 
-	if (MHD_get_timeout(s->d, &ms) == MHD_YES)
+	if (mhd.get_timeout(s->d, &ms) == MHD_YES)
 		uv_timer_start(&s->timer, on_timer, ms, 0);
 	else
 		uv_timer_stop(&s->timer);
@@ -98,9 +158,9 @@ static void schedule(struct http_server *s)
 
 static enum MHD_Result queue(struct http_request *r)
 {
-	enum MHD_Result ok = MHD_queue_response(r->conn, r->status, r->resp);
+	enum MHD_Result ok = mhd.queue_response(r->conn, r->status, r->resp);
 
-	MHD_destroy_response(r->resp);
+	mhd.destroy_response(r->resp);
 	r->resp = NULL;
 	r->queued = true;
 	return ok;
@@ -133,23 +193,23 @@ void http_respond(struct http_request *r, unsigned status, const char *type, con
 	void *copy_from;
 
 	memcpy(&copy_from, &body, sizeof(copy_from));
-	r->resp = MHD_create_response_from_buffer(len, copy_from, MHD_RESPMEM_MUST_COPY);
+	r->resp = mhd.create_response_from_buffer(len, copy_from, MHD_RESPMEM_MUST_COPY);
 	if (!r->resp) {
 		/* Out of memory: the connection is closed without an answer. */
-		r->resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+		r->resp = mhd.create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 		status = 500;
 	}
 	r->status = status;
 	if (type)
-		MHD_add_response_header(r->resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	MHD_add_response_header(r->resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+		mhd.add_response_header(r->resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	mhd.add_response_header(r->resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	for (size_t i = 0; i < r->nhdrs; i++)
-		MHD_add_response_header(r->resp, r->hdr_names[i], r->hdr_values[i]);
+		mhd.add_response_header(r->resp, r->hdr_names[i], r->hdr_values[i]);
 	if (r->suspended) {
 		/* In external polling mode MHD takes a resumed connection up in its next MHD_run,
 		 * which nothing else may cause soon: run it on the loop's next turn. */
 		r->suspended = false;
-		MHD_resume_connection(r->conn);
+		mhd.resume_connection(r->conn);
 		uv_timer_start(&r->srv->timer, on_timer, 0, 0);
 	}
 }
@@ -205,7 +265,7 @@ bool http_args_overflow(const struct http_request *r)
 
 const char *http_header(const struct http_request *r, const char *name)
 {
-	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+	return mhd.lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
 const unsigned char *http_body(const struct http_request *r, size_t *len)
@@ -293,7 +353,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 		s->in_flight++;
 		if (!r->method || !r->path)
 			return MHD_NO;
-		cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		cl = mhd.lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && strtoull(cl, NULL, 10) > s->o.max_body) {
 			too_large(r);
 			return queue(r);
@@ -326,7 +386,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 		return queue(r);
 	}
 	r->dispatched = true;
-	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, take_arg, r);
+	mhd.get_connection_values(c, MHD_GET_ARGUMENT_KIND, take_arg, r);
 	if (s->has_token && strcmp(r->path, "/healthz") != 0 && !authorized(r)) {
 		http_add_header(r, "WWW-Authenticate", "Bearer");
 		http_respond_error(r, 401, "this needs Authorization: Bearer <token>");
@@ -338,7 +398,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 	if (r->resp)
 		return queue(r);
 	r->suspended = true;
-	MHD_suspend_connection(c);
+	mhd.suspend_connection(c);
 	return MHD_YES;
 }
 
@@ -432,6 +492,11 @@ int http_open(const struct http_opts *o, struct http_server **ret, char *err, si
 
 	if (!s)
 		return -ENOMEM;
+	r = load_mhd(err, errlen);
+	if (r < 0) {
+		free(s);
+		return r;
+	}
 	s->o = *o;
 	if (o->token) {
 		snprintf(s->token, sizeof(s->token), "%s", o->token);
@@ -439,7 +504,7 @@ int http_open(const struct http_opts *o, struct http_server **ret, char *err, si
 	}
 	if (o->addr->sa_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s,
+	s->d = mhd.start_daemon(flags, 0, NULL, NULL, on_access, s,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
 				MHD_OPTION_SOCK_ADDR, o->addr,
 				MHD_OPTION_CONNECTION_LIMIT, o->max_conns,
@@ -455,9 +520,9 @@ int http_open(const struct http_opts *o, struct http_server **ret, char *err, si
 		free(s);
 		return r;
 	}
-	info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+	info = mhd.get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
 	format_address(s, info ? info->port : 0);
-	info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_EPOLL_FD);
+	info = mhd.get_daemon_info(s->d, MHD_DAEMON_INFO_EPOLL_FD);
 	uv_timer_init(o->loop, &s->timer);
 	s->timer.data = s;
 	s->open_handles = 1;
@@ -500,7 +565,7 @@ void http_close(struct http_server *s)
 	if (s->open_handles > 1)
 		uv_poll_stop(&s->poll);
 	if (s->d) {
-		MHD_stop_daemon(s->d);
+		mhd.stop_daemon(s->d);
 		s->d = NULL;
 	}
 	if (s->open_handles > 1)
