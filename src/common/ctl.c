@@ -55,6 +55,27 @@ int ctl_fail(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
+/* run_at: 'YYYY-MM-DD HH:MM:SS' with up to 6 digits of a second after a '.'. */
+static int check_add(const struct ctl_request *r, char *err, size_t errlen)
+{
+	static const char form[] = "dddd-dd-dd dd:dd:dd";
+	const char *t = r->run_at;
+	size_t n;
+
+	if (!ctl_has(r, CTL_F_RUN_AT))
+		return 0;
+	n = strlen(t);
+	for (size_t i = 0; i < n; i++) {
+		char want = i < sizeof(form) - 1 ? form[i] : i == sizeof(form) - 1 ? '.' : 'd';
+		if (want == 'd' ? !(t[i] >= '0' && t[i] <= '9') : t[i] != want)
+			goto bad;
+	}
+	if (n == sizeof(form) - 1 || (n > sizeof(form) && n <= sizeof(form) + 6))
+		return 0;
+bad:
+	return ctl_fail(err, errlen, "add: run_at '%.40s' is not 'YYYY-MM-DD HH:MM:SS[.ffffff]'", t);
+}
+
 static int check_retry(const struct ctl_request *r, char *err, size_t errlen)
 {
 	bool by_id = ctl_has(r, CTL_F_ID);
@@ -79,7 +100,7 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 		      "enqueue one item (payload from the argument, else stdin, at most 1 MiB)\n"
 		      "through claimd, which wakes an idle worker for it; prints the new id (with\n"
 		      "--dedupe, the id of the row holding KEY if there is one); --priority -10..10,\n"
-		      "smaller first; --group KEY: one at a time, in order", NULL },
+		      "smaller first; --group KEY: one at a time, in order", check_add },
 	[CTL_RETRY] = { "retry", BIT(CTL_F_ID) | BIT(CTL_F_QUEUE) | BIT(CTL_F_DEAD), 0,
 			{ CTL_F_ID }, 1, NULL, "retry ID | retry --queue NAME --dead",
 			"put a dead row (or every dead row of a queue) back to ready with its\n"

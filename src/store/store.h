@@ -192,6 +192,27 @@ struct store_add_opts {
 int store_add(struct store *s, const char *queue, const unsigned char *payload, size_t len,
 	      const struct store_add_opts *opts, uint64_t *ret_id, char *err, size_t errlen);
 
+/* One row of store_add_many: what store_add takes, and what became of it. */
+struct store_add_row {
+	const char *queue;
+	const unsigned char *payload;
+	size_t len;
+	const struct store_add_opts *opts;   /* NULL: none */
+	/* out */
+	int rc;             /* 0 added, 1 a duplicate (id: the holder), < 0 refused (err) */
+	uint64_t id;
+	bool duplicate;
+	char err[256];
+};
+
+/* Insert rows[0..n) in one transaction and one round trip (one commit for them all). Rows
+ * whose arguments are wrong are refused (their rc, err) and the others written. Returns 0
+ * with every row's rc set, or a negative error when the transaction failed: then nothing
+ * was written, and the caller may write the rows one by one (store_add) to learn which one
+ * the database refused. */
+int store_add_many(struct store *s, struct store_add_row *rows, size_t n, char *err,
+		   size_t errlen);
+
 /* A row finished (done or dead) keeps its dedupe_key for seconds (default
  * STORE_DEDUPE_WINDOW_S), so the same key is still refused meanwhile. */
 void store_set_dedupe_window(struct store *s, unsigned seconds);

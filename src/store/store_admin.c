@@ -104,8 +104,27 @@ static int sql_add_new_row(struct store *s, const char *queue, const unsigned ch
 		sq_quote(s->conn, g, o->group_key, strlen(o->group_key));
 		sql_add(s, ", %s", g);
 	}
-	sql_add(s, ") ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@claimd_dup := 1);"
-		"SELECT @claimd_dup, LAST_INSERT_ID()");
+	sql_add(s, ") ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@claimd_dup := 1);");
+	return 0;
+}
+
+static int check_add(const char *queue, size_t len, const struct store_add_opts *o, char *err,
+		     size_t errlen)
+{
+	if (!queue || !*queue || strlen(queue) > STORE_QUEUE_MAX)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_add: queue name must be 1..%d bytes",
+				   STORE_QUEUE_MAX);
+	if (len > STORE_PAYLOAD_MAX)
+		return sq_fail_msg(-EMSGSIZE, err, errlen, "store_add: payload of %zu bytes is over "
+				"the %u byte limit", len, STORE_PAYLOAD_MAX);
+	if ((o->dedupe_key && strlen(o->dedupe_key) > STORE_DEDUPE_KEY_MAX) ||
+	    (o->group_key && strlen(o->group_key) > STORE_GROUP_KEY_MAX) ||
+	    (o->run_at && strlen(o->run_at) > 64))
+		return sq_fail_msg(-EINVAL, err, errlen, "store_add: dedupe key, group key or run_at "
+				"too long");
+	if (o->priority < STORE_PRIORITY_MIN || o->priority > STORE_PRIORITY_MAX)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_add: priority %d is out of range",
+				o->priority);
 	return 0;
 }
 
@@ -119,22 +138,12 @@ int store_add(struct store *s, const char *queue, const unsigned char *payload, 
 	struct run rr;
 	uint64_t id;
 
-	if (r < 0)
+	if (r < 0 || (r = check_add(queue, len, o, err, errlen)) < 0)
 		return r;
-	if (len > STORE_PAYLOAD_MAX)
-		return sq_fail_msg(-EMSGSIZE, err, errlen, "store_add: payload of %zu bytes is over "
-				"the %u byte limit", len, STORE_PAYLOAD_MAX);
-	if ((o->dedupe_key && strlen(o->dedupe_key) > STORE_DEDUPE_KEY_MAX) ||
-	    (o->group_key && strlen(o->group_key) > STORE_GROUP_KEY_MAX) ||
-	    (o->run_at && strlen(o->run_at) > 64))
-		return sq_fail_msg(-EINVAL, err, errlen, "store_add: dedupe key, group key or run_at "
-				"too long");
-	if (o->priority < STORE_PRIORITY_MIN || o->priority > STORE_PRIORITY_MAX)
-		return sq_fail_msg(-EINVAL, err, errlen, "store_add: priority %d is out of range",
-				o->priority);
 	sq_reset(s);
 	if (sql_add_new_row(s, queue, payload, len, o) < 0)
 		return sq_fail_msg(-ENOMEM, err, errlen, "store_add: out of memory");
+	sql_add(s, "SELECT @claimd_dup, LAST_INSERT_ID()");
 	r = sq_run(s, "store_add", &rr, err, errlen);
 	if (r < 0)
 		return sq_final(r);
@@ -146,6 +155,80 @@ int store_add(struct store *s, const char *queue, const unsigned char *payload, 
 		return sq_fail_msg(r, err, errlen, "store_add: no id came back");
 	*ret_id = id;
 	return r;
+}
+
+/* Reads "dup:id,dup:id,..." (n of them) into rows. */
+static int take_ids(const char *p, struct store_add_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *end;
+		if ((p[0] != '0' && p[0] != '1') || p[1] != ':')
+			return -EIO;
+		rows[i].duplicate = p[0] == '1';
+		rows[i].id = strtoull(p + 2, &end, 10);
+		if (end == p + 2 || *end != ',' || rows[i].id == 0)
+			return -EIO;
+		p = end + 1;
+	}
+	return *p ? -EIO : 0;
+}
+
+int store_add_many(struct store *s, struct store_add_row *rows, size_t n, char *err,
+		   size_t errlen)
+{
+	int r = sq_check(s, "store_add_many", NULL, 0, NULL, err, errlen);
+	MYSQL_ROW row;
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		static const struct store_add_opts none = { .period_s = -1 };
+		const struct store_add_opts *o = rows[i].opts ? rows[i].opts : &none;
+		rows[i].rc = check_add(rows[i].queue, rows[i].len, o, rows[i].err,
+				       sizeof(rows[i].err));
+	}
+	/* One transaction, one round trip: each row as store_add writes it, its dup flag and id
+	 * appended to a session variable read at the end. */
+	sq_reset(s);
+	sql_add(s, "START TRANSACTION;SET @claimd_ids = ''");
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		static const struct store_add_opts none = { .period_s = -1 };
+		if (rows[i].rc < 0)
+			continue;
+		sql_add(s, ";");
+		if (sql_add_new_row(s, rows[i].queue, rows[i].payload, rows[i].len,
+				    rows[i].opts ? rows[i].opts : &none) < 0)
+			return sq_fail_msg(-ENOMEM, err, errlen, "store_add_many: out of memory");
+		sql_add(s, "SET @claimd_ids = CONCAT(@claimd_ids, @claimd_dup, ':', LAST_INSERT_ID(), ',')");
+		k++;
+	}
+	if (k == 0)
+		return 0;
+	sql_add(s, ";COMMIT;SELECT @claimd_ids");
+	r = sq_run_retry(s, "store_add_many", &rr, err, errlen);
+	if (r < 0)
+		return r;
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	struct store_add_row *ok = malloc(k * sizeof(*ok));
+	if (!ok) {
+		mysql_free_result(rr.res);
+		return sq_fail_msg(-ENOMEM, err, errlen, "store_add_many: out of memory");
+	}
+	r = row && row[0] ? take_ids(row[0], ok, k) : -EIO;
+	mysql_free_result(rr.res);
+	for (size_t i = 0, j = 0; r == 0 && i < n; i++) {
+		if (rows[i].rc < 0)
+			continue;
+		rows[i].id = ok[j].id;
+		rows[i].duplicate = ok[j++].duplicate;
+		rows[i].rc = rows[i].duplicate;
+	}
+	free(ok);
+	if (r < 0)
+		return sq_fail_msg(r, err, errlen, "store_add_many: the ids did not come back");
+	return 0;
 }
 
 /* Runs the statement built and returns how many rows it changed (capped to INT32_MAX), or a

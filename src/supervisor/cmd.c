@@ -32,7 +32,14 @@ struct cmds {
 	bool counting;
 	struct store_count *read;  /* what the counts job read, for the loop to take */
 	size_t nread;
+	/* add: requests waiting, and the ones the adds job is writing */
+	struct call **adds, **adding;
+	size_t nadds, capadds, nadding;
+	struct dbq_job adds_job;
+	struct store_add_row *rows;
 };
+
+#define ADDS_MAX 256  /* rows per transaction */
 
 /* One request in flight. */
 struct call {
@@ -154,27 +161,6 @@ static void status_text(const struct ctl_request *req, const struct cmd_result *
 
 /* ---- add ---- */
 
-static int add_db(struct call *call, struct store *s, char *err, size_t errlen)
-{
-	const struct ctl_request *q = call->req;
-	int r = store_add(s, q->queue, q->payload, q->payload_len, &call->add, &call->res.id, err,
-			  errlen);
-
-	call->res.duplicate = r == 1;
-	return r;
-}
-
-static void add_after(struct call *call)
-{
-	if (!call->res.duplicate)
-		call->cmds->host.wake(call->cmds->host.data);
-}
-
-static void add_text(const struct ctl_request *req, const struct cmd_result *res, struct buf *out)
-{
-	buf_printf(out, "%llu\n", (unsigned long long)res->id);
-}
-
 /* The row's options from the request: durations the table keeps in seconds are rounded up. */
 static void add_options(const struct ctl_request *q, struct store_add_opts *o)
 {
@@ -187,6 +173,116 @@ static void add_options(const struct ctl_request *q, struct store_add_opts *o)
 	o->dedupe_key = ctl_has(q, CTL_F_DEDUPE) ? q->dedupe : NULL;
 	o->priority = q->priority;
 	o->group_key = ctl_has(q, CTL_F_GROUP) ? q->group : NULL;
+}
+
+static void add_after(struct call *call)
+{
+	if (!call->res.duplicate)
+		call->cmds->host.wake(call->cmds->host.data);
+}
+
+/* Adds are written together: the requests that came while the database was busy go in one
+ * transaction (store_add_many), so that many clients get one commit (one fsync) between
+ * them. When that transaction fails, each row is written on its own, and each request
+ * gets its own answer. */
+static void adds_start(struct cmds *c);
+
+static int adds_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)
+{
+	struct cmds *c = container_of(j, struct cmds, adds_job);
+	int r;
+
+	for (size_t i = 0; i < c->nadding; i++) {
+		const struct ctl_request *q = c->adding[i]->req;
+		c->rows[i] = (struct store_add_row){ .queue = q->queue, .payload = q->payload,
+						     .len = q->payload_len, .opts = &c->adding[i]->add };
+	}
+	r = store_add_many(s, c->rows, c->nadding, err, errlen);
+	if (r == -ENOTCONN || r == -ENOMEM)
+		return r;
+	if (r < 0 && c->nadding > 1) {
+		for (size_t i = 0; i < c->nadding; i++) {
+			struct store_add_row *row = &c->rows[i];
+			row->rc = store_add(s, row->queue, row->payload, row->len, row->opts, &row->id,
+					    row->err, sizeof(row->err));
+			row->duplicate = row->rc == 1;
+			if (row->rc == -ENOTCONN)
+				return row->rc;
+		}
+		return 0;
+	}
+	if (r < 0) {
+		c->rows[0] = (struct store_add_row){ .rc = r };
+		snprintf(c->rows[0].err, sizeof(c->rows[0].err), "%s", err);
+	}
+	return 0;
+}
+
+static void adds_done(struct dbq_job *j)
+{
+	struct cmds *c = container_of(j, struct cmds, adds_job);
+	size_t n = c->nadding;
+
+	c->nadding = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct call *call = c->adding[i];
+		const struct store_add_row *row = &c->rows[i];
+		if (j->rc < 0) {
+			call->res.rc = j->rc;
+			snprintf(call->res.err, sizeof(call->res.err), "%s", j->err);
+		} else if (row->rc < 0) {
+			call->res.rc = row->rc == -EMSGSIZE ? -EINVAL : row->rc;
+			snprintf(call->res.err, sizeof(call->res.err), "%s", row->err);
+		} else {
+			call->res.id = row->id;
+			call->res.duplicate = row->duplicate;
+			add_after(call);
+		}
+		finish(call);
+	}
+	adds_start(c);
+}
+
+static void adds_start(struct cmds *c)
+{
+	size_t n;
+
+	if (c->nadding || !c->nadds)
+		return;
+	n = c->nadds < ADDS_MAX ? c->nadds : ADDS_MAX;
+	memcpy(c->adding, c->adds, n * sizeof(*c->adds));
+	memmove(c->adds, c->adds + n, (c->nadds - n) * sizeof(*c->adds));
+	c->nadds -= n;
+	c->nadding = n;
+	c->adds_job.run = adds_run;
+	c->adds_job.done = adds_done;
+	dbq_push(c->host.dbq, &c->adds_job);
+}
+
+static void add_now(struct call *call)
+{
+	struct cmds *c = call->cmds;
+
+	if (c->nadds == c->capadds) {
+		size_t cap = c->capadds ? c->capadds * 2 : 64;
+		void *p = realloc(c->adds, cap * sizeof(*c->adds));
+		if (!p) {
+			call->res.rc = -ENOMEM;
+			snprintf(call->res.err, sizeof(call->res.err), "out of memory");
+			finish(call);
+			return;
+		}
+		c->adds = p;
+		c->capadds = cap;
+	}
+	add_options(call->req, &call->add);
+	c->adds[c->nadds++] = call;
+	adds_start(c);
+}
+
+static void add_text(const struct ctl_request *req, const struct cmd_result *res, struct buf *out)
+{
+	buf_printf(out, "%llu\n", (unsigned long long)res->id);
 }
 
 /* ---- retry ---- */
@@ -320,7 +416,7 @@ static void queues_text(const struct ctl_request *req, const struct cmd_result *
 
 static const struct cmd_def defs[CTL_VERB_COUNT] = {
 	[CTL_STATUS] = { .now = status_now, .text = status_text },
-	[CTL_ADD] = { .db = add_db, .after = add_after, .text = add_text },
+	[CTL_ADD] = { .now = add_now, .text = add_text },
 	[CTL_RETRY] = { .db = retry_db, .after = retry_after, .text = rows_text },
 	[CTL_PAUSE] = { .db = pause_db, .after = pause_after, .text = pause_text },
 	[CTL_RESUME] = { .db = pause_db, .after = pause_after, .text = pause_text },
@@ -370,8 +466,6 @@ void cmd_run(struct cmds *c, const struct ctl_request *req, cmd_done_cb done, vo
 		d->now(call);
 		return;
 	}
-	if (req->verb == CTL_ADD)
-		add_options(req, &call->add);
 	call->job.run = call_run;
 	call->job.done = call_done;
 	dbq_push(c->host.dbq, &call->job);
@@ -389,6 +483,14 @@ int cmds_new(const struct cmd_host *host, struct cmds **ret)
 
 	if (!c)
 		return -ENOMEM;
+	c->adding = calloc(ADDS_MAX, sizeof(*c->adding));
+	c->rows = calloc(ADDS_MAX, sizeof(*c->rows));
+	if (!c->adding || !c->rows) {
+		free(c->adding);
+		free(c->rows);
+		free(c);
+		return -ENOMEM;
+	}
 	c->host = *host;
 	*ret = c;
 	return 0;
@@ -396,8 +498,20 @@ int cmds_new(const struct cmd_host *host, struct cmds **ret)
 
 void cmds_flush(struct cmds *c)
 {
-	if (c)
-		answer_waiting(c);
+	size_t n;
+
+	if (!c)
+		return;
+	answer_waiting(c);
+	/* Adds not yet given to the database: refused (the one being written is answered when
+	 * it is over). */
+	n = c->nadds;
+	c->nadds = 0;
+	for (size_t i = 0; i < n; i++) {
+		c->adds[i]->res.rc = -ECANCELED;
+		snprintf(c->adds[i]->res.err, sizeof(c->adds[i]->res.err), "claimd is stopping");
+		finish(c->adds[i]);
+	}
 }
 
 void cmds_free(struct cmds *c)
@@ -407,5 +521,8 @@ void cmds_free(struct cmds *c)
 	cmds_flush(c);
 	free(c->counts);
 	free(c->waiting);
+	free(c->adds);
+	free(c->adding);
+	free(c->rows);
 	free(c);
 }

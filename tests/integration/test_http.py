@@ -117,6 +117,59 @@ def it_enqueues_over_http_and_reports_the_job(t):
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
+def it_adds_a_batch_of_jobs_in_one_request(t):
+    db = t.database()
+    c = _http_claimd(t, db, workers=1)
+    c.wait_ready()
+    held = _req(c, 'POST', '/v1/queues/mail/jobs?dedupe=k1', 'first')[2]['id']
+    lines = [
+        {'payload': {'to': 'a@b'}, 'priority': -1, 'group': 'user-7'},
+        {'payload': 'plain text', 'delay': '1h', 'max_attempts': 3},
+        {'payload': 'again', 'dedupe': 'k1'},
+        {},
+    ]
+    body = '\n'.join(json.dumps(x) for x in lines) + '\n\n'
+    status, _, b = _req(c, 'POST', '/v1/queues/mail/jobs:batch', body,
+                        headers={'Content-Type': 'application/x-ndjson'})
+    check_eq(status, 202, f'batch status ({b!r})')
+    jobs = b['jobs']
+    check_eq(len(jobs), 4, 'one answer per line')
+    check_eq(jobs[2], {'id': held, 'duplicate': True}, 'the duplicate line')
+    ids = [j['id'] for j in jobs]
+    check_eq(db.row(ids[0], 'payload, priority, group_key'), ('{"to":"a@b"}', '-1', 'user-7'),
+             'line 1')
+    check_eq(db.row(ids[1], 'payload, max_attempts, run_at > NOW(6) + INTERVAL 59 MINUTE'),
+             ('plain text', '3', '1'), 'line 2')
+    check_eq(db.row(ids[3], 'payload'), ('',), 'line 4: no payload')
+    before = _count(db)
+    for bad, words in [('{"payload": 1}\n{"priority": 99}\n', 'line 2: add: priority'),
+                       ('{"payload": 1}\nnot json\n', 'line 2: not JSON'),
+                       ('{"colour": "red"}', "line 1: unknown key 'colour'"),
+                       ('[1]', 'line 1: not a JSON object'),
+                       ('\n\n', 'no jobs')]:
+        status, _, b = _req(c, 'POST', '/v1/queues/mail/jobs:batch', bad)
+        check_eq(status, 400, f'batch {bad!r}')
+        check(words in b['error'], f'batch {bad!r}: error {b["error"]!r} lacks {words!r}')
+    status, _, b = _req(c, 'POST', '/v1/queues/mail/jobs:batch', '{}\n' * 1001)
+    check_eq(status, 413, 'a batch of 1001 lines')
+    check_eq(_count(db), before, 'rows after the bad batches')
+    # Many clients at once: every add answered, every row written once, and adds that came
+    # together share a transaction (fewer commits than rows).
+    import concurrent.futures
+    commits = lambda: int(db.sql("SHOW GLOBAL STATUS LIKE 'Com_commit'")[0][1])
+    c0 = commits()
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        got = list(pool.map(lambda i: _req(c, 'POST', '/v1/queues/load/jobs', f'n{i}'), range(200)))
+    c1 = commits()
+    t.note(f'200 concurrent adds: {c1 - c0} commits on the server')
+    check(c1 - c0 < 150, f'200 concurrent adds took {c1 - c0} commits')
+    check_eq(sorted({g[0] for g in got}), [202], 'statuses of 200 concurrent adds')
+    check_eq(len({g[2]['id'] for g in got}), 200, 'distinct ids')
+    check_eq(int(db.scalar("SELECT COUNT(*) FROM work_items WHERE queue = 'load'")), 200,
+             'rows of the concurrent adds')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
 def it_answers_bad_requests_with_a_4xx_and_writes_nothing(t):
     db = t.database()
     c = _http_claimd(t, db, workers=1)
@@ -127,7 +180,8 @@ def it_answers_bad_requests_with_a_4xx_and_writes_nothing(t):
         ('POST', '/v1/queues/mail/jobs?colour=red', 'x', 400, "unknown parameter 'colour'"),
         ('POST', '/v1/queues/mail/jobs?delay=soon', 'x', 400, 'not a duration'),
         ('POST', '/v1/queues/mail/jobs?max_attempts=0', 'x', 400, 'max_attempts'),
-        ('POST', '/v1/queues/mail/jobs?run_at=tomorrow', 'x', 503, None),
+        ('POST', '/v1/queues/mail/jobs?run_at=tomorrow', 'x', 400, 'run_at'),
+        ('POST', '/v1/queues/mail/jobs?run_at=2026-01-01%2010:00', 'x', 400, 'run_at'),
         ('POST', '/v1/queues/' + 'q' * 65 + '/jobs', 'x', 400, 'queue'),
         ('POST', '/v1/queues/mail/jobs?priority=1&priority=2', 'x', 400, 'twice'),
         ('GET', '/v1/queues/mail/jobs', None, 405, 'method'),

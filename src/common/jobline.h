@@ -1,0 +1,35 @@
+/* jobline — one line of a batch of jobs (the HTTP API's jobs:batch, newline-delimited JSON)
+ * read into the named parameters of an add request (common/ctl.h, ctl_from_params):
+ *
+ *     {"payload": {"to": "a@b"}, "delay": "30s", "priority": -1, "group": "user-7"}
+ *
+ * "payload": a string is the payload's bytes; any other JSON value is written as compact
+ * JSON; absent, the payload is empty. The other keys are the add parameters (run_at, delay,
+ * period, timeout, priority, group, dedupe, max_attempts) as strings or whole numbers; what
+ * they may hold is ctl_from_params's to check. A line is read by jansson (duplicate keys
+ * refused). Pure: no I/O, does not log. */
+#ifndef CLAIMD_JOBLINE_H
+#define CLAIMD_JOBLINE_H
+
+#include <stddef.h>
+
+#define JOBLINE_PARAMS_MAX 12
+
+struct jobline {
+	const char *names[JOBLINE_PARAMS_MAX];
+	const char *values[JOBLINE_PARAMS_MAX];
+	size_t n;
+	const unsigned char *payload;  /* never NULL after a parse */
+	size_t payload_len;
+	/* owned */
+	void *root;                    /* the parsed line (a json_t) */
+	char *payload_text;            /* a payload written as JSON, malloc'd */
+	char num[JOBLINE_PARAMS_MAX][24];
+};
+
+/* Parse line[0..len). Returns 0, or -EINVAL with err naming what is wrong (then nothing is
+ * to be freed). On success the caller calls jobline_free. */
+int jobline_parse(const char *line, size_t len, struct jobline *out, char *err, size_t errlen);
+void jobline_free(struct jobline *j);
+
+#endif
