@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/config.h"
 #include "common/ctl.h"
 #include "common/jobline.h"
 #include "common/log.h"
@@ -14,7 +15,10 @@
 
 /* A request on its way through a command. */
 struct api_call {
+	struct api_host *h;
 	struct http_request *r;
+	uint64_t deadline;        /* ?wait: until when (the loop's clock), 0 without */
+	struct api_call *next;    /* in api_host.waiting */
 	struct ctl_request req;   /* its strings point into path (or the request's query) */
 	char path[512];
 };
@@ -39,6 +43,58 @@ static void respond_buf(struct http_request *r, unsigned status, struct buf *b)
 	buf_free(b);
 }
 
+/* ---- ?wait ---- */
+
+static void on_done(void *data, const struct ctl_request *req, const struct cmd_result *res);
+
+/* Every API_WAIT_CHECK_MS, each waiting request reads its row again (one statement each, on
+ * the supervisor's database queue). */
+static void on_wait_timer(uv_timer_t *t)
+{
+	struct api_host *h = t->data;
+	struct api_call *list = h->waiting;
+
+	h->waiting = NULL;
+	while (list) {
+		struct api_call *call = list;
+		list = call->next;
+		call->next = NULL;
+		cmd_run(h->cmds, &call->req, on_done, call);
+	}
+	if (!h->waiting)
+		uv_timer_stop(&h->wait_timer);
+}
+
+static void wait_more(struct api_call *call)
+{
+	struct api_host *h = call->h;
+
+	if (!h->timer_open) {
+		uv_timer_init(h->loop, &h->wait_timer);
+		h->wait_timer.data = h;
+		h->timer_open = true;
+	}
+	call->next = h->waiting;
+	h->waiting = call;
+	if (!uv_is_active((uv_handle_t *)&h->wait_timer))
+		uv_timer_start(&h->wait_timer, on_wait_timer, API_WAIT_CHECK_MS, API_WAIT_CHECK_MS);
+}
+
+void api_stop(struct api_host *h)
+{
+	h->stopped = true;
+	while (h->waiting) {
+		struct api_call *call = h->waiting;
+		h->waiting = call->next;
+		http_respond_error(call->r, 503, "claimd is stopping");
+		free(call);
+	}
+	if (h->timer_open) {
+		uv_close((uv_handle_t *)&h->wait_timer, NULL);
+		h->timer_open = false;
+	}
+}
+
 static void on_done(void *data, const struct ctl_request *req, const struct cmd_result *res)
 {
 	struct api_call *call = data;
@@ -51,6 +107,12 @@ static void on_done(void *data, const struct ctl_request *req, const struct cmd_
 	if (res->rc < 0) {
 		http_respond_error(r, status_of(res->rc), res->err);
 		free(call);
+		return;
+	}
+	if (req->verb == CTL_JOB && call->deadline && !call->h->stopped &&
+	    strcmp(res->job->state, "done") != 0 && strcmp(res->job->state, "dead") != 0 &&
+	    uv_now(call->h->loop) < call->deadline) {
+		wait_more(call);
 		return;
 	}
 	switch (req->verb) {
@@ -103,13 +165,26 @@ static void run(struct api_host *h, struct api_call *call, enum ctl_verb verb,
 		names[i] = pnames[i];
 		values[i] = pvalues[i];
 	}
+	size_t k = npath;
 	for (size_t i = 0; i < n; i++) {
-		names[npath + i] = qn[i];
-		values[npath + i] = qv[i];
+		if (verb == CTL_JOB && !strcmp(qn[i], "wait")) {
+			unsigned ms;
+			if (call->deadline || config_parse_duration(qv[i], &ms) < 0 || ms > API_WAIT_MAX_MS) {
+				snprintf(err, sizeof(err), "wait: '%.40s' is not a duration up to %u s (e.g. "
+					 "30s)", qv[i], API_WAIT_MAX_MS / 1000);
+				http_respond_error(r, 400, err);
+				free(call);
+				return;
+			}
+			call->deadline = uv_now(h->loop) + ms;
+			continue;
+		}
+		names[k] = qn[i];
+		values[k++] = qv[i];
 	}
 	if (payload && !body)
 		body = (const unsigned char *)"";
-	if (ctl_from_params(verb, names, values, npath + n, body, len, &call->req, err,
+	if (ctl_from_params(verb, names, values, k, body, len, &call->req, err,
 			    sizeof(err)) < 0) {
 		http_respond_error(r, 400, err);
 		free(call);
@@ -322,6 +397,7 @@ void api_handle(void *data, struct http_request *r)
 		return;
 	}
 	call->r = r;
+	call->h = h;
 	snprintf(call->path, sizeof(call->path), "%s", http_path(r));
 	n = split(call->path, seg, 5);
 	if (n == 1 && !strcmp(seg[0], "healthz")) {

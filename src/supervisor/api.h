@@ -9,7 +9,9 @@
  *                                         priority, group, dedupe, max_attempts, timeout,
  *                                         period. 202 + X-Job-Id + Location + {"id":N}; a
  *                                         dedupe key held: 200 {"id":N,"duplicate":true}
- *   GET    /v1/jobs/{id}                  the row (see supervisor/render.h)
+ *   GET    /v1/jobs/{id}                  the row (see supervisor/render.h); ?wait=DUR (at most
+ *                                         API_WAIT_MAX_MS): answered once the row is done or
+ *                                         dead, or when DUR is over, whichever comes first
  *   POST   /v1/jobs/{id}/retry            a dead row back to ready: {"retried":N}
  *   DELETE /v1/jobs/{id}                  cancel a ready row, discard a dead one
  *   GET    /v1/queues                     every queue's counts and settings
@@ -22,16 +24,30 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <uv.h>
+
 #include "supervisor/cmd.h"
 #include "supervisor/http.h"
 
+#define API_WAIT_MAX_MS (5u * 60u * 1000u)
+#define API_WAIT_CHECK_MS 100  /* how often a waited-for row is read again */
+
 struct api_host {
+	uv_loop_t *loop;
 	struct cmds *cmds;
 	/* Whether this supervisor serves: false with why (stopping, the database unreachable,
 	 * workers missing). */
 	bool (*healthy)(void *data, char *why, size_t whylen);
 	void *data;
+	/* the api's own: requests waiting for a row to finish */
+	struct api_call *waiting;
+	uv_timer_t wait_timer;
+	bool timer_open, stopped;
 };
+
+/* Requests waiting (?wait) are answered 503 "claimd is stopping"; the timer is closed. At
+ * stop, before the HTTP server closes. */
+void api_stop(struct api_host *h);
 
 /* The http_handler for the routes above; data is a struct api_host. */
 void api_handle(void *data, struct http_request *r);

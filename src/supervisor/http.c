@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 
 #define HEADERS_MAX 8
@@ -83,6 +84,7 @@ struct http_server {
 	uv_timer_t timer;
 	int open_handles;
 	unsigned in_flight;
+	struct http_request *requests;      /* every request MHD has given us, until completed */
 	char token[HTTP_TOKEN_MAX + 1];
 	bool has_token;
 	char address[80];
@@ -90,6 +92,7 @@ struct http_server {
 
 struct http_request {
 	struct http_server *srv;
+	struct http_request *prev, *next;   /* in http_server.requests */
 	struct MHD_Connection *conn;
 	char *method, *path;
 	unsigned char *body;
@@ -104,6 +107,7 @@ struct http_request {
 	bool dispatched, in_handler, suspended, queued;
 	bool too_big;                /* the body went over max_body: read and dropped, then 413 */
 	size_t dropped;
+	bool owed;                   /* answered at close while its command still runs */
 	bool orphan;                 /* its connection was closed (the server stopped) while
 				      * the command ran: the answer is dropped */
 };
@@ -187,6 +191,8 @@ void http_respond(struct http_request *r, unsigned status, const char *type, con
 		free_request(r);
 		return;
 	}
+	if (r->owed)
+		return;  /* answered at close already */
 	if (r->resp || r->queued)
 		return;
 	/* MHD takes a void * but with MUST_COPY only reads it. */
@@ -216,26 +222,17 @@ void http_respond(struct http_request *r, unsigned status, const char *type, con
 
 void http_respond_error(struct http_request *r, unsigned status, const char *message)
 {
-	size_t n = strlen(message);
-	char *body = malloc(6 * n + 16);
-	size_t o = 0;
+	struct buf b;
 
-	if (!body) {
+	buf_init(&b);
+	buf_puts(&b, "{\"error\":");
+	buf_json_str(&b, message);
+	buf_puts(&b, "}\n");
+	if (buf_failed(&b))
 		http_respond(r, status, "application/json", "{\"error\":\"out of memory\"}\n", 26);
-		return;
-	}
-	o += (size_t)sprintf(body, "{\"error\":\"");
-	for (const unsigned char *p = (const unsigned char *)message; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			o += (size_t)sprintf(body + o, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			o += (size_t)sprintf(body + o, "\\u%04x", *p);
-		else
-			body[o++] = (char)*p;
-	}
-	o += (size_t)sprintf(body + o, "\"}\n");
-	http_respond(r, status, "application/json", body, o);
-	free(body);
+	else
+		http_respond(r, status, "application/json", b.data, b.len);
+	buf_free(&b);
 }
 
 /* ---- requests ---- */
@@ -347,6 +344,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 			return MHD_NO;
 		r->srv = s;
 		r->conn = c;
+		r->next = s->requests;
+		if (s->requests)
+			s->requests->prev = r;
+		s->requests = r;
 		r->method = strdup(method);
 		r->path = strdup(url);
 		*con_cls = r;
@@ -413,8 +414,14 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (!r)
 		return;
 	*con_cls = NULL;
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		s->requests = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
 	s->in_flight--;
-	if (r->dispatched && !r->resp && !r->queued) {
+	if (r->owed || (r->dispatched && !r->resp && !r->queued)) {
 		/* A command still holds r: it frees r when it answers. */
 		r->orphan = true;
 		r->conn = NULL;
@@ -564,6 +571,19 @@ void http_close(struct http_server *s)
 		return;
 	if (s->open_handles > 1)
 		uv_poll_stop(&s->poll);
+	/* MHD stops only with no connection suspended. A request whose command has not answered
+	 * yet is answered 503 now; the command's answer, when it comes, frees it (orphan). */
+	bool resumed = false;
+	for (struct http_request *r = s->requests; r; r = r->next) {
+		if (r->dispatched && !r->resp && !r->queued) {
+			http_respond_error(r, 503, "claimd is stopping");
+			r->owed = true;
+		}
+		resumed |= r->resp && !r->queued;
+	}
+	/* Answers given but not yet taken up by MHD: a few turns to send them, best effort. */
+	for (int i = 0; resumed && s->d && i < 3; i++)
+		mhd.run(s->d);
 	if (s->d) {
 		mhd.stop_daemon(s->d);
 		s->d = NULL;

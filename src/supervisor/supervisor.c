@@ -104,6 +104,7 @@ static void maybe_finish_stop(struct sup *s)
 	dbq_cancel_waiting(s->dbq);
 	s->stopped = true;
 	log_info("all workers stopped; exiting");
+	api_stop(&s->api);
 	cmds_flush(s->cmds);
 	control_close(s->control);
 	s->control = NULL;
@@ -208,6 +209,7 @@ static int open_http(struct sup *s)
 	char err[512] = "";
 	int r;
 
+	s->api.loop = s->loop;
 	s->api.cmds = s->cmds;
 	s->api.healthy = host_healthy;
 	s->api.data = s;
@@ -278,6 +280,7 @@ static void sup_teardown(struct sup *s)
 		if (hs[i]->loop && !uv_is_closing(hs[i]))
 			uv_close(hs[i], NULL);
 	control_close(s->control);
+	api_stop(&s->api);
 	http_close(s->http);
 	pool_free(s->pool);
 	/* Let close callbacks (and a running database job) finish. */

@@ -170,6 +170,46 @@ def it_adds_a_batch_of_jobs_in_one_request(t):
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
+def it_waits_for_a_job_another_supervisor_runs(t):
+    db = t.database()
+    # This one serves HTTP and a queue nobody uses; the other runs the default queue's rows.
+    a = _http_claimd(t, db, '--queue', 'elsewhere', workers=1, name='api')
+    h = t.log_handler('sleep 1')
+    b = t.claimd(db, '--workers', '1', '--handler', f'exec:{h.path}', name='runner')
+    a.wait_ready()
+    b.wait_ready()
+    job = _req(a, 'POST', '/v1/queues/default/jobs', 'slow')[2]['id']
+    t0 = time.monotonic()
+    status, _, j = _req(a, 'GET', f'/v1/jobs/{job}?wait=20s')
+    took = time.monotonic() - t0
+    check_eq((status, j['state']), (200, 'done'), 'the answer to ?wait')
+    check(0.5 < took < 10, f'?wait answered after {took:.2f}s (the handler takes 1 s)')
+    check(j['claimed_by'] and j['finished_at'], f'the row: {j!r}')
+    # A row nobody runs: the wait ends with the row as it is.
+    idle = _req(a, 'POST', '/v1/queues/nobody/jobs', 'x')[2]['id']
+    t0 = time.monotonic()
+    status, _, j = _req(a, 'GET', f'/v1/jobs/{idle}?wait=1s')
+    took = time.monotonic() - t0
+    check_eq((status, j['state']), (200, 'ready'), 'an unfinished row after its wait')
+    check(0.9 < took < 5, f'a 1 s wait took {took:.2f}s')
+    for bad in ('soon', '1h', ''):
+        status, _, e = _req(a, 'GET', f'/v1/jobs/{idle}?wait={bad}')
+        check_eq(status, 400, f'wait={bad!r}')
+        check('wait' in e['error'], f'wait={bad!r}: {e!r}')
+    check_eq(_req(a, 'GET', '/v1/queues?wait=1s')[0], 400, 'wait on another route')
+    # Stopping answers a waiting request: 503, claimd is stopping.
+    import threading
+    got = []
+    th = threading.Thread(target=lambda: got.append(_req(a, 'GET', f'/v1/jobs/{idle}?wait=60s')))
+    th.start()
+    time.sleep(0.5)
+    check_eq(a.stop(), 0, 'api claimd exit code')
+    th.join(10)
+    check(got and got[0][0] == 503 and 'stopping' in got[0][2]['error'],
+          f'a wait cut by the stop: {got!r}')
+    check_eq(b.stop(), 0, 'runner claimd exit code')
+
+
 def it_answers_bad_requests_with_a_4xx_and_writes_nothing(t):
     db = t.database()
     c = _http_claimd(t, db, workers=1)
