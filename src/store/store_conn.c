@@ -5,6 +5,8 @@
  * helpers' contracts. */
 #include "store/store.h"
 #include "store/store_int.h"
+
+#include "common/secret.h"
 #include "common/utf8.h"
 
 #include <errno.h>
@@ -336,7 +338,7 @@ bool store_connected(const struct store *s)
 static int read_password(const struct store *s, char *pw, size_t pwlen, char *err, size_t errlen)
 {
 	const char *env = getenv("CLAIMD_DB_PASSWORD");
-	FILE *f;
+	char why[300];
 
 	pw[0] = '\0';
 	if (env && *env) {
@@ -345,14 +347,8 @@ static int read_password(const struct store *s, char *pw, size_t pwlen, char *er
 	}
 	if (!s->dsn.password_file[0])
 		return 0;
-	f = fopen(s->dsn.password_file, "re");
-	if (!f)
-		return sq_fail_msg(-EIO, err, errlen, "store_connect: cannot open password_file "
-				"\"%s\": %s", s->dsn.password_file, strerror(errno));
-	if (!fgets(pw, (int)pwlen, f))
-		pw[0] = '\0';
-	fclose(f);
-	pw[strcspn(pw, "\r\n")] = '\0';
+	if (secret_read("password_file", s->dsn.password_file, pw, pwlen, why, sizeof(why)) < 0)
+		return sq_fail_msg(-EIO, err, errlen, "store_connect: %s", why);
 	return 0;
 }
 

@@ -80,6 +80,68 @@ static void wait_more(struct api_call *call)
 		uv_timer_start(&h->wait_timer, on_wait_timer, API_WAIT_CHECK_MS, API_WAIT_CHECK_MS);
 }
 
+/* ---- /metrics ---- */
+
+void api_count(void *data, const char *route, unsigned status)
+{
+	struct api_host *h = data;
+
+	metrics_count_http(&h->metrics, route, status);
+}
+
+static void on_queues_read(void *data, const struct ctl_request *req, const struct cmd_result *res)
+{
+	struct api_call *call = data;
+	struct api_host *h = call->h;
+
+	(void)req;
+	h->reading_queues = false;
+	if (res->rc >= 0) {
+		struct store_queue *q = malloc((res->nqueues ? res->nqueues : 1) * sizeof(*q));
+		if (q) {
+			memcpy(q, res->queues, res->nqueues * sizeof(*q));
+			free(h->queues);
+			h->queues = q;
+			h->nqueues = res->nqueues;
+			h->queues_at = uv_now(h->loop);
+		}
+	} else {
+		log_warn("metrics: cannot read the queues: %s", res->err);
+	}
+	free(call);
+}
+
+/* The scrape is answered at once, from memory; a reading of the queues older than
+ * METRICS_QUEUES_MS starts one for the next scrape (never two at a time). */
+static void metrics(struct api_host *h, struct http_request *r)
+{
+	uint64_t now = uv_now(h->loop);
+	struct status_worker *ws;
+	struct status st;
+	struct buf b;
+
+	if (!h->reading_queues && (!h->queues || now - h->queues_at >= METRICS_QUEUES_MS)) {
+		struct api_call *call = calloc(1, sizeof(*call));
+		if (call) {
+			call->h = h;
+			call->req.verb = CTL_QUEUES;
+			h->reading_queues = true;
+			cmd_run(h->cmds, &call->req, on_queues_read, call);
+		}
+	}
+	memset(&st, 0, sizeof(st));
+	ws = h->snapshot(h->data, &st);
+	buf_init(&b);
+	metrics_render(&h->metrics, &st, h->queues, h->nqueues,
+		       h->queues ? (double)(uv_now(h->loop) - h->queues_at) / 1000.0 : 0, &b);
+	free(ws);
+	if (buf_failed(&b))
+		http_respond_error(r, 500, "out of memory");
+	else
+		http_respond(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
+	buf_free(&b);
+}
+
 void api_stop(struct api_host *h)
 {
 	h->stopped = true;
@@ -93,6 +155,8 @@ void api_stop(struct api_host *h)
 		uv_close((uv_handle_t *)&h->wait_timer, NULL);
 		h->timer_open = false;
 	}
+	free(h->queues);
+	h->queues = NULL;
 }
 
 static void on_done(void *data, const struct ctl_request *req, const struct cmd_result *res)
@@ -401,15 +465,25 @@ void api_handle(void *data, struct http_request *r)
 	snprintf(call->path, sizeof(call->path), "%s", http_path(r));
 	n = split(call->path, seg, 5);
 	if (n == 1 && !strcmp(seg[0], "healthz")) {
+		http_set_tag(r, "healthz");
 		if (!get)
 			goto method;
 		healthz(h, r);
 		free(call);
 		return;
 	}
+	if (n == 1 && !strcmp(seg[0], "metrics")) {
+		http_set_tag(r, "metrics");
+		if (!get)
+			goto method;
+		metrics(h, r);
+		free(call);
+		return;
+	}
 	if (n < 2 || strcmp(seg[0], "v1") != 0)
 		goto not_found;
 	if (n == 2 && !strcmp(seg[1], "status")) {
+		http_set_tag(r, "status");
 		if (!get)
 			goto method;
 		pn[0] = "json";
@@ -419,6 +493,7 @@ void api_handle(void *data, struct http_request *r)
 	}
 	if (!strcmp(seg[1], "queues")) {
 		if (n == 2) {
+			http_set_tag(r, "queues");
 			if (!get)
 				goto method;
 			pn[0] = "json";
@@ -431,15 +506,18 @@ void api_handle(void *data, struct http_request *r)
 		pn[0] = "queue";
 		pv[0] = seg[2];
 		if (!strcmp(seg[3], "jobs")) {
+			http_set_tag(r, "jobs.add");
 			if (!post)
 				goto method;
 			run(h, call, CTL_ADD, pn, pv, 1, true);
 		} else if (!strcmp(seg[3], "jobs:batch")) {
+			http_set_tag(r, "jobs.batch");
 			if (!post)
 				goto method;
 			batch(h, r, seg[2]);
 			free(call);
 		} else if (!strcmp(seg[3], "pause") || !strcmp(seg[3], "resume")) {
+			http_set_tag(r, "queue.pause");
 			if (!post)
 				goto method;
 			run(h, call, seg[3][0] == 'p' ? CTL_PAUSE : CTL_RESUME, pn, pv, 1, false);
@@ -451,6 +529,7 @@ void api_handle(void *data, struct http_request *r)
 	if (!strcmp(seg[1], "jobs") && (n == 3 || n == 4)) {
 		pn[0] = "id";
 		pv[0] = seg[2];
+		http_set_tag(r, n == 4 ? "job.retry" : "job");
 		if (n == 4) {
 			if (strcmp(seg[3], "retry") != 0)
 				goto not_found;

@@ -17,6 +17,7 @@
  *   GET    /v1/queues                     every queue's counts and settings
  *   POST   /v1/queues/{queue}/pause       and /resume
  *   GET    /v1/status                     this supervisor's pool (claimctl status --json)
+ *   GET    /metrics                       Prometheus text format (supervisor/metrics.h)
  */
 #ifndef CLAIMD_API_H
 #define CLAIMD_API_H
@@ -28,6 +29,7 @@
 
 #include "supervisor/cmd.h"
 #include "supervisor/http.h"
+#include "supervisor/metrics.h"
 
 #define API_WAIT_MAX_MS (5u * 60u * 1000u)
 #define API_WAIT_CHECK_MS 100  /* how often a waited-for row is read again */
@@ -38,12 +40,23 @@ struct api_host {
 	/* Whether this supervisor serves: false with why (stopping, the database unreachable,
 	 * workers missing). */
 	bool (*healthy)(void *data, char *why, size_t whylen);
+	/* The pool as it is now (cmd_host.snapshot). */
+	struct status_worker *(*snapshot)(void *data, struct status *st);
 	void *data;
 	/* the api's own: requests waiting for a row to finish */
 	struct api_call *waiting;
 	uv_timer_t wait_timer;
 	bool timer_open, stopped;
+	/* /metrics: counters, and the last reading of the queues */
+	struct metrics metrics;
+	struct store_queue *queues;
+	size_t nqueues;
+	uint64_t queues_at;
+	bool reading_queues;
 };
+
+/* Counts an HTTP answer (http_opts.on_answer); data is the api_host. */
+void api_count(void *data, const char *route, unsigned status);
 
 /* Requests waiting (?wait) are answered 503 "claimd is stopping"; the timer is closed. At
  * stop, before the HTTP server closes. */

@@ -15,6 +15,7 @@
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "common/secret.h"
 
 #define HEADERS_MAX 8
 
@@ -95,6 +96,7 @@ struct http_request {
 	struct http_request *prev, *next;   /* in http_server.requests */
 	struct MHD_Connection *conn;
 	char *method, *path;
+	const char *tag;
 	unsigned char *body;
 	size_t len, cap;
 	const char *names[HTTP_ARGS_MAX], *values[HTTP_ARGS_MAX];
@@ -206,6 +208,8 @@ void http_respond(struct http_request *r, unsigned status, const char *type, con
 		status = 500;
 	}
 	r->status = status;
+	if (r->srv->o.on_answer)
+		r->srv->o.on_answer(r->srv->o.data, r->tag ? r->tag : "other", status);
 	if (type)
 		mhd.add_response_header(r->resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	mhd.add_response_header(r->resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
@@ -236,6 +240,11 @@ void http_respond_error(struct http_request *r, unsigned status, const char *mes
 }
 
 /* ---- requests ---- */
+
+void http_set_tag(struct http_request *r, const char *tag)
+{
+	r->tag = tag;
+}
 
 const char *http_method(const struct http_request *r)
 {
@@ -447,26 +456,21 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 int http_read_token(const char *path, char *out, size_t outlen, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
-	char line[HTTP_TOKEN_MAX + 2];
+	char line[HTTP_TOKEN_MAX + 1], why[300];
 	size_t n;
 
-	if (!f) {
-		snprintf(err, errlen, "--http-token-file %s: %s", path, strerror(errno));
+	if (secret_read("--http-token-file", path, line, sizeof(line), why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s", why);
 		return -EINVAL;
 	}
-	if (!fgets(line, sizeof(line), f))
-		line[0] = '\0';
-	fclose(f);
-	n = strcspn(line, "\r\n");
-	line[n] = '\0';
+	n = strlen(line);
 	for (size_t i = 0; i < n; i++)
 		if (line[i] <= ' ' || line[i] > '~') {
 			snprintf(err, errlen, "--http-token-file %s: the token has a character that is "
 				 "not printable ASCII (or a space)", path);
 			return -EINVAL;
 		}
-	if (n < 16 || n > HTTP_TOKEN_MAX || n >= outlen) {
+	if (n < 16 || n >= outlen) {
 		snprintf(err, errlen, "--http-token-file %s: the token (its first line) must be 16 "
 			 "to %d characters", path, HTTP_TOKEN_MAX);
 		return -EINVAL;

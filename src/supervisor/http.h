@@ -37,6 +37,9 @@ struct http_opts {
 	size_t max_body;
 	http_handler handle;
 	void *data;
+	/* Each answer as it is given (for counting), or NULL: the request's tag (http_set_tag),
+	 * and the status. */
+	void (*on_answer)(void *data, const char *tag, unsigned status);
 };
 
 /* Reads the token: the first line of path, 16..HTTP_TOKEN_MAX bytes of printable ASCII.
@@ -67,6 +70,9 @@ bool http_args_overflow(const struct http_request *r);
 const char *http_header(const struct http_request *r, const char *name);
 /* The body (NUL-terminated after len; NULL with len 0 when there is none). */
 const unsigned char *http_body(const struct http_request *r, size_t *len);
+
+/* A name for what the request is (a route, a static string), handed to on_answer. */
+void http_set_tag(struct http_request *r, const char *tag);
 
 /* Add a header to the answer (before http_respond). */
 void http_add_header(struct http_request *r, const char *name, const char *value);

@@ -44,7 +44,7 @@ struct slot {
 	struct chan *chan;
 	uint64_t item, item_since;
 	pid_t handler_pid;       /* its handler's process group, 0: none */
-	uint64_t done, failed;
+	uint64_t done, failed, dead;
 	unsigned restarts, quick_deaths;
 	double rtt_ms;
 	bool rtt_valid;
@@ -129,7 +129,7 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 		if (it->outcome == PROTO_OUT_DONE)
 			sl->done++;
 		else if (it->outcome == PROTO_OUT_RETRY || it->outcome == PROTO_OUT_DEAD)
-			sl->failed++;
+			sl->failed++, sl->dead += it->outcome == PROTO_OUT_DEAD;
 	}
 	/* CLAIMED answers a permit. A no-op worker runs its batch at once and wants the next
 	 * one: it keeps the permit. Handing it to a sleeping worker costs a wake-up and a cold
@@ -588,7 +588,7 @@ struct status_worker *pool_snapshot(const struct pool *p, struct status *st)
 		ws[i] = (struct status_worker){
 			.slot = (int)sl->idx, .pid = (int)sl->pid, .state = slot_state_name(sl),
 			.item = sl->item, .item_ms = now - sl->item_since, .claims = sl->held.n,
-			.done = sl->done, .failed = sl->failed, .restarts = sl->restarts,
+			.done = sl->done, .failed = sl->failed, .dead = sl->dead, .restarts = sl->restarts,
 			.rtt_valid = sl->rtt_valid, .rtt_ms = sl->rtt_ms,
 			.heartbeat_age_ms = now - sl->last_ack,
 		};

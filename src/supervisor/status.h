@@ -17,7 +17,8 @@ struct status_worker {
 	uint64_t item;        /* 0 = none */
 	uint64_t item_ms;
 	size_t claims;
-	uint64_t done, failed;
+	uint64_t done, failed;  /* failed: retried or dead */
+	uint64_t dead;
 	unsigned restarts;
 	bool rtt_valid;
 	double rtt_ms;

@@ -205,13 +205,15 @@ static int open_http(struct sup *s)
 			       .addrlen = cfg->http_addrlen,
 			       .token = *cfg->http_token ? cfg->http_token : NULL,
 			       .max_conns = cfg->http_max_conns,
-			       .max_body = CTL_PAYLOAD_MAX, .handle = api_handle, .data = &s->api };
+			       .max_body = CTL_PAYLOAD_MAX, .handle = api_handle, .data = &s->api,
+			       .on_answer = api_count };
 	char err[512] = "";
 	int r;
 
 	s->api.loop = s->loop;
 	s->api.cmds = s->cmds;
 	s->api.healthy = host_healthy;
+	s->api.snapshot = host_snapshot;
 	s->api.data = s;
 	r = http_open(&o, &s->http, err, sizeof(err));
 	if (r < 0) {

@@ -6,7 +6,9 @@ claimctl verbs that share its commands (job, cancel, queues)."""
 import json
 import os
 import re
+import shutil
 import socket
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -208,6 +210,51 @@ def it_waits_for_a_job_another_supervisor_runs(t):
     check(got and got[0][0] == 503 and 'stopping' in got[0][2]['error'],
           f'a wait cut by the stop: {got!r}')
     check_eq(b.stop(), 0, 'runner claimd exit code')
+
+
+def _metrics(c):
+    status, hdrs, text = _req(c, 'GET', '/metrics')
+    check_eq(status, 200, '/metrics status')
+    check(hdrs['Content-Type'].startswith('text/plain; version=0.0.4'), f'type {hdrs["Content-Type"]!r}')
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith('#'):
+            name, value = line.rsplit(' ', 1)
+            values[name] = float(value)
+    return text, values
+
+
+def it_serves_prometheus_metrics(t):
+    promtool = shutil.which('promtool')
+    if not promtool:
+        if os.environ.get('CLAIMD_TEST_REQUIRE_DB') == '1':
+            harness.fail('promtool is not installed (Debian: prometheus)')
+        raise harness.Skip('promtool is not installed (Debian: prometheus)')
+    db = t.database()
+    c = _http_claimd(t, db)
+    c.wait_ready()
+    for i in range(5):
+        check_eq(_req(c, 'POST', '/v1/queues/default/jobs', f'm{i}')[0], 202, 'add')
+    _req(c, 'POST', '/v1/queues/odd%22queue%5Cname/jobs', 'x')
+    db.insert_item('d', queue="'mail'", state="'dead'")
+    _req(c, 'GET', '/v1/jobs/999999')
+    wait_for(db.states, 10, 'five rows done', until=lambda s: s['done'] == 5)
+    # The queues are read at most every 5 s, and a scrape does not wait for the reading.
+    text, values = wait_for(lambda: _metrics(c), 15, 'the queues in /metrics',
+                            until=lambda tv: tv[1].get('claimd_queue_jobs{queue="default",state="done"}') == 5)
+    r = subprocess.run([promtool, 'check', 'metrics'], input=text, text=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+    check_eq((r.returncode, r.stdout.strip()), (0, ''), 'promtool check metrics')
+    check_eq(values['claimd_workers{state="idle"}'] + values['claimd_workers{state="busy"}'], 2,
+             'workers up')
+    check_eq(values['claimd_jobs_finished_total{outcome="done"}'], 5, 'jobs done')
+    check_eq(values['claimd_queue_jobs{queue="mail",state="dead"}'], 1, 'dead rows of mail')
+    check_eq(values['claimd_queue_jobs{queue="odd\\"queue\\\\name",state="ready"}'], 1,
+             'an escaped queue name')
+    check_eq(values['claimd_database_up'], 1, 'database up')
+    check(values['claimd_http_requests_total{route="jobs.add",code="202"}'] >= 5, 'adds counted')
+    check_eq(values['claimd_http_requests_total{route="job",code="404"}'], 1, 'the 404 counted')
+    check_eq(c.stop(), 0, 'claimd exit code')
 
 
 def it_answers_bad_requests_with_a_4xx_and_writes_nothing(t):
