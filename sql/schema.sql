@@ -122,6 +122,23 @@ CREATE TABLE IF NOT EXISTS work_groups (
 -- another column's default, hence the trigger). Rows inserted in any other state are
 -- not claimable. A grouped row takes its group's lock and number, and is parked if the
 -- group has a live row already (a locking read: it sees rows committed a moment ago).
+-- Every supervisor sharing the database, as it last said of itself: a row each, written at
+-- start, refreshed every few seconds (in place of an idle poll), deleted at a clean stop. A row
+-- not refreshed for 15 s is a lost supervisor (killed, or cut off from the database); lost
+-- rows older than a day are deleted by the others.
+CREATE TABLE IF NOT EXISTS supervisors (
+    id          VARCHAR(128) NOT NULL,
+    host        VARCHAR(255) NOT NULL,
+    pid         INT UNSIGNED NOT NULL,
+    version     VARCHAR(32) NOT NULL,
+    queues      VARCHAR(1100) NOT NULL,
+    http        VARCHAR(80) NULL DEFAULT NULL,
+    started_at  DATETIME(6) NOT NULL,
+    seen_at     DATETIME(6) NOT NULL,
+    workers     TEXT NOT NULL,             -- JSON: the pool as claimctl status --json has it
+    PRIMARY KEY (id)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
+
 DROP TRIGGER IF EXISTS work_items_bi;
 DELIMITER //
 CREATE TRIGGER work_items_bi BEFORE INSERT ON work_items FOR EACH ROW

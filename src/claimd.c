@@ -12,9 +12,6 @@
 #include "supervisor/supervisor.h"
 #include "worker/worker.h"
 
-#ifndef CLAIMD_VERSION
-#define CLAIMD_VERSION "0.1.0"
-#endif
 
 int main(int argc, char **argv)
 {

@@ -11,6 +11,10 @@
 
 #include "common/dsn.h"
 
+#ifndef CLAIMD_VERSION
+#define CLAIMD_VERSION "0.1.0"   /* meson passes the project's version */
+#endif
+
 #define CONFIG_HANDLER_MAX 4096
 #define CONFIG_QUEUE_MAX 64
 #define CONFIG_QUEUES_MAX 16

@@ -123,6 +123,9 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 	[CTL_QUEUES] = { "queues", BIT(CTL_F_JSON), 0, { 0 }, 0, NULL, "queues [--json]",
 			 "every queue: rows per state, the oldest ready row's age, paused, rate\n"
 			 "limit", NULL },
+	[CTL_SUPERVISORS] = { "supervisors", BIT(CTL_F_JSON), 0, { 0 }, 0, NULL,
+			      "supervisors [--json]", "every claimd sharing the database, as it last\n"
+			      "said of itself (lost: not heard from for 15 s)", NULL },
 };
 
 const char *ctl_verb_name(enum ctl_verb v)

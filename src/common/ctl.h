@@ -11,7 +11,7 @@
  *
  *     request  = verb *( SP field ) [ CR ] LF      ; at most CTL_LINE_MAX bytes with the LF
  *     verb     = "status" / "add" / "retry" / "pause" / "resume" / "limit" / "job" /
- *                "cancel" / "queues"
+ *                "cancel" / "queues" / "supervisors"
  *     field    = name "=" value                    ; each name at most once
  *     name     = 1*( %x61-7A / "_" )               ; lower-case letters and '_'
  *     value    = *( unreserved / pct-encoded )     ; RFC 3986 percent-encoding of any bytes
@@ -39,6 +39,7 @@
  *     job      id*:uint(1..)  json:flag             one row
  *     cancel   id*:uint(1..)                       delete a ready or dead row
  *     queues   json:flag                           every queue's counts and settings
+ *     supervisors json:flag                        every supervisor sharing the database
  *
  * Reply grammar:
  *
@@ -51,7 +52,7 @@
  * of rows put back; pause and resume, "queue NAME paused|resumed"; limit,
  * "queue NAME min_interval_ms N"; job, the row as "name: value" lines (or with json=1 one
  * JSON object, see supervisor/cmd.c); cancel, "1" or "0" rows deleted; queues, a table (or
- * a JSON array). A request that does not follow the grammar gets an error
+ * a JSON array); supervisors, a table (or a JSON array). A request that does not follow the grammar gets an error
  * reply naming what is wrong; nothing is done for it. */
 #ifndef CLAIMD_CTL_H
 #define CLAIMD_CTL_H
@@ -79,6 +80,7 @@ enum ctl_verb {
 	CTL_JOB,
 	CTL_CANCEL,
 	CTL_QUEUES,
+	CTL_SUPERVISORS,
 	CTL_VERB_COUNT,
 };
 

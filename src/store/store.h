@@ -267,6 +267,32 @@ struct store_queue {
 int store_queues(struct store *s, struct store_queue **ret, size_t *ret_n, char *err,
 		 size_t errlen);
 
+/* A supervisor as it says of itself (the supervisors table). */
+#define STORE_SUPERVISOR_LOST_S 15   /* not refreshed for this long: lost */
+struct store_supervisor {
+	char id[129];
+	char host[256];
+	unsigned pid;
+	char version[33];
+	char queues[1101];
+	char http[81];               /* "" when it serves no HTTP */
+	char started_at[32], seen_at[32];
+	double seen_ago_s;           /* by the database's clock */
+	bool lost;
+	char *workers;               /* JSON, malloc'd (store_supervisors' rows only) */
+};
+
+/* Insert or refresh sv's row (seen_at = now; started_at set on insert), workers_json its
+ * pool; and delete rows lost for over a day. Returns 0 or a negative error. */
+int store_supervisor_seen(struct store *s, const struct store_supervisor *sv,
+			  const char *workers_json, char *err, size_t errlen);
+/* Delete row id (a clean stop). */
+int store_supervisor_gone(struct store *s, const char *id, char *err, size_t errlen);
+/* Every row, by host and pid, into a malloc'd array (free with store_supervisors_free). */
+int store_supervisors(struct store *s, struct store_supervisor **ret, size_t *ret_n, char *err,
+		      size_t errlen);
+void store_supervisors_free(struct store_supervisor *svs, size_t n);
+
 /* Put dead rows back: row id (queue NULL) or every dead row of queue, ready now with
  * attempts 0 (last_error stays until the next failure); a grouped row waits behind its
  * group's running row, if any. Returns how many rows. */

@@ -246,3 +246,110 @@ out:
 	free(qs);
 	return r < 0 ? sq_final(r) : r;
 }
+
+/* ---- supervisors ---- */
+
+int store_supervisor_seen(struct store *s, const struct store_supervisor *sv,
+			  const char *workers_json, char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_supervisor_seen", NULL, 0, NULL, err, errlen);
+	size_t wlen = strlen(workers_json);
+	char id[2 * 128 + 3], host[2 * 255 + 3], ver[2 * 32 + 3], qs[2 * 1100 + 3], http[2 * 80 + 3];
+	char *w;
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	w = malloc(2 * wlen + 3);
+	if (!w)
+		return sq_fail_msg(-ENOMEM, err, errlen, "store_supervisor_seen: out of memory");
+	sq_quote(s->conn, id, sv->id, strnlen(sv->id, 128));
+	sq_quote(s->conn, host, sv->host, strnlen(sv->host, 255));
+	sq_quote(s->conn, ver, sv->version, strnlen(sv->version, 32));
+	sq_quote(s->conn, qs, sv->queues, strnlen(sv->queues, 1100));
+	sq_quote(s->conn, http, sv->http, strnlen(sv->http, 80));
+	sq_quote(s->conn, w, workers_json, wlen);
+	sq_reset(s);
+	sql_add(s, "INSERT INTO supervisors (id, host, pid, version, queues, http, started_at, "
+		"seen_at, workers) VALUES (%s, %s, %u, %s, %s, NULLIF(%s, ''), NOW(6), NOW(6), %s) "
+		"ON DUPLICATE KEY UPDATE seen_at = NOW(6), workers = VALUES(workers), "
+		"queues = VALUES(queues), http = VALUES(http);"
+		"DELETE FROM supervisors WHERE seen_at < NOW(6) - INTERVAL 1 DAY LIMIT 100",
+		id, host, sv->pid, ver, qs, http, w);
+	free(w);
+	r = sq_run(s, "store_supervisor_seen", &rr, err, errlen);
+	return r < 0 ? sq_final(r) : 0;
+}
+
+int store_supervisor_gone(struct store *s, const char *id, char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_supervisor_gone", NULL, 0, NULL, err, errlen);
+	char q[2 * 128 + 3];
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	sq_quote(s->conn, q, id, strnlen(id, 128));
+	sq_reset(s);
+	sql_add(s, "DELETE FROM supervisors WHERE id = %s", q);
+	r = sq_run(s, "store_supervisor_gone", &rr, err, errlen);
+	return r < 0 ? sq_final(r) : 0;
+}
+
+int store_supervisors(struct store *s, struct store_supervisor **ret, size_t *ret_n, char *err,
+		      size_t errlen)
+{
+	int r = sq_check(s, "store_supervisors", NULL, 0, NULL, err, errlen);
+	struct store_supervisor *svs;
+	MYSQL_ROW row;
+	struct run rr;
+	size_t n, i;
+
+	if (r < 0)
+		return r;
+	sq_reset(s);
+	sql_add(s, "SELECT id, host, pid, version, queues, COALESCE(http, ''), started_at, seen_at, "
+		"TIMESTAMPDIFF(MICROSECOND, seen_at, NOW(6)) / 1e6, workers FROM supervisors "
+		"ORDER BY host, pid");
+	r = sq_run(s, "store_supervisors", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	if (!rr.res)
+		return sq_fail_msg(-EIO, err, errlen, "store_supervisors: no result");
+	n = (size_t)mysql_num_rows(rr.res);
+	svs = calloc(n ? n : 1, sizeof(*svs));
+	if (!svs) {
+		mysql_free_result(rr.res);
+		return sq_fail_msg(-ENOMEM, err, errlen, "store_supervisors: out of memory");
+	}
+	for (i = 0; i < n && (row = mysql_fetch_row(rr.res)); i++) {
+		struct store_supervisor *sv = &svs[i];
+		text(sv->id, sizeof(sv->id), row[0]);
+		text(sv->host, sizeof(sv->host), row[1]);
+		sv->pid = row[2] ? (unsigned)strtoul(row[2], NULL, 10) : 0;
+		text(sv->version, sizeof(sv->version), row[3]);
+		text(sv->queues, sizeof(sv->queues), row[4]);
+		text(sv->http, sizeof(sv->http), row[5]);
+		text(sv->started_at, sizeof(sv->started_at), row[6]);
+		text(sv->seen_at, sizeof(sv->seen_at), row[7]);
+		sv->seen_ago_s = row[8] ? strtod(row[8], NULL) : 0;
+		sv->lost = sv->seen_ago_s > STORE_SUPERVISOR_LOST_S;
+		sv->workers = strdup(row[9] ? row[9] : "[]");
+		if (!sv->workers) {
+			mysql_free_result(rr.res);
+			store_supervisors_free(svs, i);
+			return sq_fail_msg(-ENOMEM, err, errlen, "store_supervisors: out of memory");
+		}
+	}
+	mysql_free_result(rr.res);
+	*ret = svs;
+	*ret_n = i;
+	return 0;
+}
+
+void store_supervisors_free(struct store_supervisor *svs, size_t n)
+{
+	for (size_t i = 0; svs && i < n; i++)
+		free(svs[i].workers);
+	free(svs);
+}

@@ -482,6 +482,15 @@ void api_handle(void *data, struct http_request *r)
 	}
 	if (n < 2 || strcmp(seg[0], "v1") != 0)
 		goto not_found;
+	if (n == 2 && !strcmp(seg[1], "supervisors")) {
+		http_set_tag(r, "supervisors");
+		if (!get)
+			goto method;
+		pn[0] = "json";
+		pv[0] = "1";
+		run(h, call, CTL_SUPERVISORS, pn, pv, 1, false);
+		return;
+	}
 	if (n == 2 && !strcmp(seg[1], "status")) {
 		http_set_tag(r, "status");
 		if (!get)

@@ -17,6 +17,8 @@
  *   GET    /v1/queues                     every queue's counts and settings
  *   POST   /v1/queues/{queue}/pause       and /resume
  *   GET    /v1/status                     this supervisor's pool (claimctl status --json)
+ *   GET    /v1/supervisors                every supervisor sharing the database, lost ones
+ *                                         marked
  *   GET    /metrics                       Prometheus text format (supervisor/metrics.h)
  */
 #ifndef CLAIMD_API_H

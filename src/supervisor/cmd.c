@@ -52,6 +52,7 @@ struct call {
 	struct store_add_opts add;
 	struct store_job row;          /* job */
 	struct store_queue *queues;    /* queues */
+	struct store_supervisor *svs;  /* supervisors */
 };
 
 struct cmd_def {
@@ -70,6 +71,7 @@ static void finish(struct call *call)
 	call->done(call->data, call->req, &call->res);
 	store_job_clear(&call->row);
 	free(call->queues);
+	store_supervisors_free(call->svs, call->res.nsupervisors);
 	free(call);
 }
 
@@ -412,6 +414,25 @@ static void queues_text(const struct ctl_request *req, const struct cmd_result *
 		render_queues_text(res->queues, res->nqueues, out);
 }
 
+static int supervisors_db(struct call *call, struct store *s, char *err, size_t errlen)
+{
+	return store_supervisors(s, &call->svs, &call->res.nsupervisors, err, errlen);
+}
+
+static void supervisors_after(struct call *call)
+{
+	call->res.supervisors = call->svs;
+}
+
+static void supervisors_text(const struct ctl_request *req, const struct cmd_result *res,
+			     struct buf *out)
+{
+	if (req->json)
+		render_supervisors_json(res->supervisors, res->nsupervisors, out);
+	else
+		render_supervisors_text(res->supervisors, res->nsupervisors, out);
+}
+
 /* ---- the table ---- */
 
 static const struct cmd_def defs[CTL_VERB_COUNT] = {
@@ -424,6 +445,8 @@ static const struct cmd_def defs[CTL_VERB_COUNT] = {
 	[CTL_JOB] = { .db = job_db, .after = job_after, .text = job_text },
 	[CTL_CANCEL] = { .db = cancel_db, .after = cancel_after, .text = rows_text },
 	[CTL_QUEUES] = { .db = queues_db, .after = queues_after, .text = queues_text },
+	[CTL_SUPERVISORS] = { .db = supervisors_db, .after = supervisors_after,
+			      .text = supervisors_text },
 };
 
 static int call_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)

@@ -30,6 +30,8 @@ struct cmd_result {
 	const struct store_job *job;  /* job: the row (callback only) */
 	const struct store_queue *queues;  /* queues (callback only) */
 	size_t nqueues;
+	const struct store_supervisor *supervisors;  /* supervisors (callback only) */
+	size_t nsupervisors;
 	char state[16];               /* cancel refused (-EBUSY): the row's state */
 };
 

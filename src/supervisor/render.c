@@ -143,3 +143,46 @@ void render_queues_json(const struct store_queue *qs, size_t n, struct buf *b)
 	}
 	buf_puts(b, "]\n");
 }
+
+void render_supervisors_text(const struct store_supervisor *svs, size_t n, struct buf *b)
+{
+	buf_printf(b, "%-20s %8s %-8s %-20s %-22s %-26s %9s %s\n", "HOST", "PID", "VERSION",
+		   "QUEUES", "HTTP", "STARTED", "SEEN_AGO", "STATE");
+	for (size_t i = 0; i < n; i++)
+		buf_printf(b, "%-20s %8u %-8s %-20s %-22s %-26s %8.1fs %s\n", svs[i].host,
+			   svs[i].pid, svs[i].version, svs[i].queues,
+			   svs[i].http[0] ? svs[i].http : "-", svs[i].started_at, svs[i].seen_ago_s,
+			   svs[i].lost ? "lost" : "live");
+}
+
+void render_supervisors_json(const struct store_supervisor *svs, size_t n, struct buf *b)
+{
+	buf_puts(b, "[");
+	for (size_t i = 0; i < n; i++) {
+		const struct store_supervisor *sv = &svs[i];
+		buf_puts(b, i ? ",{\"id\":" : "{\"id\":");
+		buf_json_str(b, sv->id);
+		buf_puts(b, ",\"host\":");
+		buf_json_str(b, sv->host);
+		buf_printf(b, ",\"pid\":%u,\"version\":", sv->pid);
+		buf_json_str(b, sv->version);
+		buf_puts(b, ",\"queues\":");
+		buf_json_str(b, sv->queues);
+		buf_puts(b, ",\"http\":");
+		if (sv->http[0])
+			buf_json_str(b, sv->http);
+		else
+			buf_puts(b, "null");
+		json_time(b, "started_at", sv->started_at);
+		json_time(b, "seen_at", sv->seen_at);
+		buf_printf(b, ",\"seen_ago_s\":%.3f,\"lost\":%s,\"status\":", sv->seen_ago_s,
+			   sv->lost ? "true" : "false");
+		/* Written by a supervisor as JSON; anything else is passed on as a string. */
+		if (sv->workers && sv->workers[0] == '{')
+			buf_puts(b, sv->workers);
+		else
+			render_json_bytes(b, sv->workers ? sv->workers : "", sv->workers ? strlen(sv->workers) : 0);
+		buf_puts(b, "}");
+	}
+	buf_puts(b, "]\n");
+}

@@ -19,6 +19,11 @@ void render_queues_text(const struct store_queue *qs, size_t n, struct buf *out)
  * min_interval_ms. */
 void render_queues_json(const struct store_queue *qs, size_t n, struct buf *out);
 
+void render_supervisors_text(const struct store_supervisor *svs, size_t n, struct buf *out);
+/* A JSON array of objects: id, host, pid, version, queues, http (null: none), started_at,
+ * seen_at, seen_ago_s, lost, and status: its pool as claimctl status --json has it. */
+void render_supervisors_json(const struct store_supervisor *svs, size_t n, struct buf *out);
+
 /* b gets s[0..n) as a JSON string value (quotes included): invalid UTF-8 as U+FFFD. */
 void render_json_bytes(struct buf *b, const void *s, size_t n);
 

@@ -21,6 +21,7 @@
 #include "supervisor/http.h"
 #include "supervisor/maint.h"
 #include "supervisor/pool.h"
+#include "supervisor/registry.h"
 #include "worker/handler.h"
 
 struct sup {
@@ -31,6 +32,7 @@ struct sup {
 	struct dbq *dbq;
 	struct pool *pool;
 	struct maint *maint;
+	struct registry *registry;
 	struct cmds *cmds;
 	struct control *control;
 	struct http_server *http;
@@ -74,7 +76,7 @@ static void on_poll(uv_timer_t *t)
 {
 	struct sup *s = t->data;
 
-	if (s->stopping || maint_tick(s->maint))
+	if (s->stopping || registry_tick(s->registry) || maint_tick(s->maint))
 		return;
 	/* (Under load the poll would only read the head of the claim ranges, where the entries
 	 * of rows just claimed wait for purge.) */
@@ -141,6 +143,7 @@ static void begin_stop(struct sup *s, int signum)
 	}
 	s->stopping = true;
 	log_info("signal %d: stopping; in-flight items get %u ms", signum, s->cfg->grace_ms);
+	registry_stop(s->registry);
 	uv_timer_stop(&s->poll_timer);
 	pool_stop(s->pool, s->cfg->grace_ms);
 	/* The workers cut their handlers at grace; give them kill-grace more to write. */
@@ -220,6 +223,7 @@ static int open_http(struct sup *s)
 		log_error("%s", err);
 		return r;
 	}
+	registry_set_http(s->registry, http_address(s->http));
 	log_info("http: listening on http://%s/%s", http_address(s->http),
 		 o.token ? " (a token is required)" : "");
 	return 0;
@@ -256,6 +260,10 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 	if ((r = dbq_new(s->loop, s->store, on_change, s, &s->dbq)) < 0 ||
 	    (r = maint_new(s->dbq, cfg, &s->maint)) < 0)
 		return r;
+	struct registry_opts ro = { .loop = s->loop, .dbq = s->dbq, .cfg = cfg,
+				    .version = CLAIMD_VERSION, .snapshot = host_snapshot, .data = s };
+	if ((r = registry_new(&ro, &s->registry)) < 0)
+		return r;
 	host.dbq = po.dbq = s->dbq;
 	r = cmds_new(&host, &s->cmds);
 	if (r < 0)
@@ -289,6 +297,7 @@ static void sup_teardown(struct sup *s)
 	uv_run(s->loop, UV_RUN_DEFAULT);
 	cmds_free(s->cmds);
 	maint_free(s->maint);
+	registry_free(s->registry);
 	dbq_free(s->dbq);
 	uv_run(s->loop, UV_RUN_DEFAULT);
 	store_free(s->store);

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -255,6 +256,31 @@ def it_serves_prometheus_metrics(t):
     check(values['claimd_http_requests_total{route="jobs.add",code="202"}'] >= 5, 'adds counted')
     check_eq(values['claimd_http_requests_total{route="job",code="404"}'], 1, 'the 404 counted')
     check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def it_shows_every_supervisor_and_marks_a_lost_one(t):
+    db = t.database()
+    a = _http_claimd(t, db, workers=1, name='a')
+    b = t.claimd(db, '--workers', '2', '--handler', 'noop', '--queue', 'other', name='b')
+    a.wait_ready()
+    b.wait_ready()
+    svs = wait_for(lambda: _req(a, 'GET', '/v1/supervisors')[2], 10, 'two supervisors',
+                   until=lambda v: isinstance(v, list) and len(v) == 2)
+    by_pid = {sv['pid']: sv for sv in svs}
+    check_eq(sorted(by_pid), sorted([a.pid, b.pid]), 'supervisor pids')
+    check_eq((by_pid[a.pid]['http'], by_pid[b.pid]['http']), (a.url[len('http://'):], None),
+             'http addresses')
+    check_eq((by_pid[b.pid]['queues'], by_pid[b.pid]['lost']), ('other', False), 'b as seen by a')
+    check_eq(len(by_pid[b.pid]['status']['workers']), 2, "b's workers")
+    r = a.ctl('supervisors')
+    check(r.returncode == 0 and r.stdout.count(' live') == 2, f'claimctl supervisors: {r.stdout!r}')
+    b.send(signal.SIGKILL)
+    svs = wait_for(lambda: _req(a, 'GET', '/v1/supervisors')[2], 30, 'b lost',
+                   until=lambda v: any(sv['pid'] == b.pid and sv['lost'] for sv in v))
+    check(any(sv['pid'] == a.pid and not sv['lost'] for sv in svs), f'a is live: {svs!r}')
+    check_eq(a.stop(), 0, 'a exit code')
+    check_eq([int(x[0]) for x in db.sql('SELECT pid FROM supervisors')], [b.pid],
+             'rows after a clean stop of a (b, killed, stays until it is a day old)')
 
 
 def it_answers_bad_requests_with_a_4xx_and_writes_nothing(t):
