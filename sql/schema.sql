@@ -18,6 +18,7 @@ CREATE TABLE IF NOT EXISTS work_items (
     id            BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
     queue         VARCHAR(64) NOT NULL DEFAULT 'default',
     payload       MEDIUMBLOB NULL,
+    content_type  VARCHAR(255) NULL DEFAULT NULL,
     state         ENUM('ready', 'claimed', 'done', 'dead') NOT NULL DEFAULT 'ready',
     attempts      INT UNSIGNED NOT NULL DEFAULT 0,
     max_attempts  INT UNSIGNED NOT NULL DEFAULT 5,
@@ -35,6 +36,9 @@ CREATE TABLE IF NOT EXISTS work_items (
     claimed_at    DATETIME(6) NULL DEFAULT NULL,
     finished_at   DATETIME(6) NULL DEFAULT NULL,
     last_error    TEXT NULL DEFAULT NULL,
+    result        MEDIUMBLOB NULL DEFAULT NULL,
+    result_type   VARCHAR(255) NULL DEFAULT NULL,
+    progress      VARCHAR(1024) NULL DEFAULT NULL,
     created_at    DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
     group_live    VARCHAR(255) AS (IF(state IN ('ready', 'claimed') AND period_s IS NULL,
                                       group_key, NULL)) STORED,
@@ -77,6 +81,20 @@ ALTER TABLE work_items
     ADD COLUMN IF NOT EXISTS group_live VARCHAR(255) AS
         (IF(state IN ('ready', 'claimed') AND period_s IS NULL, group_key, NULL)) STORED,
     ADD KEY IF NOT EXISTS group_idx (queue, group_live, id);
+
+-- What a job says of itself (the HTTP API and the dashboard show them):
+--   content_type  the payload's type as its producer gave it (an HTTP POST's Content-Type),
+--                 handed to the handler; NULL for rows inserted without one
+--   result        what a successful run returned (a pipe: reply's "result", an exec:
+--                 handler's stdout with --exec-result, a so: plugin's set_result), at most
+--                 64 KiB; result_type says what it is (application/json for pipe:)
+--   progress      the last progress a running handler reported: JSON text, at most 1 KiB,
+--                 written at most once a second per row; cleared when the row is claimed
+ALTER TABLE work_items
+    ADD COLUMN IF NOT EXISTS content_type VARCHAR(255) NULL DEFAULT NULL AFTER payload,
+    ADD COLUMN IF NOT EXISTS result MEDIUMBLOB NULL DEFAULT NULL AFTER last_error,
+    ADD COLUMN IF NOT EXISTS result_type VARCHAR(255) NULL DEFAULT NULL AFTER result,
+    ADD COLUMN IF NOT EXISTS progress VARCHAR(1024) NULL DEFAULT NULL AFTER result_type;
 
 -- Per-queue settings, one row per queue that has any (a queue without a row has the defaults).
 --   paused  1: no new starts on any supervisor (claimctl pause NAME, or

@@ -16,6 +16,10 @@ What it does depends on the payload:
     nap...   sleeps 30 ms, logs its end line *before* it answers (for tests of overlap)
     nested   {"ok":true} with a nested "result" and "progress"
     nestedfail  {"ok":false,"error":...} with nested values beside
+    result   {"ok":true,"result":{"id":ID,"type":<the request's content_type>}}
+    progress reports {"progress":{"n":K}} for K = 1..200 as fast as it can, sleeps 2.5 s,
+             answers {"ok":true,"result":"finished"}
+    bigresult  {"ok":true} with a result over 64 KiB (a bad reply)
 """
 
 import base64
@@ -72,6 +76,16 @@ def handle(req):
     elif body == b'nestedfail':
         out = {'id': req['id'], 'ok': False, 'error': 'pipe_echo: nested failure',
                'detail': {'codes': [5, 7], 'why': {'deep': [[[]]]}}}
+    elif body == b'result':
+        out = {'id': req['id'], 'ok': True,
+               'result': {'id': req['id'], 'type': req.get('content_type')}}
+    elif body == b'progress':
+        for k in range(1, 201):
+            reply({'id': req['id'], 'progress': {'n': k}})
+        time.sleep(2.5)
+        out = {'id': req['id'], 'ok': True, 'result': 'finished'}
+    elif body == b'bigresult':
+        out = {'id': req['id'], 'ok': True, 'result': 'x' * (70 * 1024)}
     elif body == b'wrongid':
         out = {'id': req['id'] + 1, 'ok': True}
     elif body == b'die':

@@ -1,12 +1,17 @@
 /* test_pipe_reply — a pipe: co-process's reply lines (worker/pipe_reply, on jansson): what
- * each good reply means, what each bad one is refused for (the message says), nested values
- * accepted, every strict prefix of a good reply refused. Table-driven; exits 1 on a failure. */
+ * each good reply means (its result, or a progress report, as compact JSON), what each bad one
+ * is refused for (the message says), nested values accepted, the size limits, every strict
+ * prefix of a good reply refused. Table-driven; exits 1 on a failure. */
 #include "worker/pipe_reply.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Table rows leave their trailing fields zero. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 static int failures;
 
@@ -24,6 +29,8 @@ static const struct good {
 	int status;
 	unsigned retry_ms;
 	const char *error;   /* part of res.error, or NULL for "" */
+	const char *text;    /* the result (or progress) as compact JSON, or NULL for none */
+	bool progress;
 } goods[] = {
 	{ "{\"id\":7,\"ok\":true}", HANDLER_OK, 0, NULL },
 	{ " \t{ \"ok\" : true , \"id\" : 7 }\r\n ", HANDLER_OK, 0, NULL },
@@ -39,10 +46,19 @@ static const struct good {
 	  NULL },
 	{ "{\"id\":7,\"ok\":false,\"retry_in_ms\":0,\"error\":\"busy\"}", HANDLER_RETRY_LATER, 0,
 	  NULL },
-	/* nested values: a result and progress may come with a reply */
-	{ "{\"id\":7,\"ok\":true,\"result\":{\"rows\":[1,2,{\"x\":null}],\"t\":1.5e3}}",
-	  HANDLER_OK, 0, NULL },
+	/* nested values: a result, kept compact */
+	{ "{\"id\":7,\"ok\":true,\"result\":{\"rows\":[1, 2,{\"x\":null}],\"t\":\"\u00e9\"}}",
+	  HANDLER_OK, 0, NULL, "{\"rows\":[1,2,{\"x\":null}],\"t\":\"\xc3\xa9\"}" },
+	{ "{\"id\":7,\"ok\":true,\"result\":42}", HANDLER_OK, 0, NULL, "42" },
+	{ "{\"id\":7,\"ok\":true,\"result\":\"text\"}", HANDLER_OK, 0, NULL, "\"text\"" },
+	{ "{\"id\":7,\"ok\":true,\"result\":null}", HANDLER_OK, 0, NULL, NULL },
+	/* a failure's result is not kept */
+	{ "{\"id\":7,\"ok\":false,\"error\":\"no\",\"result\":1}", HANDLER_FAILED, 0, "no", NULL },
+	/* progress in a reply is ignored; without "ok" it is a progress report */
 	{ "{\"progress\":[0.5,\"half\"],\"id\":7,\"ok\":true}", HANDLER_OK, 0, NULL },
+	{ "{\"id\":7,\"progress\":0.25}", 0, 0, NULL, "0.25", true },
+	{ "{\"id\":7, \"progress\": {\"done\": 3, \"of\": 10}}", 0, 0, NULL,
+	  "{\"done\":3,\"of\":10}", true },
 };
 
 static const struct bad {
@@ -82,17 +98,30 @@ static const struct bad {
 	{ "{\"id\":7,\"ok\":false,\"retry_in_ms\":4294967296}", 0, "\"retry_in_ms\" is not" },
 	{ "{\"id\":7,\"ok\":false,\"retry_in_ms\":1.5}", 0, "\"retry_in_ms\" is not" },
 	{ "{\"id\":7,\"ok\":false,\"retry_in_ms\":\"5\"}", 0, "\"retry_in_ms\" is not" },
+	{ "{\"id\":7,\"progress\":null}", 0, "no boolean \"ok\" (nor a \"progress\")" },
+	{ "{\"id\":8,\"progress\":1}", 0, "wrong id 8" },
 };
 
 static void test_good(void)
 {
 	for (size_t i = 0; i < sizeof(goods) / sizeof(goods[0]); i++) {
 		const struct good *g = &goods[i];
-		struct handler_result res;
-		int r = pipe_reply_parse(g->line, strlen(g->line), 7, &res);
+		struct pipe_reply reply;
+		int r = pipe_reply_parse(g->line, strlen(g->line), 7, &reply);
+		const struct handler_result res = reply.res;
 
 		CHECK(r == 0, "'%s': %d %s", g->line, r, res.error);
 		if (r < 0)
+			continue;
+		CHECK(reply.progress == g->progress, "'%s': progress %d", g->line, reply.progress);
+		CHECK(g->text ? reply.text && !strcmp(reply.text, g->text) &&
+		      reply.text_len == strlen(g->text) : !reply.text, "'%s': text '%s'", g->line,
+		      reply.text ? reply.text : "(none)");
+		CHECK(g->progress || !g->text || (res.result && res.result_len == strlen(g->text) &&
+		      !strcmp(res.result_type, "application/json")), "'%s': no result", g->line);
+		CHECK(!res.result || g->status == HANDLER_OK, "'%s': a result for a failure", g->line);
+		pipe_reply_clear(&reply);
+		if (g->progress)
 			continue;
 		CHECK(res.status == g->status, "'%s': status %d, want %d", g->line, res.status,
 		      g->status);
@@ -109,11 +138,15 @@ static void test_bad(void)
 		const struct bad *b = &bads[i];
 		size_t len = b->len ? b->len : strlen(b->line);
 		char *copy = malloc(len ? len : 1);  /* exactly len bytes: reads past them show */
+		struct pipe_reply reply;
 		struct handler_result res;
 		int r;
 
 		memcpy(copy, b->line, len);
-		r = pipe_reply_parse(copy, len, 7, &res);
+		r = pipe_reply_parse(copy, len, 7, &reply);
+		res = reply.res;
+		CHECK(!reply.text, "'%s': a bad reply with a text", b->line);
+		pipe_reply_clear(&reply);
 		free(copy);
 		CHECK(r == -EPROTO && res.status == HANDLER_FAILED, "'%s': %d", b->line, r);
 		CHECK(strstr(res.error, "bad reply from the co-process: ") == res.error &&
@@ -131,11 +164,12 @@ static void test_prefixes(void)
 
 	for (size_t n = 0; n < strlen(line); n++) {
 		char *copy = malloc(n ? n : 1);
-		struct handler_result res;
+		struct pipe_reply reply;
 		int r;
 
 		memcpy(copy, line, n);
-		r = pipe_reply_parse(copy, n, 7, &res);
+		r = pipe_reply_parse(copy, n, 7, &reply);
+		pipe_reply_clear(&reply);
 		free(copy);
 		CHECK(r == -EPROTO, "prefix of %zu bytes accepted", n);
 	}
@@ -145,12 +179,48 @@ static void test_long_reply(void)
 {
 	size_t n = PIPE_REPLY_MAX + 1;
 	char *line = malloc(n);
-	struct handler_result res;
+	struct pipe_reply reply;
 
 	memset(line, ' ', n);
-	CHECK(pipe_reply_parse(line, n, 7, &res) == -EPROTO && strstr(res.error, "longer than 1 MiB"),
-	      "a reply over 1 MiB: '%.80s'", res.error);
+	CHECK(pipe_reply_parse(line, n, 7, &reply) == -EPROTO &&
+	      strstr(reply.res.error, "longer than 1 MiB"), "a reply over 1 MiB: '%.80s'",
+	      reply.res.error);
+	pipe_reply_clear(&reply);
 	free(line);
+}
+
+/* A result of exactly the limit is kept, one byte more refused; the same for progress. */
+static void test_limits(void)
+{
+	static const struct { const char *head; size_t max; bool progress; } cases[] = {
+		{ "{\"id\":7,\"ok\":true,\"result\":", PIPE_RESULT_MAX, false },
+		{ "{\"id\":7,\"progress\":", PIPE_PROGRESS_MAX, true },
+	};
+
+	for (size_t c = 0; c < 2; c++) {
+		for (size_t extra = 0; extra < 2; extra++) {
+			size_t slen = cases[c].max + extra - 2;   /* the string's bytes, quotes apart */
+			size_t hl = strlen(cases[c].head), n = hl + slen + 3;
+			char *line = malloc(n + 1);
+			struct pipe_reply reply;
+			int r;
+
+			memcpy(line, cases[c].head, hl);
+			line[hl] = '"';
+			memset(line + hl + 1, 'x', slen);
+			memcpy(line + hl + 1 + slen, "\"}", 3);
+			r = pipe_reply_parse(line, n, 7, &reply);
+			if (extra == 0)
+				CHECK(r == 0 && reply.text_len == cases[c].max &&
+				      reply.progress == cases[c].progress, "%zu bytes refused: %s",
+				      cases[c].max, reply.res.error);
+			else
+				CHECK(r == -EPROTO && strstr(reply.res.error, "over the"),
+				      "%zu bytes accepted", cases[c].max + 1);
+			pipe_reply_clear(&reply);
+			free(line);
+		}
+	}
 }
 
 int main(void)
@@ -159,6 +229,7 @@ int main(void)
 	test_bad();
 	test_prefixes();
 	test_long_reply();
+	test_limits();
 	if (failures) {
 		printf("%d check(s) failed\n", failures);
 		return 1;

@@ -59,13 +59,18 @@ static void make_msg(unsigned type, int n, struct proto_msg *m)
 		if (type == PROTO_CLAIMED) {
 			for (int i = 0; i < PLACE_SIZE; i++)
 				m->u.items.cursor.b[i] = (uint8_t)(0xB1 + i);
+			m->u.items.claim_us = 0xC1C2C3C4u;
 		}
 		m->u.items.n = (uint16_t)(n == DEFAULT_N ? PROTO_OUT_MAX + 1 : n);
 		for (unsigned i = 0; i < m->u.items.n; i++) {
 			m->u.items.items[i].id = 0xF000000000000000u + i;
 			m->u.items.items[i].token = 0x0123456789ABCDEFu ^ i;
-			if (type == PROTO_FINISHED)
+			if (type == PROTO_FINISHED) {
 				m->u.items.items[i].outcome = (uint8_t)(i % (PROTO_OUT_MAX + 1));
+				m->u.items.items[i].queue = (uint8_t)(i % PROTO_MAX_QUEUES);
+				m->u.items.items[i].run_us = 0xD1D2D3D4u ^ i;
+				m->u.items.items[i].wait_us = 0xE1E2E3E4u ^ i;
+			}
 		}
 		break;
 	case PROTO_STOP: m->u.stop.grace_ms = 30000; break;
@@ -75,12 +80,13 @@ static void make_msg(unsigned type, int n, struct proto_msg *m)
 
 static int items_equal(const struct proto_msg *a, const struct proto_msg *b)
 {
-	if (a->u.items.n != b->u.items.n ||
+	if (a->u.items.n != b->u.items.n || a->u.items.claim_us != b->u.items.claim_us ||
 	    memcmp(a->u.items.cursor.b, b->u.items.cursor.b, PLACE_SIZE) != 0)
 		return 0;
 	for (unsigned i = 0; i < a->u.items.n; i++) {
 		const struct proto_item *x = &a->u.items.items[i], *y = &b->u.items.items[i];
-		if (x->id != y->id || x->token != y->token || x->outcome != y->outcome)
+		if (x->id != y->id || x->token != y->token || x->outcome != y->outcome ||
+		    x->queue != y->queue || x->run_us != y->run_us || x->wait_us != y->wait_us)
 			return 0;
 	}
 	return 1;
@@ -108,8 +114,8 @@ static int msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 
 static size_t body_size(unsigned type, unsigned n)
 {
-	static const unsigned fixed[] = { 0, 4, 8, 8, 13, 22, 2, 20, 4, 0 };
-	return fixed[type] + n * (type == PROTO_CLAIMED ? 16u : type == PROTO_FINISHED ? 17u : 0u);
+	static const unsigned fixed[] = { 0, 4, 8, 8, 13, 26, 2, 20, 4, 0 };
+	return fixed[type] + n * (type == PROTO_CLAIMED ? 16u : type == PROTO_FINISHED ? 26u : 0u);
 }
 
 /* Decodes exactly len bytes from a heap copy, so a read past the end shows under ASan/valgrind. */
@@ -175,16 +181,18 @@ static const char *run_round_trip(const struct rt_case *c)
 /* ---- byte order: golden frames ---- */
 
 static const uint8_t golden_hello[] = {
-	0xC1, 0xD0, 0x02, 0x02, 0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x00, 0x08,
+	0xC1, 0xD0, 0x03, 0x02, 0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x00, 0x08,
 	0x0A, 0x0B, 0x0C, 0x0D, 0x00, 0x00, 0x00, 0x07,
 };
 
 static const uint8_t golden_finished[] = {
-	0xC1, 0xD0, 0x02, 0x06, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x13,
+	0xC1, 0xD0, 0x03, 0x06, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x1C,
 	0x00, 0x01,
 	0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
 	0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF, 0x00,
-	0x02,
+	0x02, 0x0F,
+	0x01, 0x02, 0x03, 0x04,
+	0xFF, 0xFF, 0xFF, 0xFE,
 };
 
 static void golden_msg(unsigned type, struct proto_msg *m)
@@ -202,6 +210,9 @@ static void golden_msg(unsigned type, struct proto_msg *m)
 	m->u.items.items[0].id = 0x1122334455667788u;
 	m->u.items.items[0].token = 0x99AABBCCDDEEFF00u;
 	m->u.items.items[0].outcome = PROTO_OUT_DEAD;
+	m->u.items.items[0].queue = 15;
+	m->u.items.items[0].run_us = 0x01020304u;
+	m->u.items.items[0].wait_us = 0xFFFFFFFEu;
 }
 
 static const char *run_golden(unsigned type, const uint8_t *golden, size_t glen, int decode)
@@ -312,7 +323,8 @@ struct bad_case {
 };
 
 #define HDR PROTO_HEADER_SIZE
-#define OUTCOME_OFF(i) (HDR + 2 + (i) * 17 + 16)
+#define OUTCOME_OFF(i) (HDR + 2 + (i) * 26 + 16)
+#define QUEUE_OFF(i) (HDR + 2 + (i) * 26 + 17)
 
 static const struct bad_case bad_cases[] = {
 	{ "rejects_bad_magic", PROTO_PING, 0, 2, 0xC1D1, HDR, -EBADMSG },
@@ -335,11 +347,13 @@ static const struct bad_case bad_cases[] = {
 	{ "rejects_want_with_body", PROTO_WANT, 8, 4, 4, HDR, -EBADMSG },
 	{ "rejects_stop_with_empty_body", PROTO_STOP, 8, 4, 0, HDR, -EBADMSG },
 	{ "rejects_claimed_without_count", PROTO_CLAIMED, 8, 4, 1, HDR, -EBADMSG },
-	{ "rejects_claimed_partial_item", PROTO_CLAIMED, 8, 4, 2 + 16 + 1, HDR, -EBADMSG },
-	{ "rejects_claimed_finished_sized_items", PROTO_CLAIMED, 8, 4, 2 + 17, HDR, -EBADMSG },
-	{ "rejects_finished_partial_item", PROTO_FINISHED, 8, 4, 2 + 16, HDR, -EBADMSG },
-	{ "rejects_claimed_too_many_items", PROTO_CLAIMED, 8, 4, 18 + 257 * 16, HDR, -EBADMSG },
-	{ "rejects_finished_too_many_items", PROTO_FINISHED, 8, 4, 2 + 257 * 17, HDR, -EBADMSG },
+	{ "rejects_claimed_partial_item", PROTO_CLAIMED, 8, 4, 22 + 16 + 1, HDR, -EBADMSG },
+	{ "rejects_claimed_without_claim_time", PROTO_CLAIMED, 8, 4, 18 + 16, HDR, -EBADMSG },
+	{ "rejects_claimed_finished_sized_items", PROTO_CLAIMED, 8, 4, 22 + 26, HDR, -EBADMSG },
+	{ "rejects_finished_partial_item", PROTO_FINISHED, 8, 4, 2 + 25, HDR, -EBADMSG },
+	{ "rejects_finished_v2_sized_items", PROTO_FINISHED, 8, 4, 2 + 17, HDR, -EBADMSG },
+	{ "rejects_claimed_too_many_items", PROTO_CLAIMED, 8, 4, 22 + 257 * 16, HDR, -EBADMSG },
+	{ "rejects_finished_too_many_items", PROTO_FINISHED, 8, 4, 2 + 257 * 26, HDR, -EBADMSG },
 	{ "rejects_claimed_count_above_length", PROTO_CLAIMED, HDR, 2, PROTO_OUT_MAX + 2, FEED_ALL, -EBADMSG },
 	{ "rejects_claimed_count_below_length", PROTO_CLAIMED, HDR, 2, PROTO_OUT_MAX, FEED_ALL, -EBADMSG },
 	{ "rejects_claimed_count_over_max", PROTO_CLAIMED, HDR, 2, PROTO_MAX_ITEMS + 1, FEED_ALL, -EBADMSG },
@@ -349,6 +363,8 @@ static const struct bad_case bad_cases[] = {
 	{ "rejects_first_outcome_out_of_range", PROTO_FINISHED, OUTCOME_OFF(0), 1, PROTO_OUT_MAX + 1,
 	  FEED_ALL, -EBADMSG },
 	{ "rejects_last_outcome_out_of_range", PROTO_FINISHED, OUTCOME_OFF(PROTO_OUT_MAX), 1, 255,
+	  FEED_ALL, -EBADMSG },
+	{ "rejects_queue_out_of_range", PROTO_FINISHED, QUEUE_OFF(1), 1, PROTO_MAX_QUEUES,
 	  FEED_ALL, -EBADMSG },
 };
 
@@ -380,7 +396,8 @@ static const char *run_bad(const struct bad_case *c)
 
 /* ---- rejected messages (encode) ---- */
 
-enum enc_mutation { MUT_NONE, MUT_TYPE_0, MUT_TYPE_MAX1, MUT_ID_0, MUT_N_OVER, MUT_STATE, MUT_OUTCOME };
+enum enc_mutation { MUT_NONE, MUT_TYPE_0, MUT_TYPE_MAX1, MUT_ID_0, MUT_N_OVER, MUT_STATE, MUT_OUTCOME,
+		   MUT_QUEUE };
 
 struct enc_case {
 	const char *name;
@@ -402,6 +419,7 @@ static const struct enc_case enc_cases[] = {
 	{ "encode_rejects_too_many_finished", PROTO_FINISHED, MUT_N_OVER, FRAME_MAX, -EINVAL },
 	{ "encode_rejects_state_out_of_range", PROTO_STATE, MUT_STATE, 0, -EINVAL },
 	{ "encode_rejects_outcome_out_of_range", PROTO_FINISHED, MUT_OUTCOME, 0, -EINVAL },
+	{ "encode_rejects_queue_out_of_range", PROTO_FINISHED, MUT_QUEUE, 0, -EINVAL },
 	{ "encode_rejects_invalid_before_cap", PROTO_ACK, MUT_ID_0, -1, -EINVAL },
 };
 
@@ -414,6 +432,7 @@ static void mutate(struct proto_msg *m, enum enc_mutation mut)
 	case MUT_N_OVER: m->u.items.n = PROTO_MAX_ITEMS + 1; break;
 	case MUT_STATE: m->u.state.state = PROTO_W_MAX + 1; break;
 	case MUT_OUTCOME: m->u.items.items[m->u.items.n - 1].outcome = PROTO_OUT_MAX + 1; break;
+	case MUT_QUEUE: m->u.items.items[0].queue = PROTO_MAX_QUEUES; break;
 	default: break;
 	}
 }

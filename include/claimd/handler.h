@@ -2,9 +2,11 @@
  *
  * A plugin is a shared library that exports
  *
- *     const struct claimd_plugin *claimd_plugin_v1(void);
+ *     const struct claimd_plugin *claimd_plugin_v2(void);
  *
- * returning a pointer to a static struct whose abi_version is CLAIMD_PLUGIN_ABI_VERSION.
+ * returning a pointer to a static struct whose abi_version is CLAIMD_PLUGIN_ABI_VERSION (2).
+ * A plugin built for version 1 (exporting claimd_plugin_v1, abi_version 1) still loads: the
+ * version 2 structs are version 1's with fields added at their end.
  * Build it with e.g. `cc -shared -fPIC -o myplugin.so myplugin.c`; run claimd with
  * `--handler 'so:/abs/path/myplugin.so [args]'` (the rest of the spec after the path is
  * given to init as ctx->args).
@@ -22,9 +24,15 @@
  *     worker logs it and exits at once (_exit); the supervisor replaces it and the item is
  *     retried as above. Return before deadline_ms if you can.
  *
+ * A run may leave a result in the row (job->set_result, at most CLAIMD_RESULT_MAX bytes,
+ * kept when handle returns CLAIMD_OK) and report its progress while it runs (job->progress:
+ * JSON text of at most CLAIMD_PROGRESS_MAX bytes; the row gets the latest at most once a
+ * second). Both may be called from handle's thread only, during handle.
+ *
  * ABI rules: struct layouts and meanings are fixed for a given CLAIMD_PLUGIN_ABI_VERSION;
  * any change bumps it (and the exported symbol's suffix). claimd refuses to start with a
- * plugin that lacks claimd_plugin_v1 or whose abi_version differs from its own.
+ * plugin that exports neither claimd_plugin_v2 nor claimd_plugin_v1, or whose abi_version
+ * is not the one its symbol names.
  */
 #ifndef CLAIMD_HANDLER_PLUGIN_H
 #define CLAIMD_HANDLER_PLUGIN_H
@@ -36,9 +44,12 @@
 extern "C" {
 #endif
 
-#define CLAIMD_PLUGIN_ABI_VERSION 1
-#define CLAIMD_PLUGIN_SYMBOL "claimd_plugin_v1"
+#define CLAIMD_PLUGIN_ABI_VERSION 2
+#define CLAIMD_PLUGIN_SYMBOL "claimd_plugin_v2"
+#define CLAIMD_PLUGIN_SYMBOL_V1 "claimd_plugin_v1"
 #define CLAIMD_ERROR_MAX 1024
+#define CLAIMD_RESULT_MAX (64 * 1024)
+#define CLAIMD_PROGRESS_MAX 1024
 
 /* One item. Everything it points to is valid only during the handle call. */
 struct claimd_job {
@@ -53,6 +64,19 @@ struct claimd_job {
 	const unsigned char *payload;  /* the payload bytes (not NUL-terminated; may be NULL */
 	size_t payload_len;            /*  when payload_len is 0) */
 	void *user;                    /* what init stored in ctx->user */
+	/* ---- since ABI version 2 ---- */
+	const char *content_type;      /* the payload's type as its producer gave it (an HTTP
+	                                * POST's Content-Type), NULL without one */
+	/* The run's result: len bytes (copied) of type (NULL: application/octet-stream; with
+	 * "application/json" they must be one JSON value), kept in the row if handle returns
+	 * CLAIMD_OK; a later call replaces an earlier one. Returns 0, -EMSGSIZE (over
+	 * CLAIMD_RESULT_MAX), -EINVAL (not JSON though said to be) or -ENOMEM. */
+	int (*set_result)(const struct claimd_job *job, const void *data, size_t len,
+			  const char *type);
+	/* The run's progress: one JSON value as text ("0.5", "{\"done\":3,\"of\":10}"), at most
+	 * CLAIMD_PROGRESS_MAX bytes compact. Cheap: the row gets the latest, at most once a
+	 * second. Returns 0, -EINVAL (not JSON, or too long) or -ENOMEM. */
+	int (*progress)(const struct claimd_job *job, const char *json);
 };
 
 enum claimd_status {
@@ -87,9 +111,10 @@ struct claimd_plugin {
 	void (*fini)(struct claimd_plugin_ctx *ctx);
 };
 
-typedef const struct claimd_plugin *(*claimd_plugin_v1_fn)(void);
+typedef const struct claimd_plugin *(*claimd_plugin_fn)(void);
+typedef claimd_plugin_fn claimd_plugin_v1_fn;
 
-const struct claimd_plugin *claimd_plugin_v1(void);
+const struct claimd_plugin *claimd_plugin_v2(void);
 
 #ifdef __cplusplus
 }

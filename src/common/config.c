@@ -15,7 +15,7 @@ enum {
 	OPT_DSN = 256, OPT_WORKERS, OPT_CLAIMERS, OPT_HANDLER, OPT_QUEUE, OPT_CONTROL, OPT_BATCH, OPT_LEASE,
 	OPT_TIMEOUT, OPT_HANG, OPT_KILL_GRACE, OPT_GRACE, OPT_HEARTBEAT, OPT_POLL,
 	OPT_RETRY_BASE, OPT_KEEP_DONE, OPT_DEDUPE_WINDOW, OPT_MAINTENANCE, OPT_VERBOSE, OPT_QUIET, OPT_HELP, OPT_VERSION,
-	OPT_FORK_FD, OPT_PARENT, OPT_HTTP, OPT_HTTP_TOKEN_FILE, OPT_HTTP_MAX_CONNS,
+	OPT_FORK_FD, OPT_PARENT, OPT_HTTP, OPT_HTTP_TOKEN_FILE, OPT_HTTP_MAX_CONNS, OPT_EXEC_RESULT,
 };
 
 static const struct option long_opts[] = {
@@ -40,6 +40,7 @@ static const struct option long_opts[] = {
 	{ "http", required_argument, NULL, OPT_HTTP },
 	{ "http-token-file", required_argument, NULL, OPT_HTTP_TOKEN_FILE },
 	{ "http-max-connections", required_argument, NULL, OPT_HTTP_MAX_CONNS },
+	{ "exec-result", no_argument, NULL, OPT_EXEC_RESULT },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "help", no_argument, NULL, OPT_HELP },
@@ -61,6 +62,8 @@ const char *config_usage(void)
 	"  --handler SPEC         noop | exec:/path/to/cmd [args...] (run per item, no shell)\n"
 	"                         | pipe:/path/to/cmd [args...] (one co-process per worker, JSON lines)\n"
 	"                         | so:/path/to/plugin.so [args] (in-process plugin, claimd/handler.h)\n"
+	"  --exec-result          an exec: handler's stdout (at most 64 KiB) is the row's\n"
+	"                         result (default: stdout is claimd's)\n"
 	"  --workers N            worker processes (default 4)\n"
 	"  --queue NAME           queue to serve (default \"default\"); repeat it to serve\n"
 	"                         several, each claimed in turn\n"
@@ -331,6 +334,7 @@ static int apply_opt(struct config *c, int opt, const char *arg, const char **ds
 	case OPT_HTTP_MAX_CONNS:
 		return parse_uint(arg, 1, 65536, &c->http_max_conns) < 0 ? (snprintf(err, errlen,
 			"--http-max-connections: '%s' is not a number from 1 to 65536", arg), -EINVAL) : 0;
+	case OPT_EXEC_RESULT: c->exec_result = true; return 0;
 	case OPT_VERBOSE: c->log_level = 3; return 0;
 	case OPT_QUIET: c->log_level = 1; return 0;
 	case OPT_HELP: return CONFIG_HELP;

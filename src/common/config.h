@@ -52,6 +52,7 @@ struct config {
 	char http_token_file[4096];   /* "" = no token */
 	char http_token[CONFIG_TOKEN_MAX + 1];  /* read from it at start (not by config_parse) */
 	unsigned http_max_conns;
+	bool exec_result;   /* an exec: handler's stdout is the row's result */
 	/* Set only in the fork server (hidden options the supervisor passes) and its workers. */
 	int fork_fd;      /* the fork server's socket; -1 in the supervisor */
 	int parent_pid;   /* the supervisor */

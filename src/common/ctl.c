@@ -41,6 +41,12 @@ const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 	[CTL_F_INTERVAL] = { "interval_ms", "--interval", "DUR", T_UINT, CLI_DURATION_MS, 0,
 			     24u * 3600u * 1000u, AT(interval_ms) },
 	[CTL_F_JSON] = { "json", "--json", NULL, T_FLAG, CLI_NUMBER, 0, 1, AT(json) },
+	[CTL_F_CONTENT_TYPE] = { "content_type", "--content-type", "TYPE", T_TEXT, CLI_NUMBER, 1,
+				 CTL_TYPE_MAX, AT(content_type) },
+	[CTL_F_STATE] = { "state", "--state", "STATE", T_TEXT, CLI_NUMBER, 1, 15, AT(state) },
+	[CTL_F_LIMIT] = { "limit", "--limit", "N", T_UINT, CLI_NUMBER, 1, CTL_LIST_MAX, AT(limit) },
+	[CTL_F_BEFORE] = { "before", "--before", "ID", T_UINT, CLI_NUMBER, 1, UINT64_MAX,
+			   AT(before) },
 };
 
 int ctl_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -76,6 +82,19 @@ bad:
 	return ctl_fail(err, errlen, "add: run_at '%.40s' is not 'YYYY-MM-DD HH:MM:SS[.ffffff]'", t);
 }
 
+static int check_jobs(const struct ctl_request *r, char *err, size_t errlen)
+{
+	static const char *const states[] = { "ready", "claimed", "done", "dead" };
+
+	if (!ctl_has(r, CTL_F_STATE))
+		return 0;
+	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
+		if (!strcmp(r->state, states[i]))
+			return 0;
+	return ctl_fail(err, errlen, "jobs: state '%s' is not ready, claimed, done or dead",
+			r->state);
+}
+
 static int check_retry(const struct ctl_request *r, char *err, size_t errlen)
 {
 	bool by_id = ctl_has(r, CTL_F_ID);
@@ -92,11 +111,12 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 	[CTL_ADD] = { "add",
 		      BIT(CTL_F_QUEUE) | BIT(CTL_F_PAYLOAD) | BIT(CTL_F_RUN_AT) | BIT(CTL_F_DELAY) |
 		      BIT(CTL_F_PERIOD) | BIT(CTL_F_MAX_ATTEMPTS) | BIT(CTL_F_TIMEOUT) |
-		      BIT(CTL_F_DEDUPE) | BIT(CTL_F_PRIORITY) | BIT(CTL_F_GROUP),
+		      BIT(CTL_F_DEDUPE) | BIT(CTL_F_PRIORITY) | BIT(CTL_F_GROUP) |
+		      BIT(CTL_F_CONTENT_TYPE),
 		      BIT(CTL_F_QUEUE), { CTL_F_PAYLOAD }, 1, "default",
 		      "add [--queue NAME] [--run-at 'YYYY-MM-DD HH:MM:SS']\n"
 		      "[--delay DUR] [--period DUR] [--max-attempts N] [--timeout DUR]\n"
-		      "[--dedupe KEY] [--priority N] [--group KEY] [PAYLOAD]",
+		      "[--dedupe KEY] [--priority N] [--group KEY] [--content-type TYPE] [PAYLOAD]",
 		      "enqueue one item (payload from the argument, else stdin, at most 1 MiB)\n"
 		      "through claimd, which wakes an idle worker for it; prints the new id (with\n"
 		      "--dedupe, the id of the row holding KEY if there is one); --priority -10..10,\n"
@@ -126,6 +146,11 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 	[CTL_SUPERVISORS] = { "supervisors", BIT(CTL_F_JSON), 0, { 0 }, 0, NULL,
 			      "supervisors [--json]", "every claimd sharing the database, as it last\n"
 			      "said of itself (lost: not heard from for 15 s)", NULL },
+	[CTL_JOBS] = { "jobs", BIT(CTL_F_STATE) | BIT(CTL_F_QUEUE) | BIT(CTL_F_LIMIT) |
+		       BIT(CTL_F_BEFORE) | BIT(CTL_F_JSON), 0, { 0 }, 0, NULL,
+		       "jobs [--state STATE] [--queue NAME] [--limit N] [--before ID] [--json]",
+		       "the newest rows in a state (dead when not given), of one queue or all,\n"
+		       "with ids below --before; at most --limit (1..200, default 50)", check_jobs },
 };
 
 const char *ctl_verb_name(enum ctl_verb v)

@@ -11,7 +11,7 @@
  *
  *     request  = verb *( SP field ) [ CR ] LF      ; at most CTL_LINE_MAX bytes with the LF
  *     verb     = "status" / "add" / "retry" / "pause" / "resume" / "limit" / "job" /
- *                "cancel" / "queues" / "supervisors"
+ *                "cancel" / "queues" / "supervisors" / "jobs"
  *     field    = name "=" value                    ; each name at most once
  *     name     = 1*( %x61-7A / "_" )               ; lower-case letters and '_'
  *     value    = *( unreserved / pct-encoded )     ; RFC 3986 percent-encoding of any bytes
@@ -31,7 +31,7 @@
  *              run_at:text(64) ('YYYY-MM-DD HH:MM:SS', the database's time zone)
  *              delay_ms:uint  period_ms:uint  max_attempts:uint(1..1000000)
  *              timeout_ms:uint(1..)  dedupe:text(255)  priority:int(-10..10)
- *              group:text(255)
+ *              group:text(255)  content_type:text(255) (the payload's type)
  *     retry    id:uint(1..)  or  queue:text(64) + dead:flag   dead rows back to ready
  *     pause    queue*:text(64)                     pause a queue for every supervisor
  *     resume   queue*:text(64)                     resume it
@@ -40,6 +40,10 @@
  *     cancel   id*:uint(1..)                       delete a ready or dead row
  *     queues   json:flag                           every queue's counts and settings
  *     supervisors json:flag                        every supervisor sharing the database
+ *     jobs     state:text(15) (ready, claimed, done or dead; dead when not given)
+ *              queue:text(64)  limit:uint(1..200)  before:uint(1..)  json:flag
+ *                                                  the newest rows in that state (ids
+ *                                                  below before), at most limit (50)
  *
  * Reply grammar:
  *
@@ -52,7 +56,8 @@
  * of rows put back; pause and resume, "queue NAME paused|resumed"; limit,
  * "queue NAME min_interval_ms N"; job, the row as "name: value" lines (or with json=1 one
  * JSON object, see supervisor/cmd.c); cancel, "1" or "0" rows deleted; queues, a table (or
- * a JSON array); supervisors, a table (or a JSON array). A request that does not follow the grammar gets an error
+ * a JSON array); supervisors, a table (or a JSON array); jobs, a table (or a JSON array of
+ * rows as job has them, with the payload and last_error cut short and no result). A request that does not follow the grammar gets an error
  * reply naming what is wrong; nothing is done for it. */
 #ifndef CLAIMD_CTL_H
 #define CLAIMD_CTL_H
@@ -69,6 +74,8 @@
 #define CTL_KEY_MAX 255                              /* dedupe and group keys */
 #define CTL_PRIORITY_MIN (-10)
 #define CTL_PRIORITY_MAX 10
+#define CTL_TYPE_MAX 255                             /* a content type */
+#define CTL_LIST_MAX 200                             /* rows a jobs request may ask for */
 
 enum ctl_verb {
 	CTL_STATUS,
@@ -81,6 +88,7 @@ enum ctl_verb {
 	CTL_CANCEL,
 	CTL_QUEUES,
 	CTL_SUPERVISORS,
+	CTL_JOBS,
 	CTL_VERB_COUNT,
 };
 
@@ -99,6 +107,10 @@ enum ctl_field {
 	CTL_F_DEAD,
 	CTL_F_INTERVAL,
 	CTL_F_JSON,
+	CTL_F_CONTENT_TYPE,
+	CTL_F_STATE,
+	CTL_F_LIMIT,
+	CTL_F_BEFORE,
 	CTL_FIELD_COUNT,
 };
 
@@ -113,9 +125,10 @@ struct ctl_request {
 	size_t payload_len;
 	const char *run_at;
 	uint32_t delay_ms, period_ms, timeout_ms, interval_ms, max_attempts;
-	const char *dedupe, *group;
+	const char *dedupe, *group, *content_type, *state;
 	int32_t priority;
-	uint64_t id;
+	uint32_t limit;
+	uint64_t id, before;
 	bool dead, json;
 };
 

@@ -8,6 +8,7 @@
 
 static const char *const known[] = {
 	"run_at", "delay", "period", "timeout", "priority", "group", "dedupe", "max_attempts",
+	"content_type",
 };
 
 int jobline_parse(const char *line, size_t len, struct jobline *out, char *err, size_t errlen)
@@ -68,6 +69,10 @@ int jobline_parse(const char *line, size_t len, struct jobline *out, char *err, 
 	}
 	if (!out->payload)
 		out->payload = (const unsigned char *)"";
+	if (out->payload_text && !json_object_get(root, "content_type")) {
+		out->names[out->n] = "content_type";
+		out->values[out->n++] = "application/json";
+	}
 	out->root = root;
 	return 0;
 out:

@@ -2,10 +2,14 @@
 #include "common/proto.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define ITEMS_HEAD 2u    /* u16 n in front of CLAIMED/FINISHED items */
-#define ITEM_OUTCOME 16u /* offset of a FINISHED item's outcome byte */
+#define ITEM_OUTCOME 16u /* offsets in a FINISHED item: outcome, queue, run_us, wait_us */
+#define ITEM_QUEUE 17u
+#define ITEM_RUN 18u
+#define ITEM_WAIT 22u
 #define CURSOR_SIZE PLACE_SIZE  /* a place in claim order, opaque bytes (common/place.h) */
 
 /* Body size per type: a fixed part, plus n * item bytes for the item lists (item 0: fixed). */
@@ -19,8 +23,8 @@ static const struct body_rule body_rules[PROTO_TYPE_MAX + 1] = {
 	[PROTO_HELLO] = { 8, 0 },
 	[PROTO_PING] = { 8, 0 },
 	[PROTO_STATE] = { 13, 0 },
-	[PROTO_CLAIMED] = { ITEMS_HEAD + CURSOR_SIZE, 16 },
-	[PROTO_FINISHED] = { ITEMS_HEAD, 17 },
+	[PROTO_CLAIMED] = { ITEMS_HEAD + CURSOR_SIZE + 4, 16 },
+	[PROTO_FINISHED] = { ITEMS_HEAD, 26 },
 	[PROTO_WAKE] = { CURSOR_SIZE, 0 },
 	[PROTO_STOP] = { 4, 0 },
 	[PROTO_WANT] = { 0, 0 },
@@ -105,7 +109,8 @@ static int msg_valid(const struct proto_msg *m)
 	if (m->u.items.n > PROTO_MAX_ITEMS)
 		return 0;
 	for (unsigned i = 0; m->type == PROTO_FINISHED && i < m->u.items.n; i++)
-		if (m->u.items.items[i].outcome > PROTO_OUT_MAX)
+		if (m->u.items.items[i].outcome > PROTO_OUT_MAX ||
+		    m->u.items.items[i].queue >= PROTO_MAX_QUEUES)
 			return 0;
 	return 1;
 }
@@ -118,15 +123,21 @@ static void put_cursor(uint8_t *p, const struct place *c)
 static void put_items(uint8_t *p, const struct proto_msg *m)
 {
 	put_u16(p, m->u.items.n);
-	if (m->type == PROTO_CLAIMED)
+	if (m->type == PROTO_CLAIMED) {
 		put_cursor(p + ITEMS_HEAD, &m->u.items.cursor);
+		put_u32(p + ITEMS_HEAD + CURSOR_SIZE, m->u.items.claim_us);
+	}
 	p += body_rules[m->type].fixed;
 	for (unsigned i = 0; i < m->u.items.n; i++) {
 		const struct proto_item *it = &m->u.items.items[i];
 		put_u64(p, it->id);
 		put_u64(p + 8, it->token);
-		if (m->type == PROTO_FINISHED)
+		if (m->type == PROTO_FINISHED) {
 			p[ITEM_OUTCOME] = it->outcome;
+			p[ITEM_QUEUE] = it->queue;
+			put_u32(p + ITEM_RUN, it->run_us);
+			put_u32(p + ITEM_WAIT, it->wait_us);
+		}
 		p += body_rules[m->type].item;
 	}
 }
@@ -218,7 +229,8 @@ static int check_body(unsigned type, const uint8_t *b, uint32_t len)
 	if (body_size(type, n) != len)
 		return -EBADMSG;
 	for (size_t i = 0; type == PROTO_FINISHED && i < n; i++)
-		if (b[body_rules[type].fixed + i * body_rules[type].item + ITEM_OUTCOME] > PROTO_OUT_MAX)
+		if (b[body_rules[type].fixed + i * body_rules[type].item + ITEM_OUTCOME] > PROTO_OUT_MAX ||
+		    b[body_rules[type].fixed + i * body_rules[type].item + ITEM_QUEUE] >= PROTO_MAX_QUEUES)
 			return -EBADMSG;
 	return 0;
 }
@@ -231,16 +243,23 @@ static void get_cursor(const uint8_t *b, struct place *c)
 static void get_items(const uint8_t *b, uint8_t type, struct proto_msg *m)
 {
 	m->u.items.n = get_u16(b);
-	if (type == PROTO_CLAIMED)
+	if (type == PROTO_CLAIMED) {
 		get_cursor(b + ITEMS_HEAD, &m->u.items.cursor);
-	else
+		m->u.items.claim_us = get_u32(b + ITEMS_HEAD + CURSOR_SIZE);
+	} else {
 		memset(&m->u.items.cursor, 0, sizeof(m->u.items.cursor));
+		m->u.items.claim_us = 0;
+	}
 	b += body_rules[type].fixed;
 	for (unsigned i = 0; i < m->u.items.n; i++) {
 		struct proto_item *it = &m->u.items.items[i];
+		bool fin = type == PROTO_FINISHED;
 		it->id = get_u64(b);
 		it->token = get_u64(b + 8);
-		it->outcome = type == PROTO_FINISHED ? b[ITEM_OUTCOME] : 0;
+		it->outcome = fin ? b[ITEM_OUTCOME] : 0;
+		it->queue = fin ? b[ITEM_QUEUE] : 0;
+		it->run_us = fin ? get_u32(b + ITEM_RUN) : 0;
+		it->wait_us = fin ? get_u32(b + ITEM_WAIT) : 0;
 		b += body_rules[type].item;
 	}
 }

@@ -22,10 +22,11 @@
 #include "common/place.h"
 
 #define PROTO_MAGIC 0xC1D0u
-#define PROTO_VERSION 2u
+#define PROTO_VERSION 3u
 #define PROTO_HEADER_SIZE 12u
 #define PROTO_MAX_ITEMS 256u
-#define PROTO_MAX_BODY 8192u /* >= the largest legal body: 2 + 256 * 17 = 4354 */
+#define PROTO_MAX_QUEUES 16u /* a FINISHED item's queue is an index below this */
+#define PROTO_MAX_BODY 8192u /* >= the largest legal body: 2 + 256 * 26 = 6658 */
 
 enum proto_type {
 	PROTO_ACK = 1,  /* either way: body { u32 acked_id } */
@@ -33,9 +34,15 @@ enum proto_type {
 	PROTO_PING,     /* supervisor -> worker: { u64 sent_ms } */
 	PROTO_STATE,    /* worker -> supervisor: { u8 state, u64 item_id (0 = none),
 	                 *                         u32 handler_pid (0 = none) } */
-	PROTO_CLAIMED,  /* worker -> supervisor: { u16 n, cursor, n * { u64 id, u64 token } };
-	                 * cursor: PLACE_SIZE bytes, the place in claim order the claim reached */
-	PROTO_FINISHED, /* worker -> supervisor: { u16 n, n * { u64 id, u64 token, u8 outcome } } */
+	PROTO_CLAIMED,  /* worker -> supervisor: { u16 n, cursor, u32 claim_us,
+	                 *                         n * { u64 id, u64 token } };
+	                 * cursor: PLACE_SIZE bytes, the place in claim order the claim reached;
+	                 * claim_us: how long the claim took (its round trips) */
+	PROTO_FINISHED, /* worker -> supervisor: { u16 n, n * { u64 id, u64 token, u8 outcome,
+	                 *   u8 queue, u32 run_us, u32 wait_us } }: queue, an index into the
+	                 *   supervisor's --queue list (< PROTO_MAX_QUEUES); run_us, how long the
+	                 *   handler ran; wait_us, from when the row could run to its start (both
+	                 *   saturated at UINT32_MAX; 0 for rows that never started) */
 	PROTO_WAKE,     /* supervisor -> worker: { cursor } claim now (a claim permit; answered by
 	                 * CLAIMED), starting after cursor */
 	PROTO_STOP,     /* supervisor -> worker: { u32 grace_ms } drain and exit */
@@ -68,7 +75,11 @@ enum proto_outcome {
 struct proto_item {
 	uint64_t id;
 	uint64_t token;
-	uint8_t outcome; /* FINISHED only */
+	/* FINISHED only */
+	uint8_t outcome;
+	uint8_t queue;
+	uint32_t run_us;
+	uint32_t wait_us;
 };
 
 struct proto_msg {
@@ -82,6 +93,7 @@ struct proto_msg {
 		struct {
 			uint16_t n;
 			struct place cursor; /* CLAIMED only */
+			uint32_t claim_us;   /* CLAIMED only */
 			struct proto_item items[PROTO_MAX_ITEMS];
 		} items; /* CLAIMED, FINISHED */
 		struct { struct place cursor; } wake;
@@ -91,7 +103,7 @@ struct proto_msg {
 
 /* Encode m into buf. Returns the frame length (> 0), -ENOSPC if cap is too small,
  * -EINVAL if m is not a valid message (unknown type, id 0, n > PROTO_MAX_ITEMS,
- * state or outcome out of range). Writes nothing to buf on error. */
+ * state, outcome or queue out of range). Writes nothing to buf on error. */
 int proto_encode(const struct proto_msg *m, uint8_t *buf, size_t cap);
 
 /* Decode one frame from the start of buf. Returns the number of bytes the frame took (> 0)
@@ -101,7 +113,7 @@ int proto_encode(const struct proto_msg *m, uint8_t *buf, size_t cap);
  * field value out of range), -EPROTONOSUPPORT (other version), -EMSGSIZE (length >
  * PROTO_MAX_BODY). Header errors are returned as soon as the 12 header bytes are in buf,
  * without waiting for the body; the item count and state/outcome values are checked once
- * the whole body is there. For CLAIMED, decode sets each item's outcome to 0.
+ * the whole body is there. For CLAIMED, decode sets each item's FINISHED fields to 0.
  * After an error the stream cannot be resynchronised; the caller drops the connection. */
 int proto_decode(const uint8_t *buf, size_t len, struct proto_msg *ret_msg);
 

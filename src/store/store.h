@@ -35,6 +35,9 @@
 #define STORE_PRIORITY_MIN (-10)  /* work_items.priority's range (a CHECK constraint) */
 #define STORE_PRIORITY_MAX 10
 #define STORE_DEDUPE_WINDOW_S 300
+#define STORE_RESULT_MAX (64u * 1024)   /* bytes of a row's result */
+#define STORE_PROGRESS_MAX 1024          /* bytes of a row's progress (JSON text) */
+#define STORE_TYPE_MAX 255               /* a content type */
 
 struct store;
 
@@ -55,15 +58,25 @@ struct store_item {
 	int16_t priority;        /* smaller runs first */
 	char *group;             /* FIFO group key, malloc'd; NULL when the row has none */
 	uint64_t group_seq;      /* the row's number within its group (0 without one) */
+	char *content_type;      /* the payload's type, malloc'd; NULL when the row has none */
+	uint64_t waited_us;      /* how long it had been claimable when claimed (visible_at to
+				  * the claim, by the database's clock) */
 };
 
 /* A reference to a claimed row for complete/release/extend. grouped: the row has a FIFO
  * group (store_item.group), so finishing it also starts the group's next row (set it from
- * the claimed item; store_release looks for itself). */
+ * the claimed item; store_release looks for itself). What a successful run leaves in the
+ * row, for store_claim's done[] only (NULL: the column stays as it is): result (at most
+ * STORE_RESULT_MAX bytes) and its type, and the last progress (JSON text, at most
+ * STORE_PROGRESS_MAX bytes) that was not written yet. */
 struct store_ref {
 	uint64_t id;
 	uint64_t token;
 	bool grouped;
+	const unsigned char *result;
+	size_t result_len;
+	const char *result_type;
+	const char *progress;
 };
 
 struct store_count {
@@ -136,6 +149,11 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *err,
 		size_t errlen);
 
+/* The running row's progress: JSON text of at most STORE_PROGRESS_MAX bytes (fenced).
+ * Returns 1 if written, 0 if fenced out, or a negative error. */
+int store_progress(struct store *s, struct store_ref ref, const char *json, char *err,
+		   size_t errlen);
+
 /* Push the lease of claimed rows to NOW(6) + lease_ms (fenced). Returns how many rows were
  * still ours, or a negative error. */
 int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsigned lease_ms,
@@ -181,6 +199,7 @@ struct store_add_opts {
 	const char *dedupe_key;  /* at most STORE_DEDUPE_KEY_MAX bytes, or NULL */
 	int priority;            /* STORE_PRIORITY_MIN..MAX; smaller runs first */
 	const char *group_key;   /* FIFO group, at most STORE_GROUP_KEY_MAX bytes, or NULL */
+	const char *content_type; /* the payload's type, at most STORE_TYPE_MAX bytes, or NULL */
 };
 
 /* Insert one ready row of queue with payload (len bytes, at most STORE_PAYLOAD_MAX) and the
@@ -237,7 +256,12 @@ struct store_job {
 	char group_key[STORE_GROUP_KEY_MAX + 1];   /* "" without one */
 	uint64_t group_seq;
 	char dedupe_key[STORE_DEDUPE_KEY_MAX + 1]; /* "" without one */
+	char content_type[STORE_TYPE_MAX + 1];     /* "" without one */
+	char result_type[STORE_TYPE_MAX + 1];      /* "" without one */
 	char *last_error;           /* malloc'd, or NULL */
+	unsigned char *result;      /* malloc'd (NUL-terminated after result_len), or NULL */
+	size_t result_len;
+	char *progress;             /* malloc'd JSON text, or NULL */
 	unsigned char *payload;     /* malloc'd: the first STORE_PREVIEW_MAX bytes; may be NULL */
 	size_t payload_len;         /* bytes in payload */
 	uint64_t payload_size;      /* bytes in the whole payload */
@@ -247,6 +271,19 @@ struct store_job {
 int store_job_get(struct store *s, uint64_t id, struct store_job *ret, char *err, size_t errlen);
 /* Frees what a store_job holds. */
 void store_job_clear(struct store_job *j);
+
+/* The newest rows (highest id first) in state, of queue (NULL: every queue), after_id 0 or
+ * only ids below it, at most limit (1..STORE_LIST_MAX), into a malloc'd array (free with
+ * store_jobs_free): the payload preview is cut to STORE_LIST_PREVIEW bytes, last_error to
+ * STORE_LIST_ERROR, no result. Reads every row of the state (no index on state): for the
+ * dead rows an operator looks at, not for the bulk. Returns 0 or a negative error. */
+#define STORE_LIST_MAX 200
+#define STORE_LIST_PREVIEW 200
+#define STORE_LIST_ERROR 500
+int store_jobs_list(struct store *s, const char *state, const char *queue, uint64_t after_id,
+		    unsigned limit, struct store_job **ret, size_t *ret_n, char *err,
+		    size_t errlen);
+void store_jobs_free(struct store_job *jobs, size_t n);
 
 /* Deletes row id if it is ready or dead (a FIFO group's next row then starts). Returns 1
  * when it was deleted, 0 when there is no such row, -EBUSY when it is claimed or done

@@ -65,7 +65,7 @@ static int sql_add_new_row(struct store *s, const char *queue, const unsigned ch
 			   size_t len, const struct store_add_opts *o)
 {
 	char q[QUOTED_QUEUE_MAX], k[2 * STORE_DEDUPE_KEY_MAX + 3], when[2 * 64 + 3];
-	char g[2 * STORE_GROUP_KEY_MAX + 3];
+	char g[2 * STORE_GROUP_KEY_MAX + 3], t[2 * STORE_TYPE_MAX + 3];
 	char *p = malloc(2 * len + 3);
 
 	if (!p)
@@ -78,11 +78,12 @@ static int sql_add_new_row(struct store *s, const char *queue, const unsigned ch
 		sql_add(s, "UPDATE work_items SET dedupe_key = NULL, dedupe_until = NULL "
 			"WHERE queue = %s AND dedupe_key = %s AND dedupe_until < NOW(6);", q, k);
 	}
-	sql_add(s, "SET @claimd_dup = 0;INSERT INTO work_items (queue, payload%s%s%s%s%s%s%s) "
+	sql_add(s, "SET @claimd_dup = 0;INSERT INTO work_items (queue, payload%s%s%s%s%s%s%s%s) "
 		"VALUES (%s, %s", o->run_at || o->delay_ms ? ", run_at" : "",
 		o->period_s >= 0 ? ", period_s" : "", o->max_attempts ? ", max_attempts" : "",
 		o->timeout_s ? ", timeout_s" : "", o->dedupe_key ? ", dedupe_key" : "",
-		o->priority ? ", priority" : "", o->group_key ? ", group_key" : "", q, p);
+		o->priority ? ", priority" : "", o->group_key ? ", group_key" : "",
+		o->content_type ? ", content_type" : "", q, p);
 	free(p);
 	if (o->run_at) {
 		sq_quote(s->conn, when, o->run_at, strlen(o->run_at));
@@ -104,6 +105,10 @@ static int sql_add_new_row(struct store *s, const char *queue, const unsigned ch
 		sq_quote(s->conn, g, o->group_key, strlen(o->group_key));
 		sql_add(s, ", %s", g);
 	}
+	if (o->content_type) {
+		sq_quote(s->conn, t, o->content_type, strlen(o->content_type));
+		sql_add(s, ", %s", t);
+	}
 	sql_add(s, ") ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@claimd_dup := 1);");
 	return 0;
 }
@@ -119,9 +124,10 @@ static int check_add(const char *queue, size_t len, const struct store_add_opts 
 				"the %u byte limit", len, STORE_PAYLOAD_MAX);
 	if ((o->dedupe_key && strlen(o->dedupe_key) > STORE_DEDUPE_KEY_MAX) ||
 	    (o->group_key && strlen(o->group_key) > STORE_GROUP_KEY_MAX) ||
-	    (o->run_at && strlen(o->run_at) > 64))
-		return sq_fail_msg(-EINVAL, err, errlen, "store_add: dedupe key, group key or run_at "
-				"too long");
+	    (o->run_at && strlen(o->run_at) > 64) ||
+	    (o->content_type && strlen(o->content_type) > STORE_TYPE_MAX))
+		return sq_fail_msg(-EINVAL, err, errlen, "store_add: dedupe key, group key, run_at "
+				"or content type too long");
 	if (o->priority < STORE_PRIORITY_MIN || o->priority > STORE_PRIORITY_MAX)
 		return sq_fail_msg(-EINVAL, err, errlen, "store_add: priority %d is out of range",
 				o->priority);

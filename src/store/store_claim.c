@@ -39,7 +39,8 @@
 #define CLAIM_SELECT \
 	"SELECT id, claim_token, attempts, max_attempts, payload, visible_at, timeout_s, " \
 	"ROUND(UNIX_TIMESTAMP(created_at) * 1000), " \
-	"(SELECT min_interval_ms FROM queues WHERE name = %s), priority, group_key, group_seq " \
+	"(SELECT min_interval_ms FROM queues WHERE name = %s), priority, group_key, group_seq, " \
+	"content_type, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, visible_at, NOW(6))) " \
 	"FROM work_items FORCE INDEX (claim_prio_idx) " \
 	"WHERE queue = %s AND priority IN (%s) AND visible_at <= NOW(6)%s AND " NOT_PAUSED \
 	" ORDER BY priority, visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
@@ -49,7 +50,7 @@
 	" AND (priority <> %d OR visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
 #define CLAIM_UPTO \
 	" AND priority = %d AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
-#define CLAIM_FIELDS 12
+#define CLAIM_FIELDS 14
 /* Is a row of priority %d due in queue %s: one range, one lookup. DUE_PRIORITIES asks it
  * for every priority in one statement, each with the priority written out: a correlated
  * form (a derived table of priorities, a loose index scan) leaves the plan to MariaDB's
@@ -90,9 +91,11 @@ void store_items_clear(struct store_item *items, size_t n)
 	for (i = 0; items && i < n; i++) {
 		free(items[i].payload);
 		free(items[i].group);
+		free(items[i].content_type);
 		items[i].payload = NULL;
 		items[i].payload_len = 0;
 		items[i].group = NULL;
+		items[i].content_type = NULL;
 	}
 }
 
@@ -102,12 +105,14 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 		     struct store_item *it, struct claim_pos *pos)
 {
 	uint64_t attempts, max_attempts, timeout_s = 0, created_ms = 0, interval = 0, seq = 0;
+	uint64_t waited = 0;
 	long prio;
 	char *end;
 
 	it->payload = NULL;
 	it->payload_len = 0;
 	it->group = NULL;
+	it->content_type = NULL;
 	if (!sq_parse_u64(row[0], lens[0], &it->id) || !sq_parse_u64(row[1], lens[1], &it->token) ||
 	    !sq_parse_u64(row[2], lens[2], &attempts) || !sq_parse_u64(row[3], lens[3], &max_attempts) ||
 	    attempts >= UINT32_MAX || max_attempts > UINT32_MAX || !row[5] || lens[5] == 0 ||
@@ -115,7 +120,8 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	    (row[6] && !sq_parse_u64(row[6], lens[6], &timeout_s)) ||
 	    (row[7] && !sq_parse_u64(row[7], lens[7], &created_ms)) ||
 	    (row[8] && !sq_parse_u64(row[8], lens[8], &interval)) || !row[9] ||
-	    (row[11] && !sq_parse_u64(row[11], lens[11], &seq)))
+	    (row[11] && !sq_parse_u64(row[11], lens[11], &seq)) ||
+	    (row[13] && !sq_parse_u64(row[13], lens[13], &waited)))
 		return -EIO;
 	prio = strtol(row[9], &end, 10);
 	if (end != row[9] + lens[9] || prio < INT16_MIN || prio > INT16_MAX)
@@ -134,7 +140,10 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	memcpy(pos->visible_at, row[5], lens[5] + 1);
 	pos->id = it->id;
 	it->group_seq = seq;
+	it->waited_us = waited;
 	if (row[10] && !(it->group = strndup(row[10], lens[10])))
+		return -ENOMEM;
+	if (row[12] && !(it->content_type = strndup(row[12], lens[12])))
 		return -ENOMEM;
 	if (!row[4])
 		return 0;
@@ -294,7 +303,9 @@ static int sql_add_complete(struct store *s, const struct store_ref *done, size_
 		return 0;
 	if (grouped)
 		sq_add_group_lock(s, done, n);
-	sql_add(s, COMPLETE " WHERE ", s->dedupe_window_s);
+	sql_add(s, COMPLETE, s->dedupe_window_s);
+	sq_add_results(s, done, n);
+	sql_add(s, " WHERE ");
 	sq_add_fence(s, done, n);
 	sql_add(s, ";");
 	if (grouped)
@@ -390,7 +401,7 @@ static int claim_commit(struct store *s, const struct claim_args *a, size_t n,
 	sq_reset(s);
 	if (n > 0) {
 		sql_add(s, "UPDATE work_items SET state = 'claimed', claim_token = claim_token + 1, "
-			"attempts = attempts + 1, claimed_by = %s, claimed_at = NOW(6), "
+			"attempts = attempts + 1, claimed_by = %s, claimed_at = NOW(6), progress = NULL, "
 			"visible_at = NOW(6) + INTERVAL %llu MICROSECOND WHERE id IN (",
 			s->claimer_sql, (unsigned long long)a->lease_ms * 1000u);
 		for (i = 0; i < n; i++)

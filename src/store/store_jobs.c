@@ -11,8 +11,11 @@
 #define JOB_COLUMNS \
 	"id, queue, state, attempts, max_attempts, priority, period_s, timeout_s, " \
 	"run_at, visible_at, created_at, claimed_at, finished_at, claimed_by, group_key, " \
-	"group_seq, dedupe_key, last_error, LEFT(payload, " STR(STORE_PREVIEW_MAX) "), " \
-	"LENGTH(payload)"
+	"group_seq, dedupe_key, %s, LEFT(payload, %u), LENGTH(payload), content_type, " \
+	"result_type, %s, progress"
+/* last_error and result whole for one row; cut for a list */
+#define ONE_ROW "last_error", STORE_PREVIEW_MAX, "result"
+#define LIST_ROW "LEFT(last_error, " STR(STORE_LIST_ERROR) ")", STORE_LIST_PREVIEW, "NULL"
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -41,6 +44,8 @@ static int take_job(MYSQL_RES *res, struct store_job *j)
 
 	if (!row)
 		return 0;
+	if (mysql_num_fields(res) != 24)
+		return -EIO;
 	len = mysql_fetch_lengths(res);
 	memset(j, 0, sizeof(*j));
 	if (!sq_parse_u64(row[0], len[0], &j->id))
@@ -72,6 +77,18 @@ static int take_job(MYSQL_RES *res, struct store_job *j)
 		j->payload_len = len[18];
 	}
 	j->payload_size = row[19] && sq_parse_u64(row[19], len[19], &u) ? u : 0;
+	text(j->content_type, sizeof(j->content_type), row[20]);
+	text(j->result_type, sizeof(j->result_type), row[21]);
+	if (row[22]) {
+		j->result = malloc(len[22] + 1);
+		if (!j->result)
+			return -ENOMEM;
+		memcpy(j->result, row[22], len[22]);
+		j->result[len[22]] = '\0';
+		j->result_len = len[22];
+	}
+	if (row[23] && !(j->progress = strndup(row[23], len[23])))
+		return -ENOMEM;
 	return 1;
 }
 
@@ -83,7 +100,8 @@ int store_job_get(struct store *s, uint64_t id, struct store_job *ret, char *err
 	if (r < 0)
 		return r;
 	sq_reset(s);
-	sql_add(s, "SELECT " JOB_COLUMNS " FROM work_items WHERE id = %llu", (unsigned long long)id);
+	sql_add(s, "SELECT " JOB_COLUMNS " FROM work_items WHERE id = %llu", ONE_ROW,
+		(unsigned long long)id);
 	r = sq_run(s, "store_job_get", &rr, err, errlen);
 	if (r < 0)
 		return sq_final(r);
@@ -103,8 +121,64 @@ void store_job_clear(struct store_job *j)
 {
 	free(j->last_error);
 	free(j->payload);
+	free(j->result);
+	free(j->progress);
 	j->last_error = NULL;
 	j->payload = NULL;
+	j->result = NULL;
+	j->progress = NULL;
+}
+
+int store_jobs_list(struct store *s, const char *state, const char *queue, uint64_t after_id,
+		    unsigned limit, struct store_job **ret, size_t *ret_n, char *err,
+		    size_t errlen)
+{
+	int r = sq_check(s, "store_jobs_list", NULL, 0, queue, err, errlen);
+	char st[40], q[QUOTED_QUEUE_MAX];
+	struct store_job *jobs = NULL;
+	size_t n = 0;
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	if (!state || strlen(state) > 15 || limit == 0 || limit > STORE_LIST_MAX)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_jobs_list: a state and 1..%d rows",
+				   STORE_LIST_MAX);
+	sq_quote(s->conn, st, state, strlen(state));
+	sq_reset(s);
+	sql_add(s, "SELECT " JOB_COLUMNS " FROM work_items WHERE state = %s", LIST_ROW, st);
+	if (queue) {
+		sq_quote(s->conn, q, queue, strlen(queue));
+		sql_add(s, " AND queue = %s", q);
+	}
+	if (after_id)
+		sql_add(s, " AND id < %llu", (unsigned long long)after_id);
+	sql_add(s, " ORDER BY id DESC LIMIT %u", limit);
+	r = sq_run(s, "store_jobs_list", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	if (!rr.res)
+		return sq_fail_msg(-EIO, err, errlen, "store_jobs_list: no result");
+	jobs = calloc(mysql_num_rows(rr.res) + 1, sizeof(*jobs));
+	r = jobs ? 1 : -ENOMEM;
+	while (r == 1 && (r = take_job(rr.res, &jobs[n])) == 1)
+		n++;
+	mysql_free_result(rr.res);
+	if (r < 0) {
+		store_jobs_free(jobs, n + 1);
+		return sq_fail_msg(r, err, errlen, "store_jobs_list: %s",
+				   r == -ENOMEM ? "out of memory" : "bad value in the result");
+	}
+	*ret = jobs;
+	*ret_n = n;
+	return 0;
+}
+
+void store_jobs_free(struct store_job *jobs, size_t n)
+{
+	for (size_t i = 0; jobs && i < n; i++)
+		store_job_clear(&jobs[i]);
+	free(jobs);
 }
 
 int store_cancel(struct store *s, uint64_t id, char ret_state[16], char *err, size_t errlen)

@@ -1,5 +1,5 @@
 /* store_rows — what a claimed row goes through after its claim: a failed run (ready again or
- * dead: decided here, in one statement), a release, a deferral, a lease extension; and the
+ * dead: decided here, in one statement), a release, a deferral, progress, a lease extension; and the
  * cheap poll for claimable rows. Every update is fenced (store_sql.c). */
 #include "store/store.h"
 #include "store/store_int.h"
@@ -121,6 +121,29 @@ int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *
 		(unsigned long long)delay_ms * 1000u);
 	sq_add_fence(s, &ref, 1);
 	return run_update(s, "store_defer", 1, err, errlen);
+}
+
+int store_progress(struct store *s, struct store_ref ref, const char *json, char *err,
+		   size_t errlen)
+{
+	int r = sq_check(s, "store_progress", &ref, 1, NULL, err, errlen);
+	size_t len = json ? strlen(json) : 0;
+	char *q;
+
+	if (r < 0)
+		return r;
+	if (!json || len > STORE_PROGRESS_MAX)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_progress: progress must be 0..%d "
+				   "bytes", STORE_PROGRESS_MAX);
+	q = malloc(2 * len + 3);
+	if (!q)
+		return sq_fail_msg(-ENOMEM, err, errlen, "store_progress: out of memory");
+	sq_quote(s->conn, q, json, len);
+	sq_reset(s);
+	sql_add(s, "UPDATE work_items SET progress = %s WHERE ", q);
+	free(q);
+	sq_add_fence(s, &ref, 1);
+	return run_update(s, "store_progress", 1, err, errlen);
 }
 
 int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsigned lease_ms,

@@ -5,6 +5,8 @@
 #include "store/store_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define ERROR_TEXT_MAX 4000     /* bytes of last_error */
 
@@ -79,4 +81,60 @@ void sq_add_error_text(struct store *s, const char *text)
 	}
 	sq_quote(s->conn, quoted, clean, sq_utf8_sanitize(text, clean, ERROR_TEXT_MAX));
 	sql_add(s, "%s", quoted);
+}
+
+/* ", col = CASE id WHEN .. THEN <value> .. ELSE col END" over the refs that have a value
+ * for it (what(ref, &len) returns it, or NULL); nothing when none has. */
+static void add_case(struct store *s, const char *col, const struct store_ref *refs, size_t n,
+		     const char *(*what)(const struct store_ref *ref, size_t *len))
+{
+	bool any = false;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t len;
+		const char *v = what(&refs[i], &len);
+		char *q;
+		if (!v)
+			continue;
+		q = malloc(2 * len + 3);
+		if (!q) {
+			s->sql.failed = true;  /* sq_run says out of memory */
+			return;
+		}
+		sq_quote(s->conn, q, v, len);
+		if (!any)
+			sql_add(s, ", %s = CASE id", col);
+		sql_add(s, " WHEN %llu THEN %s", (unsigned long long)refs[i].id, q);
+		free(q);
+		any = true;
+	}
+	if (any)
+		sql_add(s, " ELSE %s END", col);
+}
+
+static const char *result_of(const struct store_ref *r, size_t *len)
+{
+	*len = r->result_len;
+	return (const char *)r->result;
+}
+
+static const char *result_type_of(const struct store_ref *r, size_t *len)
+{
+	const char *t = r->result ? r->result_type : NULL;
+
+	*len = t ? strlen(t) : 0;
+	return t;
+}
+
+static const char *progress_of(const struct store_ref *r, size_t *len)
+{
+	*len = r->progress ? strlen(r->progress) : 0;
+	return r->progress;
+}
+
+void sq_add_results(struct store *s, const struct store_ref *refs, size_t n)
+{
+	add_case(s, "result", refs, n, result_of);
+	add_case(s, "result_type", refs, n, result_type_of);
+	add_case(s, "progress", refs, n, progress_of);
 }

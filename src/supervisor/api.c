@@ -1,4 +1,4 @@
-#include "supervisor/api.h"
+#include "supervisor/api_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,22 +8,12 @@
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/ctl.h"
-#include "common/jobline.h"
 #include "common/log.h"
+#include "supervisor/ui.h"
 
 #define JSON "application/json"
 
-/* A request on its way through a command. */
-struct api_call {
-	struct api_host *h;
-	struct http_request *r;
-	uint64_t deadline;        /* ?wait: until when (the loop's clock), 0 without */
-	struct api_call *next;    /* in api_host.waiting */
-	struct ctl_request req;   /* its strings point into path (or the request's query) */
-	char path[512];
-};
-
-static unsigned status_of(int rc)
+unsigned api_status_of(int rc)
 {
 	switch (rc) {
 	case -EINVAL: return 400;
@@ -34,7 +24,7 @@ static unsigned status_of(int rc)
 	}
 }
 
-static void respond_buf(struct http_request *r, unsigned status, struct buf *b)
+void api_respond_buf(struct http_request *r, unsigned status, struct buf *b)
 {
 	if (buf_failed(b))
 		http_respond_error(r, 500, "out of memory");
@@ -43,44 +33,12 @@ static void respond_buf(struct http_request *r, unsigned status, struct buf *b)
 	buf_free(b);
 }
 
-/* ---- ?wait ---- */
-
-static void on_done(void *data, const struct ctl_request *req, const struct cmd_result *res);
-
-/* Every API_WAIT_CHECK_MS, each waiting request reads its row again (one statement each, on
- * the supervisor's database queue). */
-static void on_wait_timer(uv_timer_t *t)
-{
-	struct api_host *h = t->data;
-	struct api_call *list = h->waiting;
-
-	h->waiting = NULL;
-	while (list) {
-		struct api_call *call = list;
-		list = call->next;
-		call->next = NULL;
-		cmd_run(h->cmds, &call->req, on_done, call);
-	}
-	if (!h->waiting)
-		uv_timer_stop(&h->wait_timer);
-}
-
-static void wait_more(struct api_call *call)
-{
-	struct api_host *h = call->h;
-
-	if (!h->timer_open) {
-		uv_timer_init(h->loop, &h->wait_timer);
-		h->wait_timer.data = h;
-		h->timer_open = true;
-	}
-	call->next = h->waiting;
-	h->waiting = call;
-	if (!uv_is_active((uv_handle_t *)&h->wait_timer))
-		uv_timer_start(&h->wait_timer, on_wait_timer, API_WAIT_CHECK_MS, API_WAIT_CHECK_MS);
-}
-
 /* ---- /metrics ---- */
+
+bool api_is_open(const char *path)
+{
+	return !strcmp(path, "/healthz") || ui_path(path);
+}
 
 void api_count(void *data, const char *route, unsigned status)
 {
@@ -132,7 +90,7 @@ static void metrics(struct api_host *h, struct http_request *r)
 	memset(&st, 0, sizeof(st));
 	ws = h->snapshot(h->data, &st);
 	buf_init(&b);
-	metrics_render(&h->metrics, &st, h->queues, h->nqueues,
+	metrics_render(&h->metrics, &st, h->stats, h->queues, h->nqueues,
 		       h->queues ? (double)(uv_now(h->loop) - h->queues_at) / 1000.0 : 0, &b);
 	free(ws);
 	if (buf_failed(&b))
@@ -144,17 +102,7 @@ static void metrics(struct api_host *h, struct http_request *r)
 
 void api_stop(struct api_host *h)
 {
-	h->stopped = true;
-	while (h->waiting) {
-		struct api_call *call = h->waiting;
-		h->waiting = call->next;
-		http_respond_error(call->r, 503, "claimd is stopping");
-		free(call);
-	}
-	if (h->timer_open) {
-		uv_close((uv_handle_t *)&h->wait_timer, NULL);
-		h->timer_open = false;
-	}
+	api_watch_stop(h);
 	free(h->queues);
 	h->queues = NULL;
 }
@@ -167,16 +115,12 @@ static void on_done(void *data, const struct ctl_request *req, const struct cmd_
 	char head[64];
 	struct buf b;
 
+	if (req->verb == CTL_JOB && api_watch_job(call, res))
+		return;
 	buf_init(&b);
 	if (res->rc < 0) {
-		http_respond_error(r, status_of(res->rc), res->err);
+		http_respond_error(r, api_status_of(res->rc), res->err);
 		free(call);
-		return;
-	}
-	if (req->verb == CTL_JOB && call->deadline && !call->h->stopped &&
-	    strcmp(res->job->state, "done") != 0 && strcmp(res->job->state, "dead") != 0 &&
-	    uv_now(call->h->loop) < call->deadline) {
-		wait_more(call);
 		return;
 	}
 	switch (req->verb) {
@@ -205,7 +149,7 @@ static void on_done(void *data, const struct ctl_request *req, const struct cmd_
 		cmd_render_text(req, res, &b);
 		break;
 	}
-	respond_buf(r, status, &b);
+	api_respond_buf(r, status, &b);
 	free(call);
 }
 
@@ -248,6 +192,15 @@ static void run(struct api_host *h, struct api_call *call, enum ctl_verb verb,
 	}
 	if (payload && !body)
 		body = (const unsigned char *)"";
+	/* The payload's type is kept with the row (a query parameter says it otherwise). */
+	const char *type = payload ? http_header(r, "Content-Type") : NULL;
+	for (size_t i = npath; type && i < k; i++)
+		if (!strcmp(names[i], "content_type"))
+			type = NULL;
+	if (type) {
+		names[k] = "content_type";
+		values[k++] = type;
+	}
 	if (ctl_from_params(verb, names, values, k, body, len, &call->req, err,
 			    sizeof(err)) < 0) {
 		http_respond_error(r, 400, err);
@@ -255,153 +208,6 @@ static void run(struct api_host *h, struct api_call *call, enum ctl_verb verb,
 		return;
 	}
 	cmd_run(h->cmds, &call->req, on_done, call);
-}
-
-/* ---- jobs:batch ---- */
-
-#define BATCH_LINES_MAX 1000
-
-/* A batch on its way: every line's request, and what became of each. */
-struct batch {
-	struct http_request *r;
-	char queue[CTL_QUEUE_MAX + 1];
-	size_t n, pending;
-	struct jobline *lines;
-	struct ctl_request *reqs;
-	struct cmd_result *res;     /* rc, id, duplicate, err of each */
-};
-
-static void batch_free(struct batch *b)
-{
-	for (size_t i = 0; i < b->n; i++)
-		jobline_free(&b->lines[i]);
-	free(b->lines);
-	free(b->reqs);
-	free(b->res);
-	free(b);
-}
-
-static void batch_answer(struct batch *b)
-{
-	bool all = true;
-	struct buf out;
-
-	buf_init(&out);
-	buf_puts(&out, "{\"jobs\":[");
-	for (size_t i = 0; i < b->n; i++) {
-		const struct cmd_result *res = &b->res[i];
-		buf_puts(&out, i ? ",{" : "{");
-		if (res->rc < 0) {
-			all = false;
-			buf_puts(&out, "\"error\":");
-			buf_json_str(&out, res->err);
-		} else {
-			buf_printf(&out, "\"id\":%llu%s", (unsigned long long)res->id,
-				   res->duplicate ? ",\"duplicate\":true" : "");
-		}
-		buf_puts(&out, "}");
-	}
-	buf_puts(&out, "]}\n");
-	/* 202 when every line was added (or was a duplicate); 422 when the database refused
-	 * some: the others are written, with their ids. */
-	respond_buf(b->r, all ? 202 : 422, &out);
-	batch_free(b);
-}
-
-static void on_line_done(void *data, const struct ctl_request *req, const struct cmd_result *res)
-{
-	struct batch *b = data;
-	size_t i = (size_t)(req - b->reqs);
-
-	b->res[i].rc = res->rc;
-	b->res[i].id = res->id;
-	b->res[i].duplicate = res->duplicate;
-	snprintf(b->res[i].err, sizeof(b->res[i].err), "%s", res->err);
-	if (--b->pending == 0)
-		batch_answer(b);
-}
-
-/* Every line is read and checked first: one that is not a valid job makes the answer 400,
- * naming its line, and nothing is written. Then each is an add; the adds go to the database
- * together (cmd.c writes up to 256 rows per transaction). */
-static void batch(struct api_host *h, struct http_request *r, const char *queue)
-{
-	size_t len, n = 0;
-	const unsigned char *body = http_body(r, &len);
-	const char *p = (const char *)body, *end = p + len;
-	struct batch *b = calloc(1, sizeof(*b));
-	char err[300], lerr[256];
-
-	if (!b)
-		goto oom;
-	b->r = r;
-	snprintf(b->queue, sizeof(b->queue), "%s", queue);
-	if (strlen(queue) > CTL_QUEUE_MAX) {
-		http_respond_error(r, 400, "add: queue must be 1 to 64 bytes");
-		batch_free(b);
-		return;
-	}
-	for (const char *q = p; q < end; q++)
-		n += *q == '\n';
-	n += len && end[-1] != '\n';
-	if (n > BATCH_LINES_MAX) {
-		snprintf(err, sizeof(err), "at most %d lines per batch", BATCH_LINES_MAX);
-		http_respond_error(r, 413, err);
-		batch_free(b);
-		return;
-	}
-	b->lines = calloc(n ? n : 1, sizeof(*b->lines));
-	b->reqs = calloc(n ? n : 1, sizeof(*b->reqs));
-	b->res = calloc(n ? n : 1, sizeof(*b->res));
-	if (!b->lines || !b->reqs || !b->res)
-		goto oom;
-	for (size_t line = 1; p < end; line++) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		const char *names[JOBLINE_PARAMS_MAX + 1], *values[JOBLINE_PARAMS_MAX + 1];
-		struct jobline *jl = &b->lines[b->n];
-		if (l && p[l - 1] == '\r')
-			l--;
-		if (l == 0) {
-			p = nl ? nl + 1 : end;
-			continue;  /* blank lines are allowed */
-		}
-		if (jobline_parse(p, l, jl, lerr, sizeof(lerr)) < 0) {
-			snprintf(err, sizeof(err), "line %zu: %s", line, lerr);
-			goto bad;
-		}
-		b->n++;
-		names[0] = "queue";
-		values[0] = b->queue;
-		memcpy(names + 1, jl->names, jl->n * sizeof(*names));
-		memcpy(values + 1, jl->values, jl->n * sizeof(*values));
-		if (ctl_from_params(CTL_ADD, names, values, jl->n + 1, jl->payload, jl->payload_len,
-				    &b->reqs[b->n - 1], lerr, sizeof(lerr)) < 0) {
-			snprintf(err, sizeof(err), "line %zu: %s", line, lerr);
-			goto bad;
-		}
-		p = nl ? nl + 1 : end;
-	}
-	if (b->n == 0) {
-		http_respond_error(r, 400, "the batch has no jobs (one JSON object per line)");
-		batch_free(b);
-		return;
-	}
-	/* One more than the lines, so that answers given at once cannot end it mid-loop. */
-	b->pending = b->n + 1;
-	for (size_t i = 0; i < b->n; i++)
-		cmd_run(h->cmds, &b->reqs[i], on_line_done, b);
-	if (--b->pending == 0)
-		batch_answer(b);
-	return;
-bad:
-	http_respond_error(r, 400, err);
-	batch_free(b);
-	return;
-oom:
-	http_respond_error(r, 500, "out of memory");
-	if (b)
-		batch_free(b);
 }
 
 /* The path's segments after the leading '/', at most max; returns how many, or -1 when
@@ -440,14 +246,88 @@ static void healthz(struct api_host *h, struct http_request *r)
 	}
 }
 
+/* GET /v1/stats: the items this supervisor's workers finished per second (jobstats). */
+static void stats(struct api_host *h, struct http_request *r)
+{
+	const char *const *qn, *const *qv;
+	size_t n = http_args(r, &qn, &qv);
+	unsigned seconds = 300;
+	struct buf b;
+
+	for (size_t i = 0; i < n; i++) {
+		char *end;
+		unsigned long v = strtoul(qv[i], &end, 10);
+		if (strcmp(qn[i], "seconds") != 0 || !*qv[i] || *end || v < 1 ||
+		    v > JOBSTATS_SECONDS) {
+			http_respond_error(r, 400, "stats takes seconds=1..600 only");
+			return;
+		}
+		seconds = (unsigned)v;
+	}
+	buf_init(&b);
+	jobstats_series_json(h->stats, uv_now(h->loop) / 1000u, seconds, &b);
+	api_respond_buf(r, 200, &b);
+}
+
+/* A route: the path's segments, the methods it answers, and what it runs. */
+enum route_kind { R_HEALTHZ, R_METRICS, R_STATS, R_BATCH, R_STATUS, R_SUPERVISORS, R_QUEUES,
+		  R_JOBS, R_ADD, R_PAUSE, R_RESUME, R_JOB, R_EVENTS, R_RETRY };
+
+struct route {
+	const char *path[4];      /* segments; "*" is a value (a queue name, an id) */
+	const char *method;       /* "GET" (HEAD too), "POST", "DELETE"; R_JOB: GET or DELETE */
+	const char *tag;
+	enum route_kind kind;
+};
+
+static const struct route routes[] = {
+	{ { "healthz" }, "GET", "healthz", R_HEALTHZ },
+	{ { "metrics" }, "GET", "metrics", R_METRICS },
+	{ { "v1", "status" }, "GET", "status", R_STATUS },
+	{ { "v1", "supervisors" }, "GET", "supervisors", R_SUPERVISORS },
+	{ { "v1", "stats" }, "GET", "stats", R_STATS },
+	{ { "v1", "queues" }, "GET", "queues", R_QUEUES },
+	{ { "v1", "queues", "*", "jobs" }, "POST", "jobs.add", R_ADD },
+	{ { "v1", "queues", "*", "jobs:batch" }, "POST", "jobs.batch", R_BATCH },
+	{ { "v1", "queues", "*", "pause" }, "POST", "queue.pause", R_PAUSE },
+	{ { "v1", "queues", "*", "resume" }, "POST", "queue.pause", R_RESUME },
+	{ { "v1", "jobs" }, "GET", "jobs", R_JOBS },
+	{ { "v1", "jobs", "*" }, NULL, "job", R_JOB },
+	{ { "v1", "jobs", "*", "events" }, "GET", "job.events", R_EVENTS },
+	{ { "v1", "jobs", "*", "retry" }, "POST", "job.retry", R_RETRY },
+};
+
+static const struct route *find_route(char **seg, int n, const char **ret_arg)
+{
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		const struct route *rt = &routes[i];
+		int k = 0;
+		for (; k < n && k < 4 && rt->path[k]; k++)
+			if (strcmp(rt->path[k], "*") != 0 && strcmp(rt->path[k], seg[k]) != 0)
+				break;
+		if (k != n || (k < 4 && rt->path[k]))
+			continue;
+		*ret_arg = n >= 3 ? seg[2] : NULL;
+		return rt;
+	}
+	return NULL;
+}
+
+static bool method_ok(const struct route *rt, const char *m)
+{
+	bool get = !strcmp(m, "GET") || !strcmp(m, "HEAD");
+
+	if (rt->kind == R_JOB)
+		return get || !strcmp(m, "DELETE");
+	return !strcmp(rt->method, "GET") ? get : !strcmp(m, rt->method);
+}
+
 void api_handle(void *data, struct http_request *r)
 {
 	struct api_host *h = data;
-	const char *m = http_method(r);
-	bool get = !strcmp(m, "GET") || !strcmp(m, "HEAD"), post = !strcmp(m, "POST");
-	bool del = !strcmp(m, "DELETE");
+	const char *m = http_method(r), *arg = NULL, *pn[2], *pv[2];
+	const struct route *rt;
 	struct api_call *call;
-	const char *pn[2], *pv[2];
 	char *seg[5];
 	int n;
 
@@ -455,6 +335,8 @@ void api_handle(void *data, struct http_request *r)
 		http_respond_error(r, 404, "no such route");
 		return;
 	}
+	if (ui_serve(r))
+		return;
 	call = calloc(1, sizeof(*call));
 	if (!call) {
 		http_respond_error(r, 500, "out of memory");
@@ -464,103 +346,46 @@ void api_handle(void *data, struct http_request *r)
 	call->h = h;
 	snprintf(call->path, sizeof(call->path), "%s", http_path(r));
 	n = split(call->path, seg, 5);
-	if (n == 1 && !strcmp(seg[0], "healthz")) {
-		http_set_tag(r, "healthz");
-		if (!get)
-			goto method;
-		healthz(h, r);
+	rt = n > 0 ? find_route(seg, n, &arg) : NULL;
+	if (!rt) {
+		http_respond_error(r, 404, "no such route");
 		free(call);
 		return;
 	}
-	if (n == 1 && !strcmp(seg[0], "metrics")) {
-		http_set_tag(r, "metrics");
-		if (!get)
-			goto method;
-		metrics(h, r);
+	http_set_tag(r, rt->tag);
+	if (!method_ok(rt, m)) {
+		http_respond_error(r, 405, "method not allowed on this route");
 		free(call);
 		return;
 	}
-	if (n < 2 || strcmp(seg[0], "v1") != 0)
-		goto not_found;
-	if (n == 2 && !strcmp(seg[1], "supervisors")) {
-		http_set_tag(r, "supervisors");
-		if (!get)
-			goto method;
-		pn[0] = "json";
-		pv[0] = "1";
-		run(h, call, CTL_SUPERVISORS, pn, pv, 1, false);
-		return;
-	}
-	if (n == 2 && !strcmp(seg[1], "status")) {
-		http_set_tag(r, "status");
-		if (!get)
-			goto method;
-		pn[0] = "json";
-		pv[0] = "1";
-		run(h, call, CTL_STATUS, pn, pv, 1, false);
-		return;
-	}
-	if (!strcmp(seg[1], "queues")) {
-		if (n == 2) {
-			http_set_tag(r, "queues");
-			if (!get)
-				goto method;
-			pn[0] = "json";
-			pv[0] = "1";
-			run(h, call, CTL_QUEUES, pn, pv, 1, false);
-			return;
-		}
-		if (n != 4)
-			goto not_found;
-		pn[0] = "queue";
-		pv[0] = seg[2];
-		if (!strcmp(seg[3], "jobs")) {
-			http_set_tag(r, "jobs.add");
-			if (!post)
-				goto method;
-			run(h, call, CTL_ADD, pn, pv, 1, true);
-		} else if (!strcmp(seg[3], "jobs:batch")) {
-			http_set_tag(r, "jobs.batch");
-			if (!post)
-				goto method;
-			batch(h, r, seg[2]);
-			free(call);
-		} else if (!strcmp(seg[3], "pause") || !strcmp(seg[3], "resume")) {
-			http_set_tag(r, "queue.pause");
-			if (!post)
-				goto method;
-			run(h, call, seg[3][0] == 'p' ? CTL_PAUSE : CTL_RESUME, pn, pv, 1, false);
-		} else {
-			goto not_found;
-		}
-		return;
-	}
-	if (!strcmp(seg[1], "jobs") && (n == 3 || n == 4)) {
-		pn[0] = "id";
-		pv[0] = seg[2];
-		http_set_tag(r, n == 4 ? "job.retry" : "job");
-		if (n == 4) {
-			if (strcmp(seg[3], "retry") != 0)
-				goto not_found;
-			if (!post)
-				goto method;
-			run(h, call, CTL_RETRY, pn, pv, 1, false);
-		} else if (get) {
-			pn[1] = "json";
-			pv[1] = "1";
+	pn[0] = "json";
+	pv[0] = "1";
+	pn[1] = rt->kind == R_ADD || rt->kind == R_PAUSE || rt->kind == R_RESUME ? "queue" : "id";
+	pv[1] = arg;
+	switch (rt->kind) {
+	/* answered here */
+	case R_HEALTHZ: healthz(h, r); free(call); break;
+	case R_METRICS: metrics(h, r); free(call); break;
+	case R_STATS: stats(h, r); free(call); break;
+	case R_BATCH: api_batch(h, r, arg); free(call); break;
+	/* commands answered in JSON */
+	case R_STATUS: run(h, call, CTL_STATUS, pn, pv, 1, false); break;
+	case R_SUPERVISORS: run(h, call, CTL_SUPERVISORS, pn, pv, 1, false); break;
+	case R_QUEUES: run(h, call, CTL_QUEUES, pn, pv, 1, false); break;
+	case R_JOBS: run(h, call, CTL_JOBS, pn, pv, 1, false); break;
+	/* with a queue or an id in the path */
+	case R_ADD: run(h, call, CTL_ADD, pn + 1, pv + 1, 1, true); break;
+	case R_PAUSE: run(h, call, CTL_PAUSE, pn + 1, pv + 1, 1, false); break;
+	case R_RESUME: run(h, call, CTL_RESUME, pn + 1, pv + 1, 1, false); break;
+	case R_RETRY: run(h, call, CTL_RETRY, pn + 1, pv + 1, 1, false); break;
+	case R_EVENTS:
+		call->events = true;
+		run(h, call, CTL_JOB, pn, pv, 2, false);
+		break;
+	default:  /* R_JOB */
+		if (!strcmp(m, "DELETE"))
+			run(h, call, CTL_CANCEL, pn + 1, pv + 1, 1, false);
+		else
 			run(h, call, CTL_JOB, pn, pv, 2, false);
-		} else if (del) {
-			run(h, call, CTL_CANCEL, pn, pv, 1, false);
-		} else {
-			goto method;
-		}
-		return;
 	}
-not_found:
-	http_respond_error(r, 404, "no such route");
-	free(call);
-	return;
-method:
-	http_respond_error(r, 405, "method not allowed on this route");
-	free(call);
 }

@@ -53,6 +53,7 @@ struct call {
 	struct store_job row;          /* job */
 	struct store_queue *queues;    /* queues */
 	struct store_supervisor *svs;  /* supervisors */
+	struct store_job *jobs;        /* jobs */
 };
 
 struct cmd_def {
@@ -72,6 +73,7 @@ static void finish(struct call *call)
 	store_job_clear(&call->row);
 	free(call->queues);
 	store_supervisors_free(call->svs, call->res.nsupervisors);
+	store_jobs_free(call->jobs, call->res.njobs);
 	free(call);
 }
 
@@ -175,6 +177,7 @@ static void add_options(const struct ctl_request *q, struct store_add_opts *o)
 	o->dedupe_key = ctl_has(q, CTL_F_DEDUPE) ? q->dedupe : NULL;
 	o->priority = q->priority;
 	o->group_key = ctl_has(q, CTL_F_GROUP) ? q->group : NULL;
+	o->content_type = ctl_has(q, CTL_F_CONTENT_TYPE) ? q->content_type : NULL;
 }
 
 static void add_after(struct call *call)
@@ -433,6 +436,30 @@ static void supervisors_text(const struct ctl_request *req, const struct cmd_res
 		render_supervisors_text(res->supervisors, res->nsupervisors, out);
 }
 
+static int jobs_db(struct call *call, struct store *s, char *err, size_t errlen)
+{
+	const struct ctl_request *q = call->req;
+
+	return store_jobs_list(s, ctl_has(q, CTL_F_STATE) ? q->state : "dead",
+			       ctl_has(q, CTL_F_QUEUE) ? q->queue : NULL, q->before,
+			       ctl_has(q, CTL_F_LIMIT) ? q->limit : 50, &call->jobs,
+			       &call->res.njobs, err, errlen);
+}
+
+static void jobs_after(struct call *call)
+{
+	call->res.jobs = call->jobs;
+}
+
+static void jobs_text(const struct ctl_request *req, const struct cmd_result *res,
+		      struct buf *out)
+{
+	if (req->json)
+		render_jobs_json(res->jobs, res->njobs, out);
+	else
+		render_jobs_text(res->jobs, res->njobs, out);
+}
+
 /* ---- the table ---- */
 
 static const struct cmd_def defs[CTL_VERB_COUNT] = {
@@ -447,6 +474,7 @@ static const struct cmd_def defs[CTL_VERB_COUNT] = {
 	[CTL_QUEUES] = { .db = queues_db, .after = queues_after, .text = queues_text },
 	[CTL_SUPERVISORS] = { .db = supervisors_db, .after = supervisors_after,
 			      .text = supervisors_text },
+	[CTL_JOBS] = { .db = jobs_db, .after = jobs_after, .text = jobs_text },
 };
 
 static int call_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)

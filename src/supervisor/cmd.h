@@ -32,6 +32,8 @@ struct cmd_result {
 	size_t nqueues;
 	const struct store_supervisor *supervisors;  /* supervisors (callback only) */
 	size_t nsupervisors;
+	const struct store_job *jobs;      /* jobs (callback only) */
+	size_t njobs;
 	char state[16];               /* cancel refused (-EBUSY): the row's state */
 };
 

@@ -2,12 +2,10 @@
  * and its timeouts one uv_timer; MHD_run does the work of both. A request waiting for its
  * answer is a suspended connection (MHD stops watching it); http_respond resumes it, which
  * wakes MHD's epoll through its inter-thread channel. */
-#include "supervisor/http.h"
+#include "supervisor/http_int.h"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
-#include <microhttpd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,103 +14,6 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/secret.h"
-
-#define HEADERS_MAX 8
-
-/* libmicrohttpd is loaded by a supervisor that opens its HTTP server, not linked into the
- * binary: it brings GnuTLS and nine more libraries, which every worker (the same binary)
- * would otherwise map: 572 kB more RSS and 230 kB more Pss per worker, measured. */
-#define MHD_FN(name) __typeof__(&MHD_##name) name
-static struct {
-	void *lib;
-	MHD_FN(start_daemon);
-	MHD_FN(stop_daemon);
-	MHD_FN(run);
-	MHD_FN(get_timeout);
-	MHD_FN(get_daemon_info);
-	MHD_FN(queue_response);
-	MHD_FN(destroy_response);
-	MHD_FN(create_response_from_buffer);
-	MHD_FN(add_response_header);
-	MHD_FN(resume_connection);
-	MHD_FN(suspend_connection);
-	MHD_FN(lookup_connection_value);
-	MHD_FN(get_connection_values);
-} mhd;
-
-static int load_mhd(char *err, size_t errlen)
-{
-	void *lib;
-
-	if (mhd.lib)
-		return 0;
-	lib = dlopen(CLAIMD_MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
-	if (!lib) {
-		snprintf(err, errlen, "http: cannot load %s (Debian: libmicrohttpd12): %s",
-			 CLAIMD_MHD_SONAME, dlerror());
-		return -ENOENT;
-	}
-#define LOAD(name) \
-	if (!(*(void **)&mhd.name = dlsym(lib, "MHD_" #name))) \
-		goto missing
-	LOAD(start_daemon);
-	LOAD(stop_daemon);
-	LOAD(run);
-	LOAD(get_timeout);
-	LOAD(get_daemon_info);
-	LOAD(queue_response);
-	LOAD(destroy_response);
-	LOAD(create_response_from_buffer);
-	LOAD(add_response_header);
-	LOAD(resume_connection);
-	LOAD(suspend_connection);
-	LOAD(lookup_connection_value);
-	LOAD(get_connection_values);
-#undef LOAD
-	mhd.lib = lib;
-	return 0;
-missing:
-	snprintf(err, errlen, "http: %s lacks a function claimd needs: %s", CLAIMD_MHD_SONAME,
-		 dlerror());
-	dlclose(lib);
-	return -ENOENT;
-}
-
-struct http_server {
-	struct http_opts o;
-	struct MHD_Daemon *d;
-	uv_poll_t poll;
-	uv_timer_t timer;
-	int open_handles;
-	unsigned in_flight;
-	struct http_request *requests;      /* every request MHD has given us, until completed */
-	char token[HTTP_TOKEN_MAX + 1];
-	bool has_token;
-	char address[80];
-};
-
-struct http_request {
-	struct http_server *srv;
-	struct http_request *prev, *next;   /* in http_server.requests */
-	struct MHD_Connection *conn;
-	char *method, *path;
-	const char *tag;
-	unsigned char *body;
-	size_t len, cap;
-	const char *names[HTTP_ARGS_MAX], *values[HTTP_ARGS_MAX];
-	size_t nargs;
-	bool args_overflow;
-	char *hdr_names[HEADERS_MAX], *hdr_values[HEADERS_MAX];
-	size_t nhdrs;
-	struct MHD_Response *resp;   /* the answer, until queued */
-	unsigned status;
-	bool dispatched, in_handler, suspended, queued;
-	bool too_big;                /* the body went over max_body: read and dropped, then 413 */
-	size_t dropped;
-	bool owed;                   /* answered at close while its command still runs */
-	bool orphan;                 /* its connection was closed (the server stopped) while
-				      * the command ran: the answer is dropped */
-};
 
 static void free_request(struct http_request *r)
 {
@@ -125,6 +26,7 @@ static void free_request(struct http_request *r)
 	free(r->method);
 	free(r->path);
 	free(r->body);
+	buf_free(&r->stream);
 	free(r);
 }
 
@@ -141,6 +43,11 @@ static void run(struct http_server *s)
 static void on_timer(uv_timer_t *t)
 {
 	run(t->data);
+}
+
+void http_kick(struct http_server *s)
+{
+	uv_timer_start(&s->timer, on_timer, 0, 0);
 }
 
 static void on_poll(uv_poll_t *p, int status, int events)
@@ -397,7 +304,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 	}
 	r->dispatched = true;
 	mhd.get_connection_values(c, MHD_GET_ARGUMENT_KIND, take_arg, r);
-	if (s->has_token && strcmp(r->path, "/healthz") != 0 && !authorized(r)) {
+	if (s->has_token && !s->o.is_open(r->path) && !authorized(r)) {
 		http_add_header(r, "WWW-Authenticate", "Bearer");
 		http_respond_error(r, 401, "this needs Authorization: Bearer <token>");
 	} else {
@@ -430,6 +337,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (r->next)
 		r->next->prev = r->prev;
 	s->in_flight--;
+	if (r->streaming && r->on_gone)
+		r->on_gone(r->gone_data);  /* the client went (or the server stops) mid-stream */
 	if (r->owed || (r->dispatched && !r->resp && !r->queued)) {
 		/* A command still holds r: it frees r when it answers. */
 		r->orphan = true;
@@ -503,7 +412,7 @@ int http_open(const struct http_opts *o, struct http_server **ret, char *err, si
 
 	if (!s)
 		return -ENOMEM;
-	r = load_mhd(err, errlen);
+	r = http_load_mhd(err, errlen);
 	if (r < 0) {
 		free(s);
 		return r;

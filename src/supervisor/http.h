@@ -8,7 +8,7 @@
  * over 16 times that has its connection closed without an answer), a connection
  * idle for HTTP_TIMEOUT_S is closed. With a token, every path but the unauthenticated ones
  * (/healthz) needs "Authorization: Bearer <token>" (401 otherwise, compared in constant
- * time). */
+ * time); the paths is_open names need none. */
 #ifndef CLAIMD_HTTP_H
 #define CLAIMD_HTTP_H
 
@@ -20,6 +20,7 @@
 #define HTTP_TIMEOUT_S 60
 #define HTTP_TOKEN_MAX 256
 #define HTTP_ARGS_MAX 32
+#define HTTP_STREAM_MAX (1024 * 1024)  /* bytes a stream may have unsent */
 
 struct http_server;
 struct http_request;
@@ -37,6 +38,8 @@ struct http_opts {
 	size_t max_body;
 	http_handler handle;
 	void *data;
+	/* Whether a path is answered without the token (/healthz, the dashboard's files). */
+	bool (*is_open)(const char *path);
 	/* Each answer as it is given (for counting), or NULL: the request's tag (http_set_tag),
 	 * and the status. */
 	void (*on_answer)(void *data, const char *tag, unsigned status);
@@ -81,5 +84,17 @@ void http_respond(struct http_request *r, unsigned status, const char *type, con
 		  size_t len);
 /* {"error": message} with status. */
 void http_respond_error(struct http_request *r, unsigned status, const char *message);
+
+/* An answer whose body comes bit by bit (Server-Sent Events): 200 with type and the headers
+ * added, then what http_stream_write gives, until http_stream_end. Instead of http_respond.
+ * on_gone(data) is called if the connection closes before the end (the client went away,
+ * the server stops): r is gone then. Returns 0, -EINVAL (answered already) or -ENOMEM. */
+int http_stream_start(struct http_request *r, const char *type, void (*on_gone)(void *data),
+		      void *data);
+/* Send data (copied). Returns 0, -ENOBUFS when more than HTTP_STREAM_MAX bytes wait for a
+ * client that does not read (end it), or -ENOMEM. */
+int http_stream_write(struct http_request *r, const void *data, size_t len);
+/* The body is over: once sent, the request is done (on_gone is not called). */
+void http_stream_end(struct http_request *r);
 
 #endif

@@ -35,10 +35,86 @@ static const char *const worker_states[] = {
 	"starting", "idle", "busy", "db-down", "stopping", "unresponsive", "exited", "down",
 };
 
-void metrics_render(const struct metrics *m, const struct status *st,
-		    const struct store_queue *qs, size_t nq, double queues_age_s, struct buf *b)
+/* One histogram's series: cumulative buckets, +Inf, sum, count. lbl: its labels ("" or
+ * "queue=\"q\","), written before le. */
+static void histogram(struct buf *b, const char *name, const char *lbl,
+		      const struct jobstats_hist *h, const double *le, size_t nle)
 {
-	uint64_t done = 0, failed = 0, dead = 0, restarts = 0;
+	uint64_t cum = 0;
+
+	for (size_t i = 0; i < nle; i++) {
+		cum += h->bucket[i];
+		buf_printf(b, "%s_bucket{%sle=\"%g\"} %llu\n", name, lbl, le[i],
+			   (unsigned long long)cum);
+	}
+	buf_printf(b, "%s_bucket{%sle=\"+Inf\"} %llu\n", name, lbl, (unsigned long long)h->count);
+	if (*lbl) {
+		size_t n = strlen(lbl);  /* without the trailing comma */
+		buf_printf(b, "%s_sum{%.*s} %.6f\n%s_count{%.*s} %llu\n", name, (int)(n - 1), lbl,
+			   h->sum, name, (int)(n - 1), lbl, (unsigned long long)h->count);
+	} else {
+		buf_printf(b, "%s_sum %.6f\n%s_count %llu\n", name, h->sum, name,
+			   (unsigned long long)h->count);
+	}
+}
+
+static const char *const outcome_names[PROTO_OUT_MAX + 1] = {
+	[PROTO_OUT_DONE] = "done", [PROTO_OUT_RETRY] = "retried", [PROTO_OUT_DEAD] = "dead",
+	[PROTO_OUT_RELEASED] = "released", [PROTO_OUT_LOST] = "lost",
+	[PROTO_OUT_DEFERRED] = "deferred",
+};
+
+/* What the workers did, per queue of this supervisor. */
+static void render_jobs(const struct jobstats *js, struct buf *b)
+{
+	const struct config *cfg = js->cfg;
+	struct buf lbl;
+
+	head(b, "claimd_jobs_finished_total", "counter",
+	     "Items this supervisor's workers finished, by queue and outcome.");
+	for (unsigned q = 0; q < cfg->nqueues; q++)
+		for (int o = 0; o <= PROTO_OUT_MAX; o++) {
+			buf_puts(b, "claimd_jobs_finished_total{queue=\"");
+			label(b, cfg->queues[q]);
+			buf_printf(b, "\",outcome=\"%s\"} %llu\n", outcome_names[o],
+				   (unsigned long long)js->queue[q].outcome[o]);
+		}
+	static const char *const names[2] = { "claimd_job_duration_seconds",
+					       "claimd_job_wait_seconds" };
+	static const char *const helps[2] = {
+		"How long handlers ran, by queue.",
+		"From when a row could run (its insert, its run_at, a retry's back-off end) to "
+		"its start, by queue.",
+	};
+	for (int k = 0; k < 2; k++) {
+		head(b, names[k], "histogram", helps[k]);
+		for (unsigned q = 0; q < cfg->nqueues; q++) {
+			buf_init(&lbl);
+			buf_puts(&lbl, "queue=\"");
+			label(&lbl, cfg->queues[q]);
+			buf_puts(&lbl, "\",");
+			if (!buf_failed(&lbl))
+				histogram(b, names[k], lbl.data,
+					  k ? &js->queue[q].wait : &js->queue[q].run,
+					  jobstats_duration_le, JOBSTATS_DURATION_BUCKETS);
+			buf_free(&lbl);
+		}
+	}
+	head(b, "claimd_claims_total", "counter", "Claims this supervisor's workers made.");
+	buf_printf(b, "claimd_claims_total %llu\n", (unsigned long long)js->claims);
+	head(b, "claimd_claims_empty_total", "counter", "Claims that found no row.");
+	buf_printf(b, "claimd_claims_empty_total %llu\n", (unsigned long long)js->claims_empty);
+	head(b, "claimd_claim_duration_seconds", "histogram",
+	     "How long claims took (their round trips to the database).");
+	histogram(b, "claimd_claim_duration_seconds", "", &js->claim, jobstats_claim_le,
+		  JOBSTATS_CLAIM_BUCKETS);
+}
+
+void metrics_render(const struct metrics *m, const struct status *st,
+		    const struct jobstats *js, const struct store_queue *qs, size_t nq,
+		    double queues_age_s, struct buf *b)
+{
+	uint64_t restarts = 0;
 
 	head(b, "claimd_up", "gauge", "1 while the supervisor runs.");
 	buf_puts(b, "claimd_up 1\n");
@@ -54,19 +130,9 @@ void metrics_render(const struct metrics *m, const struct status *st,
 			n += !strcmp(st->workers[i].state, worker_states[k]);
 		buf_printf(b, "claimd_workers{state=\"%s\"} %u\n", worker_states[k], n);
 	}
-	for (size_t i = 0; i < st->nworkers; i++) {
-		done += st->workers[i].done;
-		failed += st->workers[i].failed;
-		dead += st->workers[i].dead;
+	for (size_t i = 0; i < st->nworkers; i++)
 		restarts += st->workers[i].restarts;
-	}
-	head(b, "claimd_jobs_finished_total", "counter",
-	     "Items this supervisor's workers finished, by outcome (failed = retried + dead).");
-	buf_printf(b, "claimd_jobs_finished_total{outcome=\"done\"} %llu\n"
-		   "claimd_jobs_finished_total{outcome=\"retried\"} %llu\n"
-		   "claimd_jobs_finished_total{outcome=\"dead\"} %llu\n",
-		   (unsigned long long)done, (unsigned long long)(failed - dead),
-		   (unsigned long long)dead);
+	render_jobs(js, b);
 	head(b, "claimd_worker_restarts_total", "counter",
 	     "Workers started again after one exited or was killed.");
 	buf_printf(b, "claimd_worker_restarts_total %llu\n", (unsigned long long)restarts);

@@ -11,6 +11,7 @@
 
 #include "common/buf.h"
 #include "store/store.h"
+#include "supervisor/jobstats.h"
 #include "supervisor/status.h"
 
 #define METRICS_QUEUES_MS 5000
@@ -28,10 +29,18 @@ struct metrics {
 /* One HTTP answer. */
 void metrics_count_http(struct metrics *m, const char *route, unsigned code);
 
-/* Everything, into out. queues may be NULL (not read yet); queues_age_s is how old the
- * reading is. */
+/* Everything, into out: the pool (st), what its workers did (js), the HTTP counters, and the
+ * queues. queues may be NULL (not read yet); queues_age_s is how old the reading is. Names:
+ *   claimd_jobs_finished_total{queue,outcome}   counter: done, retried, dead, released,
+ *                                                 lost, deferred
+ *   claimd_job_duration_seconds{queue}           histogram: how long handlers ran
+ *   claimd_job_wait_seconds{queue}               histogram: from when a row could run (its
+ *                                                 insert, or run_at, or a retry's back-off
+ *                                                 end) to its start
+ *   claimd_claims_total, claimd_claims_empty_total, claimd_claim_duration_seconds
+ * and the gauges and counters listed in metrics.c. */
 void metrics_render(const struct metrics *m, const struct status *st,
-		    const struct store_queue *queues, size_t nqueues, double queues_age_s,
-		    struct buf *out);
+		    const struct jobstats *js, const struct store_queue *queues, size_t nqueues,
+		    double queues_age_s, struct buf *out);
 
 #endif

@@ -119,6 +119,7 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 	struct pool *p = sl->pool;
 	size_t n = m->u.items.n;
 
+	jobstats_add(p->o.stats, m, now_ms(p) / 1000u);
 	for (size_t i = 0; i < n; i++) {
 		const struct proto_item *it = &m->u.items.items[i];
 		if (m->type == PROTO_CLAIMED) {

@@ -12,6 +12,7 @@
 
 #include "common/config.h"
 #include "supervisor/dbq.h"
+#include "supervisor/jobstats.h"
 #include "supervisor/slot_health.h"
 #include "supervisor/status.h"
 
@@ -22,6 +23,7 @@ struct pool_opts {
 	int argc;                 /* the supervisor's command line, for the fork server */
 	char **argv;
 	bool inline_handler;      /* --handler noop: a worker's batch takes no time */
+	struct jobstats *stats;   /* what the workers report is counted here */
 	/* A worker is gone for good while stopping (or its rows were released): whether the
 	 * supervisor can exit is worth asking again. */
 	void (*on_change)(void *data);

@@ -1,5 +1,7 @@
 #include "supervisor/render.h"
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +35,33 @@ static void json_text_or_null(struct buf *b, const char *name, const char *t)
 	json_time(b, name, t ? t : "");
 }
 
-void render_job_json(const struct store_job *j, struct buf *b)
+/* ,"name":<value>: s[0..n) as it is when json says it is JSON and it parses as one value
+ * (a row may have been written by anyone), else as a string when it is UTF-8, else as
+ * "name_b64"; null when s is NULL. */
+static void json_value(struct buf *b, const char *name, const void *s, size_t n, bool json)
+{
+	json_t *v = json && s ? json_loadb(s, n, JSON_DECODE_ANY, NULL) : NULL;
+
+	if (!s) {
+		buf_printf(b, ",\"%s\":null", name);
+	} else if (v) {
+		buf_printf(b, ",\"%s\":", name);
+		buf_append(b, s, n);
+	} else if (json_utf8_valid(s, n)) {
+		buf_printf(b, ",\"%s\":", name);
+		render_json_bytes(b, s, n);
+	} else {
+		char *tmp = malloc(JSON_BASE64_LEN(n));
+		buf_printf(b, ",\"%s\":null,\"%s_b64\":\"", name, name);
+		if (tmp)
+			buf_append(b, tmp, json_base64(s, n, tmp));
+		buf_puts(b, "\"");
+		free(tmp);
+	}
+	json_decref(v);
+}
+
+static void job_object(const struct store_job *j, struct buf *b)
 {
 	buf_printf(b, "{\"id\":%llu,\"queue\":", (unsigned long long)j->id);
 	buf_json_str(b, j->queue);
@@ -62,6 +90,7 @@ void render_job_json(const struct store_job *j, struct buf *b)
 		render_json_bytes(b, j->last_error, strlen(j->last_error));
 	else
 		buf_puts(b, "null");
+	json_text_or_null(b, "content_type", j->content_type);
 	if (!j->payload || json_utf8_valid(j->payload, j->payload_len)) {
 		buf_puts(b, ",\"payload\":");
 		render_json_bytes(b, j->payload ? j->payload : (const unsigned char *)"", j->payload_len);
@@ -73,9 +102,48 @@ void render_job_json(const struct store_job *j, struct buf *b)
 		buf_puts(b, "\"");
 		free(tmp);
 	}
-	buf_printf(b, ",\"payload_bytes\":%llu,\"payload_truncated\":%s}\n",
+	buf_printf(b, ",\"payload_bytes\":%llu,\"payload_truncated\":%s",
 		   (unsigned long long)j->payload_size,
 		   j->payload_size > j->payload_len ? "true" : "false");
+	json_value(b, "result", j->result, j->result_len,
+		   !strcmp(j->result_type, "application/json"));
+	json_text_or_null(b, "result_type", j->result_type);
+	json_value(b, "progress", j->progress, j->progress ? strlen(j->progress) : 0, true);
+	buf_puts(b, "}");
+}
+
+void render_job_json(const struct store_job *j, struct buf *b)
+{
+	job_object(j, b);
+	buf_puts(b, "\n");
+}
+
+void render_jobs_json(const struct store_job *jobs, size_t n, struct buf *b)
+{
+	buf_puts(b, "[");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			buf_puts(b, ",");
+		job_object(&jobs[i], b);
+	}
+	buf_puts(b, "]\n");
+}
+
+void render_jobs_text(const struct store_job *jobs, size_t n, struct buf *b)
+{
+	buf_printf(b, "%-10s %-16s %-8s %-9s %-26s %s\n", "ID", "QUEUE", "STATE", "ATTEMPTS",
+		   "FINISHED", "LAST_ERROR");
+	for (size_t i = 0; i < n; i++) {
+		const struct store_job *j = &jobs[i];
+		buf_printf(b, "%-10llu %-16s %-8s %4u/%-4u %-26s ", (unsigned long long)j->id,
+			   j->queue, j->state, j->attempts, j->max_attempts,
+			   j->finished_at[0] ? j->finished_at : "-");
+		/* The start of the error, on one line. */
+		size_t k = 0;
+		for (const char *p = j->last_error ? j->last_error : "-"; *p && k < 80; p++, k++)
+			buf_append(b, *p == '\n' || *p == '\r' || *p == '\t' ? " " : p, 1);
+		buf_puts(b, "\n");
+	}
 }
 
 static void text_line(struct buf *b, const char *name, const char *value)
@@ -112,6 +180,11 @@ void render_job_text(const struct store_job *j, struct buf *b)
 	}
 	buf_printf(b, "%-13s %llu bytes%s\n", "payload", (unsigned long long)j->payload_size,
 		   j->payload_size > j->payload_len ? " (the start below)" : "");
+	text_line(b, "content_type", j->content_type);
+	text_line(b, "progress", j->progress);
+	if (j->result)
+		buf_printf(b, "%-13s %zu bytes%s%s\n", "result", j->result_len,
+			   j->result_type[0] ? " of " : "", j->result_type);
 	if (j->payload && json_utf8_valid(j->payload, j->payload_len)) {
 		buf_append(b, j->payload, j->payload_len);
 		buf_puts(b, "\n");

@@ -11,7 +11,9 @@
 void render_job_text(const struct store_job *j, struct buf *out);
 /* One JSON object: every field of struct store_job; times as the server's text or null; the
  * payload's start as "payload" when it is UTF-8, else "payload_b64", with "payload_bytes"
- * (the whole payload's size) and "payload_truncated". */
+ * (the whole payload's size) and "payload_truncated"; "result" as the JSON value it is (with
+ * result_type application/json), else a string, else "result_b64"; "progress" likewise;
+ * null for none. */
 void render_job_json(const struct store_job *j, struct buf *out);
 
 void render_queues_text(const struct store_queue *qs, size_t n, struct buf *out);
@@ -23,6 +25,10 @@ void render_supervisors_text(const struct store_supervisor *svs, size_t n, struc
 /* A JSON array of objects: id, host, pid, version, queues, http (null: none), started_at,
  * seen_at, seen_ago_s, lost, and status: its pool as claimctl status --json has it. */
 void render_supervisors_json(const struct store_supervisor *svs, size_t n, struct buf *out);
+
+/* Rows as claimctl jobs prints them: a table; a JSON array of render_job_json's objects. */
+void render_jobs_text(const struct store_job *jobs, size_t n, struct buf *out);
+void render_jobs_json(const struct store_job *jobs, size_t n, struct buf *out);
 
 /* b gets s[0..n) as a JSON string value (quotes included): invalid UTF-8 as U+FFFD. */
 void render_json_bytes(struct buf *b, const void *s, size_t n);

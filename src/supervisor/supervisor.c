@@ -37,6 +37,7 @@ struct sup {
 	struct control *control;
 	struct http_server *http;
 	struct api_host api;
+	struct jobstats stats;
 	const char *queues[CONFIG_QUEUES_MAX];  /* cfg->queues, for the poll */
 	struct dbq_job poll_job;
 	bool poll_inflight;
@@ -209,7 +210,7 @@ static int open_http(struct sup *s)
 			       .token = *cfg->http_token ? cfg->http_token : NULL,
 			       .max_conns = cfg->http_max_conns,
 			       .max_body = CTL_PAYLOAD_MAX, .handle = api_handle, .data = &s->api,
-			       .on_answer = api_count };
+			       .is_open = api_is_open, .on_answer = api_count };
 	char err[512] = "";
 	int r;
 
@@ -217,6 +218,7 @@ static int open_http(struct sup *s)
 	s->api.cmds = s->cmds;
 	s->api.healthy = host_healthy;
 	s->api.snapshot = host_snapshot;
+	s->api.stats = &s->stats;
 	s->api.data = s;
 	r = http_open(&o, &s->http, err, sizeof(err));
 	if (r < 0) {
@@ -235,7 +237,7 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 {
 	struct pool_opts po = { .loop = s->loop, .cfg = cfg, .argc = argc, .argv = argv,
 				.inline_handler = handler_spec_inline(cfg->handler),
-				.on_change = on_change, .data = s };
+				.stats = &s->stats, .on_change = on_change, .data = s };
 	struct cmd_host host = { .cfg = cfg, .data = s, .wake = host_wake,
 				 .snapshot = host_snapshot, .now_ms = host_now };
 	char err[512] = "";
@@ -243,6 +245,7 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 
 	s->cfg = cfg;
 	s->started = now_ms(s);
+	jobstats_init(&s->stats, cfg);
 	for (unsigned i = 0; i < cfg->nqueues; i++)
 		s->queues[i] = cfg->queues[i];
 	uv_timer_t *timers[] = { &s->poll_timer, &s->maint_timer, &s->stop_timer };

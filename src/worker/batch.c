@@ -18,6 +18,7 @@ int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 	struct store_ref done[OUTCOMES_MAX];
 	unsigned nq = max > 0 ? cfg->nqueues : 1;
 	size_t ndone, n = 0, completed = 0;
+	uint64_t t0, took;
 	int r;
 
 	*ret_n = 0;
@@ -29,6 +30,7 @@ int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 		return 0;
 	if (max > 0)
 		batch_clear(b);
+	t0 = uv_hrtime();
 	/* The outcomes ride on the first claim; the next queue is asked only if it found none. */
 	for (unsigned k = 0; k < nq && n == 0; k++) {
 		unsigned qi = (b->qi + k) % cfg->nqueues;
@@ -48,7 +50,9 @@ int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 	outcomes_done_written(o);
 	if (max > 0) {
 		b->n = n;
-		b->pause_seen_ns = uv_hrtime();  /* the claim skips paused queues */
+		b->claimed_ns = b->pause_seen_ns = uv_hrtime();  /* the claim skips paused queues */
+		took = (b->claimed_ns - t0) / 1000u;
+		b->claim_us = took > UINT32_MAX ? UINT32_MAX : (uint32_t)took;
 	}
 	*ret_n = n;
 	return 0;
@@ -57,7 +61,8 @@ int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 void batch_release_unstarted(struct batch *b, struct outcomes *o)
 {
 	for (; b->next < b->n; b->next++)
-		outcomes_add(o, &b->items[b->next], OUTCOME_RELEASE, 0, NULL, 0);
+		outcomes_add(o, &b->items[b->next], OUTCOME_RELEASE, 0, NULL, 0)->queue =
+			(uint8_t)b->qi;
 }
 
 int batch_take_slot(struct batch *b, struct store *s, unsigned *ret_wait_ms, char *err,

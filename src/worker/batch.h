@@ -19,7 +19,9 @@ struct batch {
 	struct store_item items[PROTO_MAX_ITEMS];
 	size_t n;
 	size_t next;              /* the index of the next row to start */
-	unsigned qi;              /* the queue (cfg->queues[qi]) that had work last */
+	unsigned qi;              /* the queue (cfg->queues[qi]) that had work last: the batch's */
+	uint64_t claimed_ns;      /* when the claim of the batch ended (uv_hrtime) */
+	uint32_t claim_us;        /* how long it took */
 	uint64_t pause_seen_ns;   /* when a claim or a check last saw the queues not paused */
 };
 

@@ -89,11 +89,12 @@ bool handler_spec_inline(const char *spec)
 	return parse_spec(spec, &k, &arg, err, sizeof(err)) == 0 && k->is_inline;
 }
 
-int handler_new(uv_loop_t *loop, const char *spec, unsigned kill_grace_ms,
+int handler_new(uv_loop_t *loop, const char *spec, const struct handler_opts *opts,
 		struct handler **ret, char *err, size_t errlen)
 {
 	struct handler *h = calloc(1, sizeof(*h));
-	struct handler_env env = { .loop = loop, .kill_grace_ms = kill_grace_ms };
+	struct handler_env env = { .loop = loop, .kill_grace_ms = opts->kill_grace_ms,
+				   .exec_result = opts->exec_result };
 	const char *arg;
 	int r = -ENOMEM;
 

@@ -5,9 +5,11 @@
  *   exec:/path args    one process per item, no shell: argv split on spaces, payload on stdin,
  *                      CLAIMD_ITEM_ID, CLAIMD_QUEUE, CLAIMD_ATTEMPT, CLAIMD_MAX_ATTEMPTS,
  *                      CLAIMD_DEADLINE_MS (ms the handler has), CLAIMD_SEQ, CLAIMD_GROUP (when
- *                      the item has a group) and CLAIMD_ENQUEUED_AT (ISO 8601 UTC, when known)
- *                      in its environment, stdout inherited, the tail of stderr kept for
- *                      last_error. Exit 0 is success. The process runs in its own process
+ *                      the item has a group), CLAIMD_ENQUEUED_AT (ISO 8601 UTC, when known)
+ *                      and CLAIMD_CONTENT_TYPE (when the row has one) in its environment,
+ *                      stdout inherited (with exec_result: read, at most HANDLER_RESULT_MAX
+ *                      bytes, as the result; more fails the item), the tail of stderr kept
+ *                      for last_error. Exit 0 is success. The process runs in its own process
  *                      group and is killed (SIGKILL) if the worker dies.
  *   pipe:/path args    one long-lived co-process per worker, started on the first item, no
  *                      shell, own process group, dies with the worker; one JSON request line
@@ -32,10 +34,14 @@
 
 struct handler;
 
-/* Parse spec and make a handler on loop. kill_grace_ms: SIGTERM to SIGKILL on timeout or
- * cancel. so: loads the plugin and runs its init here. Returns 0, or -EINVAL (or -ENOMEM)
- * with a message in err. */
-int handler_new(uv_loop_t *loop, const char *spec, unsigned kill_grace_ms,
+struct handler_opts {
+	unsigned kill_grace_ms;   /* SIGTERM to SIGKILL on timeout or cancel */
+	bool exec_result;         /* exec: its stdout is the result (else inherited) */
+};
+
+/* Parse spec and make a handler on loop. so: loads the plugin and runs its init here.
+ * Returns 0, or -EINVAL (or -ENOMEM) with a message in err. */
+int handler_new(uv_loop_t *loop, const char *spec, const struct handler_opts *opts,
 		struct handler **ret, char *err, size_t errlen);
 void handler_free(struct handler *h);
 

@@ -23,7 +23,11 @@ struct exec;
 struct run {
 	struct exec *e;
 	struct child *child;
-	uv_pipe_t in;
+	uv_pipe_t in, out;    /* out: its stdout, with exec_result */
+	unsigned char *result;  /* what came on stdout, HANDLER_RESULT_MAX bytes at most */
+	size_t result_len;
+	uint64_t stdout_bytes;
+	bool has_out, out_eof;
 	uv_timer_t timer;     /* the item's timeout */
 	uv_write_t wreq;
 	unsigned char *payload;
@@ -82,6 +86,7 @@ static void on_run_closed(uv_handle_t *hd)
 
 	if (--run->open_handles == 0) {
 		free(run->payload);
+		free(run->result);
 		free(run);
 	}
 }
@@ -94,6 +99,8 @@ static void run_end(struct run *run)
 	child_free(run->child);
 	if (!uv_is_closing((uv_handle_t *)&run->in))
 		uv_close((uv_handle_t *)&run->in, on_run_closed);
+	if (run->has_out && !uv_is_closing((uv_handle_t *)&run->out))
+		uv_close((uv_handle_t *)&run->out, on_run_closed);
 	uv_close((uv_handle_t *)&run->timer, on_run_closed);
 }
 
@@ -109,8 +116,18 @@ static void build_result(const struct run *run, struct handler_result *res)
 	} else if (run->timed_out) {
 		res->status = HANDLER_TIMEOUT;
 		snprintf(what, sizeof(what), "timed out, killed");
+	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+		   run->stdout_bytes > HANDLER_RESULT_MAX) {
+		res->status = HANDLER_FAILED;
+		snprintf(what, sizeof(what), "its stdout (the result) was %llu bytes, over the %u-byte "
+			 "limit", (unsigned long long)run->stdout_bytes, HANDLER_RESULT_MAX);
 	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		res->status = HANDLER_OK;
+		if (run->result_len > 0) {
+			res->result = run->result;
+			res->result_len = run->result_len;
+			res->result_type = "application/octet-stream";
+		}
 		return;
 	} else {
 		res->status = HANDLER_FAILED;
@@ -127,9 +144,59 @@ static void on_gone(struct child *c)
 	struct handler_result res;
 
 	build_result(run, &res);
-	run_end(run);
+	run_end(run);  /* its memory (the result's bytes) goes once its handles are closed */
 	if (e)
 		e->cb(e->cb_data, &res);
+}
+
+static void on_out_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
+{
+	static char scratch[65536];
+
+	*buf = uv_buf_init(scratch, sizeof(scratch));
+}
+
+/* Its stdout, with exec_result: the first HANDLER_RESULT_MAX bytes are kept, the rest
+ * counted (and read, so that it is not stuck writing). */
+static void on_out_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct run *run = s->data;
+
+	if (nread > 0) {
+		size_t room = HANDLER_RESULT_MAX - run->result_len;
+		size_t take = (size_t)nread < room ? (size_t)nread : room;
+		if (take > 0) {
+			if (!run->result)
+				run->result = malloc(HANDLER_RESULT_MAX);
+			if (run->result) {
+				memcpy(run->result + run->result_len, buf->base, take);
+				run->result_len += take;
+			}
+		}
+		run->stdout_bytes += (uint64_t)nread;
+	} else if (nread < 0 && !run->out_eof) {
+		run->out_eof = true;
+		uv_read_stop(s);
+		child_release(run->child);
+	}
+}
+
+/* Read its stdout until EOF (the run is over only then). Returns 0 or a libuv error. */
+static int run_watch_stdout(struct run *run, int stdout_fd)
+{
+	int r = uv_pipe_open(&run->out, stdout_fd);
+
+	if (r < 0) {
+		close(stdout_fd);
+		return r;
+	}
+	child_hold(run->child);
+	r = uv_read_start((uv_stream_t *)&run->out, on_out_alloc, on_out_read);
+	if (r < 0) {
+		run->out_eof = true;
+		child_release(run->child);
+	}
+	return r;
 }
 
 static void on_timeout(uv_timer_t *t)
@@ -187,7 +254,7 @@ static int exec_run(void *h, const struct handler_job *job, handler_cb cb, void 
 		memcpy(run->payload, job->payload, job->payload_len);
 	r = handler_util_env(job, &env);
 	if (r == 0) {
-		r = proc_spawn(e->args.argv, env.vars, &pc);
+		r = proc_spawn_io(e->args.argv, env.vars, e->env.exec_result, &pc);
 		handler_util_env_free(&env);
 	}
 	opts.stderr_fd = pc.stderr_fd;
@@ -195,6 +262,8 @@ static int exec_run(void *h, const struct handler_job *job, handler_cb cb, void 
 	if (r == 0 && (r = child_new(e->env.reaper, pc.pid, &opts, &run->child)) < 0) {
 		proc_kill_group(pc.pid, SIGKILL);  /* unwatched: the worker reaps it at exit */
 		close(pc.stdin_fd);
+		if (pc.stdout_fd >= 0)
+			close(pc.stdout_fd);
 	}
 	if (r < 0) {
 		free(run->payload);
@@ -209,6 +278,14 @@ static int exec_run(void *h, const struct handler_job *job, handler_cb cb, void 
 	uv_timer_init(e->env.loop, &run->timer);
 	run->in.data = run->timer.data = run->wreq.data = run;
 	run->open_handles = 2;
+	if (e->env.exec_result) {
+		uv_pipe_init(e->env.loop, &run->out, 0);
+		run->out.data = run;
+		run->has_out = true;
+		run->open_handles++;
+		if (run_watch_stdout(run, pc.stdout_fd) < 0)
+			child_kill(run->child);  /* unwatched stdout: it must not run */
+	}
 	if (run_feed(run, pc.stdin_fd, job->payload_len) < 0)
 		child_kill(run->child);  /* it runs without its stdin: the result says how it ended */
 	uv_timer_start(&run->timer, on_timeout, job->timeout_ms ? job->timeout_ms : 1, 0);

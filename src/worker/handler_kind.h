@@ -17,6 +17,7 @@ struct handler_env {
 	uv_loop_t *loop;
 	struct child_reaper *reaper;  /* waits for the processes a kind starts */
 	unsigned kill_grace_ms;       /* SIGTERM to SIGKILL on timeout or cancel */
+	bool exec_result;             /* exec: stdout is the result */
 };
 
 struct handler_kind {

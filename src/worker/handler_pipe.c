@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include "common/backoff.h"
-#include "common/json.h"
 #include "common/proc.h"
 #include "worker/handler_kind.h"
 #include "worker/handler_util.h"
 #include "worker/pipe_reply.h"
+#include "worker/pipe_request.h"
 
 #define SETTLE_MS 200           /* after exit: how long to wait for the pipes' EOF */
 #define BACKOFF_MIN_MS 100
@@ -56,8 +56,9 @@ struct handler_pipe {
 	uint64_t id;
 	unsigned timeout_ms;
 	struct wreq *pending;    /* its request, until written to a co-process */
-	struct handler_result res;  /* its result, once decided */
+	struct pipe_reply reply;    /* its result, once decided (reply.res) */
 	handler_cb cb;
+	handler_progress_cb on_progress;
 	void *cb_data;
 };
 
@@ -65,77 +66,14 @@ static void start_next(struct handler_pipe *p);
 
 /* ---- the request ---- */
 
-static size_t emit(char *out, size_t at, const void *s, size_t n)
-{
-	if (out)
-		memcpy(out + at, s, n);
-	return n;
-}
-
-#define EMIT_LIT(out, at, lit) emit(out, at, lit, sizeof(lit) - 1)
-
-static size_t emit_str(char *out, size_t at, const char *s, size_t n)
-{
-	size_t w = EMIT_LIT(out, at, "\"");
-
-	w += json_escape(s, n, out ? out + at + w : NULL);
-	return w + EMIT_LIT(out, at + w, "\"");
-}
-
-static size_t emit_payload(char *out, size_t w0, const struct handler_job *job)
-{
-	const unsigned char *pl = job->payload ? job->payload : (const unsigned char *)"";
-	size_t w = w0;
-
-	if (json_utf8_valid(pl, job->payload_len)) {
-		w += EMIT_LIT(out, w, ",\"payload\":");
-		w += emit_str(out, w, (const char *)pl, job->payload_len);
-	} else {
-		w += EMIT_LIT(out, w, ",\"payload\":null,\"payload_b64\":\"");
-		w += json_base64(pl, job->payload_len, out ? out + w : NULL);
-		w += EMIT_LIT(out, w, "\"");
-	}
-	return w - w0;
-}
-
-/* The request line for job into out (NULL: measure). Returns its length. */
-static size_t write_request(const struct handler_job *job, char *out)
-{
-	int64_t left = job->deadline_ms - handler_util_now_ms();
-	char num[240], when[40] = "null";
-	size_t w = 0;
-	int n;
-
-	n = snprintf(num, sizeof(num), "{\"id\":%llu,\"queue\":", (unsigned long long)job->id);
-	w += emit(out, w, num, (size_t)n);
-	w += emit_str(out, w, job->queue, strlen(job->queue));
-	w += EMIT_LIT(out, w, ",\"group\":");
-	if (job->group)
-		w += emit_str(out, w, job->group, strlen(job->group));
-	else
-		w += EMIT_LIT(out, w, "null");
-	if (job->enqueued_at_ms > 0) {
-		handler_util_iso_time(job->enqueued_at_ms, when + 1, sizeof(when) - 2);
-		when[0] = '"';
-		strcat(when, "\"");
-	}
-	n = snprintf(num, sizeof(num), ",\"attempt\":%u,\"max_attempts\":%u,\"seq\":%llu,"
-		     "\"enqueued_at\":%s,\"deadline_ms\":%lld,\"deadline_at\":%lld",
-		     job->attempt, job->max_attempts, (unsigned long long)job->seq, when,
-		     (long long)(left > 0 ? left : 0), (long long)job->deadline_ms);
-	w += emit(out, w, num, (size_t)n);
-	w += emit_payload(out, w, job);
-	return w + EMIT_LIT(out, w, "}\n");
-}
-
 static struct wreq *make_request(const struct handler_job *job)
 {
-	size_t len = write_request(job, NULL);
+	size_t len = pipe_request(job, NULL);
 	struct wreq *req = malloc(sizeof(*req) + len);
 
 	if (!req)
 		return NULL;
-	req->len = write_request(job, req->data);
+	req->len = pipe_request(job, req->data);
 	return req;
 }
 
@@ -143,14 +81,16 @@ static struct wreq *make_request(const struct handler_job *job)
 
 static void report(struct handler_pipe *p)
 {
-	struct handler_result res = p->res;
+	struct pipe_reply reply = p->reply;
 
+	memset(&p->reply, 0, sizeof(p->reply));
 	p->busy = p->decided = false;
 	free(p->pending);
 	p->pending = NULL;
 	uv_timer_stop(&p->item_timer);
 	uv_timer_stop(&p->start_timer);
-	p->cb(p->cb_data, &res);
+	p->cb(p->cb_data, &reply.res);
+	pipe_reply_clear(&reply);
 }
 
 /* The item's outcome is known; it is reported when its co-process is gone. */
@@ -159,9 +99,9 @@ static void decide(struct handler_pipe *p, int status, const char *error)
 	if (!p->busy || p->decided)
 		return;
 	p->decided = true;
-	memset(&p->res, 0, sizeof(p->res));
-	p->res.status = status;
-	snprintf(p->res.error, sizeof(p->res.error), "%s", error);
+	pipe_reply_clear(&p->reply);
+	p->reply.res.status = status;
+	snprintf(p->reply.res.error, sizeof(p->reply.res.error), "%s", error);
 }
 
 /* Report an item that never reached a co-process. */
@@ -222,7 +162,7 @@ static void decide_died(struct handler_pipe *p, struct coproc *cp)
 	else
 		snprintf(what, sizeof(what), "the co-process exited (%s) while handling the item", how);
 	decide(p, HANDLER_FAILED, "");
-	handler_util_error(&p->res, what, child_tail(cp->child));
+	handler_util_error(&p->reply.res, what, child_tail(cp->child));
 }
 
 /* The process has exited and its pipes are drained (or given up on). */
@@ -268,9 +208,15 @@ static void on_line(struct coproc *cp, const char *line, size_t len)
 		coproc_stop(cp, "it wrote to its stdout with no item in flight");
 		return;
 	}
-	if (pipe_reply_parse(line, len, p->id, &p->res) < 0) {
+	if (pipe_reply_parse(line, len, p->id, &p->reply) < 0) {
 		p->decided = true;
 		coproc_stop(cp, "bad reply");
+		return;
+	}
+	if (p->reply.progress) {
+		if (p->on_progress)
+			p->on_progress(p->cb_data, p->reply.text, p->reply.text_len);
+		pipe_reply_clear(&p->reply);
 		return;
 	}
 	cp->replied = true;
@@ -535,6 +481,7 @@ static void pipe_free(void *h)
 	}
 	free(p->pending);
 	p->pending = NULL;
+	pipe_reply_clear(&p->reply);
 	uv_close((uv_handle_t *)&p->item_timer, on_handle_closed);
 	uv_close((uv_handle_t *)&p->start_timer, on_handle_closed);
 }
@@ -555,6 +502,7 @@ static int pipe_run(void *h, const struct handler_job *job, handler_cb cb, void 
 	p->timeout_ms = job->timeout_ms ? job->timeout_ms : 1;
 	p->pending = req;
 	p->cb = cb;
+	p->on_progress = job->on_progress;
 	p->cb_data = data;
 	uv_timer_start(&p->item_timer, on_item_timeout, p->timeout_ms, 0);
 	if (p->cp && !p->cp->stopping && !child_exited(p->cp->child))

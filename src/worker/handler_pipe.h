@@ -8,14 +8,21 @@
  *
  *   {"id":1,"queue":"default","group":null,"attempt":1,"max_attempts":5,"seq":0,
  *    "enqueued_at":"2026-11-21T05:01:18.123Z","deadline_ms":299998,"deadline_at":1795...,
- *    "payload":"the payload as a JSON string"}
+ *    "content_type":"application/json","payload":"the payload as a JSON string"}
  *
- * group is null when the item has none; enqueued_at is null when unknown; deadline_ms is
+ * group is null when the item has none; enqueued_at is null when unknown; content_type is
+ * the payload's type as its producer gave it (an HTTP POST's Content-Type), null without one; deadline_ms is
  * how many ms it has left, deadline_at the same as unix ms. A payload that is not valid UTF-8
  * comes as "payload":null,"payload_b64":"<standard base64 of the bytes>" instead, so any
  * bytes survive. It answers with one line on its stdout per item:
  *
  *   {"id":1,"ok":true}                                  done
+ *   {"id":1,"ok":true,"result":{"sent":3}}              done, with a result (any JSON value,
+ *                                                       at most 64 KiB compact) kept in the row
+ *   {"id":1,"progress":0.5}                             before the reply, any number of times:
+ *                                                       the item's progress (any JSON value,
+ *                                                       at most 1 KiB compact), kept in the row
+ *                                                       (at most one write a second)
  *   {"id":1,"ok":false,"error":"why"}                   failed: retried with back-off, then dead
  *   {"id":1,"ok":false,"retry_in_ms":5000}              not a failure: run it again later
  *                                                       (HANDLER_RETRY_LATER)

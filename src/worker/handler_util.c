@@ -89,6 +89,8 @@ static int add_job_vars(struct handler_util_env *e, size_t *k, const struct hand
 		handler_util_iso_time(job->enqueued_at_ms, when, sizeof(when));
 		r |= add_var(e, k, "CLAIMD_ENQUEUED_AT=%s", when);
 	}
+	if (job->content_type)
+		r |= add_var(e, k, "CLAIMD_CONTENT_TYPE=%s", job->content_type);
 	return r < 0 ? -ENOMEM : 0;
 }
 

@@ -10,7 +10,7 @@
 #include "worker/handler_job.h"
 
 #define HANDLER_UTIL_MAX_ARGS 64
-#define HANDLER_UTIL_ENV_OWN 10
+#define HANDLER_UTIL_ENV_OWN 11
 
 /* A command split on spaces and tabs (no shell, no quoting). */
 struct handler_util_argv {
@@ -27,7 +27,8 @@ void handler_util_argv_free(struct handler_util_argv *a);
 /* The environment for a child: this process's, without any CLAIMD_* variable (the database
  * password among them), plus, with job, CLAIMD_ITEM_ID, CLAIMD_QUEUE, CLAIMD_ATTEMPT,
  * CLAIMD_MAX_ATTEMPTS, CLAIMD_DEADLINE_MS (ms left), CLAIMD_SEQ, CLAIMD_GROUP (when the item
- * has one) and CLAIMD_ENQUEUED_AT (ISO 8601 UTC, when known). */
+ * has one), CLAIMD_ENQUEUED_AT (ISO 8601 UTC, when known) and CLAIMD_CONTENT_TYPE (when
+ * the row has one). */
 struct handler_util_env {
 	char **vars;
 	char *own[HANDLER_UTIL_ENV_OWN];

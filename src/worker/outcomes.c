@@ -1,5 +1,6 @@
 #include "worker/outcomes.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
@@ -26,28 +27,72 @@ static void report(struct outcomes *o, const struct outcome *list, const uint8_t
 			it->id = list[at + m.u.items.n].ref.id;
 			it->token = list[at + m.u.items.n].ref.token;
 			it->outcome = outs ? outs[at + m.u.items.n] : PROTO_OUT_DONE;
+			it->queue = list[at + m.u.items.n].queue;
+			it->run_us = list[at + m.u.items.n].run_us;
+			it->wait_us = list[at + m.u.items.n].wait_us;
 			m.u.items.n++;
 		}
 		o->send(o->data, &m);
 	}
 }
 
-void outcomes_add(struct outcomes *o, const struct store_item *it, enum outcome_kind kind,
-		  unsigned retry_ms, const char *error, uint64_t took_ns)
+static void outcome_free(struct outcome *x)
+{
+	free(x->error);
+	free(x->result);
+	free(x->progress);
+}
+
+struct outcome *outcomes_add(struct outcomes *o, const struct store_item *it,
+			     enum outcome_kind kind, unsigned retry_ms, const char *error,
+			     uint64_t took_ns)
 {
 	struct outcome *x;
 
 	if (o->n == 0) {
 		o->since_ns = uv_hrtime();
 		o->urgent = false;
+		o->result_bytes = 0;
 	}
 	if (kind != OUTCOME_SUCCESS || took_ns >= OUTCOMES_QUICK_NS)
 		o->urgent = true;
 	x = &o->list[o->n++];
+	memset(x, 0, sizeof(*x));
 	x->ref = (struct store_ref){ .id = it->id, .token = it->token, .grouped = it->group != NULL };
 	x->kind = kind;
 	x->retry_ms = retry_ms;
 	x->error = error && *error ? strdup(error) : NULL;
+	return x;
+}
+
+int outcome_set_result(struct outcomes *o, struct outcome *x, const unsigned char *result,
+		       size_t len, const char *type, const char *progress)
+{
+	if (result) {
+		x->result = malloc(len ? len : 1);
+		if (!x->result)
+			goto oom;
+		memcpy(x->result, result, len);
+		x->ref.result = x->result;
+		x->ref.result_len = len;
+		x->ref.result_type = type;
+		o->result_bytes += len;
+		if (o->result_bytes > OUTCOMES_RESULT_BYTES)
+			o->urgent = true;
+	}
+	if (progress) {
+		x->progress = strdup(progress);
+		if (!x->progress)
+			goto oom;
+		x->ref.progress = x->progress;
+	}
+	return 0;
+oom:
+	free(x->result);
+	x->result = NULL;
+	x->ref.result = NULL;
+	x->ref.progress = NULL;
+	return -ENOMEM;
 }
 
 bool outcomes_due(const struct outcomes *o)
@@ -91,7 +136,7 @@ int outcomes_write_slow(struct outcomes *o, struct store *s, char *err, size_t e
 			continue;
 		}
 		report(o, x, &out, 1);
-		free(x->error);
+		outcome_free(x);
 	}
 	o->n = keep;
 	return r < 0 ? r : 0;
@@ -113,6 +158,6 @@ void outcomes_done_written(struct outcomes *o)
 {
 	report(o, o->list, NULL, o->n);
 	for (size_t i = 0; i < o->n; i++)
-		free(o->list[i].error);
+		outcome_free(&o->list[i]);
 	o->n = 0;
 }

@@ -18,6 +18,7 @@
 #define OUTCOMES_MAX (2 * PROTO_MAX_ITEMS)
 #define OUTCOMES_FLUSH_MS 20     /* a quick success waits at most this long */
 #define OUTCOMES_QUICK_NS 2000000u /* a success that took less than this is quick */
+#define OUTCOMES_RESULT_BYTES (256u * 1024) /* results waiting past this are due at once */
 
 /* How a run ended, as the worker saw it. */
 enum outcome_kind {
@@ -28,16 +29,22 @@ enum outcome_kind {
 };
 
 struct outcome {
-	struct store_ref ref;
+	struct store_ref ref;      /* its result and progress point to the two below */
 	enum outcome_kind kind;
 	unsigned retry_ms;
 	char *error;
+	unsigned char *result;     /* malloc'd, or NULL */
+	char *progress;            /* malloc'd, or NULL */
+	/* for the supervisor's metrics (FINISHED) */
+	uint8_t queue;             /* index into the --queue list */
+	uint32_t run_us, wait_us;
 };
 
 struct outcomes {
 	struct outcome list[OUTCOMES_MAX];
 	size_t n;
 	uint64_t since_ns;     /* when the oldest came (uv_hrtime) */
+	size_t result_bytes;   /* of the results waiting */
 	bool urgent;           /* one is due at once */
 	void (*send)(void *data, struct proto_msg *m);
 	void *data;
@@ -47,9 +54,17 @@ void outcomes_init(struct outcomes *o, void (*send)(void *data, struct proto_msg
 		   void *data);
 
 /* The run of it ended as kind; took_ns: how long it ran (a success that took
- * OUTCOMES_QUICK_NS or more is due at once). error is copied. */
-void outcomes_add(struct outcomes *o, const struct store_item *it, enum outcome_kind kind,
-		  unsigned retry_ms, const char *error, uint64_t took_ns);
+ * OUTCOMES_QUICK_NS or more is due at once). error is copied. Returns the outcome, for
+ * outcome_set_* and its metrics fields (queue, run_us, wait_us: zero). */
+struct outcome *outcomes_add(struct outcomes *o, const struct store_item *it,
+			     enum outcome_kind kind, unsigned retry_ms, const char *error,
+			     uint64_t took_ns);
+
+/* What x (a success) leaves in its row: result (len bytes of type, a static string) and the
+ * last progress not written yet (JSON text), each NULL for none; copied. Results waiting
+ * beyond OUTCOMES_RESULT_BYTES make them due. Returns 0 or -ENOMEM (x then has neither). */
+int outcome_set_result(struct outcomes *o, struct outcome *x, const unsigned char *result,
+		       size_t len, const char *type, const char *progress);
 
 /* Whether to write them before going on: one is due at once, or the oldest waited
  * OUTCOMES_FLUSH_MS. */

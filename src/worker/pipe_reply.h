@@ -9,21 +9,41 @@
  *     "error"        with "ok":false, why: a string (or null)
  *     "retry_in_ms"  with "ok":false, run it again after this many ms, not counting as a
  *                    failed attempt: an integer from 0 to 4294967295 (or null)
+ *     "result"       with "ok":true, what the run returned: any JSON value (null: none),
+ *                    kept compact in the row's result, at most PIPE_RESULT_MAX bytes so
  *
- * Pure: no I/O, does not log. */
+ * Before its reply, the co-process may report the item's progress, any number of times:
+ *
+ *     {"id":N,"progress":P}   P any JSON value but null, at most PIPE_PROGRESS_MAX bytes
+ *                             compact (a fraction, a count, an object); no "ok"
+ *
+ * A result or progress over its limit makes the line a bad reply. Pure: no I/O, does not
+ * log. */
 #ifndef CLAIMD_PIPE_REPLY_H
 #define CLAIMD_PIPE_REPLY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "worker/handler_job.h"
 
 #define PIPE_REPLY_MAX (1024 * 1024)   /* bytes of one reply line */
+#define PIPE_RESULT_MAX HANDLER_RESULT_MAX
+#define PIPE_PROGRESS_MAX HANDLER_PROGRESS_MAX
 
-/* Fill res from line[0..len) (without its newline), a reply to item want_id. Returns 0, or
- * -EPROTO for a bad reply: res is then HANDLER_FAILED with what is wrong and the start of
- * the line, quoted, in its error. */
-int pipe_reply_parse(const char *line, size_t len, uint64_t want_id, struct handler_result *res);
+/* A line read: a reply, or a progress report. */
+struct pipe_reply {
+	bool progress;              /* a progress report, not the reply */
+	struct handler_result res;  /* the reply; its result points into text */
+	char *text;                 /* malloc'd compact JSON of "result" or "progress", or NULL */
+	size_t text_len;
+};
+
+/* Read line[0..len) (without its newline), from the co-process running item want_id, into
+ * *ret (which pipe_reply_clear frees). Returns 0, or -EPROTO for a bad line: ret->res is then
+ * HANDLER_FAILED with what is wrong and the start of the line, quoted, in its error. */
+int pipe_reply_parse(const char *line, size_t len, uint64_t want_id, struct pipe_reply *ret);
+void pipe_reply_clear(struct pipe_reply *r);
 
 #endif

@@ -196,6 +196,7 @@ void worker_answer_permit(struct worker *w, size_t n)
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_CLAIMED;
 	m.u.items.n = (uint16_t)n;
+	m.u.items.claim_us = w->b.claim_us;
 	store_cursor(w->store, &m.u.items.cursor);  /* left none when it has no place */
 	for (size_t i = 0; i < n; i++) {
 		m.u.items.items[i].id = w->b.items[i].id;
@@ -273,33 +274,96 @@ static unsigned retry_delay_ms(const struct worker *w, uint32_t attempt)
 	return (unsigned)(d * (0.75 + 0.5 * ((double)rand() / RAND_MAX)));  /* +-25 % */
 }
 
+/* ---- progress ---- */
+
+/* The running row's progress to the database now (fenced; a failure is logged, not acted
+ * on: the next report or the outcome writes it). */
+static void write_progress(struct worker *w)
+{
+	const struct store_item *it = &w->b.items[w->b.next - 1];
+	struct store_ref ref = { .id = it->id, .token = it->token };
+	char err[STORE_ERR_MAX] = "";
+	int r;
+
+	w->progress_at = uv_now(&w->loop);
+	if (worker_db_waiting(w))
+		return;
+	r = store_progress(w->store, ref, w->progress, err, sizeof(err));
+	if (r < 0)
+		log_warn("item id=%llu: cannot write its progress: %s", (unsigned long long)it->id, err);
+	else
+		w->progress_dirty = false;
+}
+
+static void on_progress_timer(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+
+	if (w->state == WS_RUN && w->progress_dirty)
+		write_progress(w);
+}
+
+/* The handler says how far it is: written at once, or PROGRESS_EVERY_MS after the last
+ * write (the latest then); what is left at the end goes with the outcome. */
+static void on_progress(void *data, const char *json, size_t len)
+{
+	struct worker *w = data;
+	uint64_t now = uv_now(&w->loop);
+
+	if (w->state != WS_RUN || len > HANDLER_PROGRESS_MAX)
+		return;
+	memcpy(w->progress, json, len);
+	w->progress[len] = '\0';
+	w->progress_dirty = true;
+	if (!w->progress_at || now - w->progress_at >= PROGRESS_EVERY_MS)
+		write_progress(w);
+	else if (!uv_is_active((uv_handle_t *)&w->progress_timer))
+		uv_timer_start(&w->progress_timer, on_progress_timer,
+			       w->progress_at + PROGRESS_EVERY_MS - now, 0);
+}
+
+static uint32_t us32(uint64_t ns)
+{
+	return ns / 1000u > UINT32_MAX ? UINT32_MAX : (uint32_t)(ns / 1000u);
+}
+
 static void on_result(void *data, const struct handler_result *res)
 {
 	struct worker *w = data;
 	const struct store_item *it = &w->b.items[w->b.next - 1];
 	uint64_t took = uv_hrtime() - w->item_started_ns;
+	struct outcome *x;
 	char q[1300];
 
 	if (w->state != WS_RUN)
 		return;  /* exiting: the channel is gone, nothing will be written */
+	uv_timer_stop(&w->progress_timer);
 	switch (res->status) {
 	case HANDLER_OK:
-		outcomes_add(&w->out, it, OUTCOME_SUCCESS, 0, NULL, took);
+		x = outcomes_add(&w->out, it, OUTCOME_SUCCESS, 0, NULL, took);
+		if ((res->result || w->progress_dirty) &&
+		    outcome_set_result(&w->out, x, res->result, res->result_len, res->result_type,
+				       w->progress_dirty ? w->progress : NULL) < 0)
+			log_warn("item id=%llu: out of memory for its result: not kept",
+				 (unsigned long long)it->id);
 		break;
 	case HANDLER_CANCELLED:
-		outcomes_add(&w->out, it, OUTCOME_RELEASE, 0, NULL, took);
+		x = outcomes_add(&w->out, it, OUTCOME_RELEASE, 0, NULL, took);
 		break;
 	case HANDLER_RETRY_LATER:
 		log_debug("item id=%llu asks to run again in %u ms", (unsigned long long)it->id,
 			  res->retry_in_ms);
-		outcomes_add(&w->out, it, OUTCOME_DEFER, res->retry_in_ms, NULL, took);
+		x = outcomes_add(&w->out, it, OUTCOME_DEFER, res->retry_in_ms, NULL, took);
 		break;
 	default:
 		log_info("item id=%llu attempt=%u/%u failed error=%s", (unsigned long long)it->id,
 			 it->attempt, it->max_attempts, log_quote(res->error, 300, q, sizeof(q)));
-		outcomes_add(&w->out, it, OUTCOME_FAILURE, retry_delay_ms(w, it->attempt), res->error,
-			     took);
+		x = outcomes_add(&w->out, it, OUTCOME_FAILURE, retry_delay_ms(w, it->attempt),
+				 res->error, took);
 	}
+	x->queue = (uint8_t)w->b.qi;
+	x->run_us = us32(took);
+	x->wait_us = us32(it->waited_us * 1000u + (w->item_started_ns - w->b.claimed_ns));
 	worker_enter(w, w->stopping ? WS_DRAIN : WS_BATCH);
 	if (!handler_inline(w->handler)) {
 		start_flush_timer(w);
@@ -317,11 +381,14 @@ static void run_next(struct worker *w)
 		.payload_len = it->payload_len,
 		.timeout_ms = it->timeout_ms ? it->timeout_ms : w->cfg->timeout_ms,
 		.enqueued_at_ms = it->enqueued_at_ms,
-		.group = it->group, .seq = it->group_seq,
+		.group = it->group, .seq = it->group_seq, .content_type = it->content_type,
+		.on_progress = on_progress,
 	};
 	int r;
 
 	w->item_started_ns = uv_hrtime();
+	w->progress_dirty = false;
+	w->progress_at = 0;
 	worker_enter(w, WS_RUN);
 	if (it->spent) {
 		struct handler_result res = { .status = HANDLER_FAILED };

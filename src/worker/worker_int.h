@@ -19,6 +19,7 @@
 
 #define DB_BACKOFF_MIN_MS 100
 #define DB_BACKOFF_MAX_MS 5000
+#define PROGRESS_EVERY_MS 1000   /* a row's progress is written at most this often */
 
 enum wstate {
 	WS_START,     /* connecting to the database for the first time */
@@ -50,6 +51,11 @@ struct worker {
 	uint64_t item_started_ns;
 	struct outcomes out;
 
+	/* the running row's progress: the latest, whether it is written, and when one was */
+	char progress[HANDLER_PROGRESS_MAX + 1];
+	bool progress_dirty;
+	uint64_t progress_at;     /* uv_now() of the last write; 0: none for this row */
+
 	struct backoff db_backoff;
 	/* what the supervisor was last told (STATE) */
 	uint8_t wire;
@@ -57,6 +63,7 @@ struct worker {
 	uint32_t wire_hpid;
 	bool wire_sent;
 	uv_timer_t kick_timer, db_timer, lease_timer, grace_timer, slot_timer, flush_timer;
+	uv_timer_t progress_timer;
 };
 
 

@@ -121,12 +121,14 @@ static int worker_init(struct worker *w, const struct config *cfg)
 	if (r < 0)
 		return r;
 	uv_timer_t *timers[] = { &w->kick_timer, &w->db_timer, &w->lease_timer, &w->grace_timer,
-				 &w->slot_timer, &w->flush_timer };
+				 &w->slot_timer, &w->flush_timer, &w->progress_timer };
 	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
 		uv_timer_init(&w->loop, timers[i]);
 		timers[i]->data = w;
 	}
-	r = handler_new(&w->loop, cfg->handler, cfg->kill_grace_ms, &w->handler, err, sizeof(err));
+	struct handler_opts ho = { .kill_grace_ms = cfg->kill_grace_ms,
+				   .exec_result = cfg->exec_result };
+	r = handler_new(&w->loop, cfg->handler, &ho, &w->handler, err, sizeof(err));
 	if (r < 0) {
 		log_error("%s", err);
 		return r;

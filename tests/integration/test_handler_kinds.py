@@ -323,7 +323,7 @@ def it_so_hang_past_timeout_replaces_the_worker_and_the_item_is_retried(t):
 
 def it_so_bad_plugin_is_refused_at_start(t):
     db = t.database()
-    cases = [(os.path.join(PLUGIN_DIR, 'claimd_test_badabi.so'), 'ABI version 99'),
+    cases = [(os.path.join(PLUGIN_DIR, 'claimd_test_badabi.so'), 'ABI version 100'),
              (os.path.join(t.tmpdir, 'missing.so'), 'cannot load plugin'),
              (PIPE_ECHO, 'cannot load plugin')]
     for i, (path, want) in enumerate(cases):

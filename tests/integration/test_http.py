@@ -248,7 +248,14 @@ def it_serves_prometheus_metrics(t):
     check_eq((r.returncode, r.stdout.strip()), (0, ''), 'promtool check metrics')
     check_eq(values['claimd_workers{state="idle"}'] + values['claimd_workers{state="busy"}'], 2,
              'workers up')
-    check_eq(values['claimd_jobs_finished_total{outcome="done"}'], 5, 'jobs done')
+    check_eq(values['claimd_jobs_finished_total{queue="default",outcome="done"}'], 5, 'jobs done')
+    for h in ('duration', 'wait'):
+        check_eq(values[f'claimd_job_{h}_seconds_count{{queue="default"}}'], 5, f'{h} observed')
+        check_eq(values[f'claimd_job_{h}_seconds_bucket{{queue="default",le="+Inf"}}'], 5,
+                 f'{h} +Inf bucket')
+    check(values['claimd_claims_total'] >= 1 and
+          values['claimd_claim_duration_seconds_count'] == values['claimd_claims_total'],
+          'claims counted and timed')
     check_eq(values['claimd_queue_jobs{queue="mail",state="dead"}'], 1, 'dead rows of mail')
     check_eq(values['claimd_queue_jobs{queue="odd\\"queue\\\\name",state="ready"}'], 1,
              'an escaped queue name')

@@ -25,7 +25,7 @@ static const struct claimd_plugin plugin = {
 	.fini = plugin_log_close,
 };
 
-const struct claimd_plugin *claimd_plugin_v1(void)
+const struct claimd_plugin *claimd_plugin_v2(void)
 {
 	return &plugin;
 }

@@ -1,5 +1,7 @@
 /* A test plugin that logs every item (see plugin_log.h) and completes it; payload "fail"
- * fails with an error, "later" asks to be retried in 100 ms. */
+ * fails with an error, "later" asks to be retried in 100 ms, "result" reports progress
+ * {"step":1} then leaves the result {"id":ID,"type":"<content type>"}, "bigresult" tries a
+ * result over the limit (and logs what set_result said). */
 #include "plugin_log.h"
 
 static int ok_init(struct claimd_plugin_ctx *ctx)
@@ -17,6 +19,23 @@ static void ok_handle(const struct claimd_job *job, struct claimd_result *res)
 	} else if (payload_is(job, "later")) {
 		res->status = CLAIMD_RETRY_LATER;
 		res->retry_in_ms = 100;
+	} else if (payload_is(job, "result")) {
+		char text[400];
+		int n = snprintf(text, sizeof(text), "{\"id\":%llu,\"type\":\"%s\"}",
+				 (unsigned long long)job->id,
+				 job->content_type ? job->content_type : "none");
+		if (job->progress(job, "{\"step\":1}") < 0 || job->progress(job, "not json") != -22 ||
+		    job->set_result(job, text, (size_t)n, "application/json") < 0) {
+			res->status = CLAIMD_FAIL;
+			snprintf(res->error, sizeof(res->error), "ok plugin: progress or set_result "
+				 "did not answer as documented");
+		}
+	} else if (payload_is(job, "bigresult")) {
+		static char big[CLAIMD_RESULT_MAX + 1];
+		char what[40];
+		snprintf(what, sizeof(what), "set_result %d",
+			 job->set_result(job, big, sizeof(big), NULL));
+		plugin_log_event(job, what);
 	}
 	plugin_log_event(job, "end");
 }
@@ -29,7 +48,7 @@ static const struct claimd_plugin plugin = {
 	.fini = plugin_log_close,
 };
 
-const struct claimd_plugin *claimd_plugin_v1(void)
+const struct claimd_plugin *claimd_plugin_v2(void)
 {
 	return &plugin;
 }
