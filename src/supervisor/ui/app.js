@@ -78,7 +78,7 @@ function drawChart(stats) {
   for (let k = 0; k <= 4; k++) {
     const v = ymax * k / 4;
     svg.append(ns('line', { class: 'grid', x1: left, x2: W, y1: y(v), y2: y(v) }));
-    svg.append(ns('text', { class: 'label', x: 2, y: y(v) + 4 }, Math.round(v)));
+    svg.append(ns('text', { class: 'label', x: 2, y: y(v) + 4 }, Number.isInteger(v) ? v : v.toFixed(1)));
   }
   svg.append(ns('text', { class: 'label', x: left, y: H - 4 }, '-' + n + ' s'));
   svg.append(ns('text', { class: 'label', x: W - 24, y: H - 4 }, 'now'));

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""The dashboard in a real browser: Debian's Chromium driven by playwright-core
+(tests/browser/dashboard.mjs) against the real claimd. The page asks for the token, shows the
+workers, the chart, the queues and the dead jobs; "Retry" puts a dead row back and "Pause"
+pauses a queue (both checked in the database here); a job's page shows its result; nothing is
+fetched from anywhere but claimd.
+
+Needs node, chromium and tests/browser/node_modules (npm ci in tests/browser): .ci/run
+installs them and sets CLAIMD_TEST_REQUIRE_BROWSER=1, under which their absence fails the
+test instead of skipping it. CLAIMD_SCREENSHOT=PATH keeps the page's screenshot."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import urllib.request
+
+import harness
+from harness import check, check_eq, wait_for
+
+BROWSER_DIR = os.path.join(harness.SOURCE_ROOT, 'tests', 'browser')
+TOKEN = 'dashboard-token-0123456789'
+
+
+def _need(what, ok):
+    if ok:
+        return
+    msg = f'{what} is not installed (see tests/integration/test_dashboard.py)'
+    if os.environ.get('CLAIMD_TEST_REQUIRE_BROWSER') == '1':
+        harness.fail(msg)
+    raise harness.Skip(msg)
+
+
+def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
+    node = shutil.which('node')
+    chromium = os.environ.get('CHROMIUM') or shutil.which('chromium')
+    _need('node', node)
+    _need('chromium', chromium)
+    _need('playwright-core', os.path.isdir(os.path.join(BROWSER_DIR, 'node_modules',
+                                                        'playwright-core')))
+    db = t.database()
+    dead = db.insert_item('poison', queue="'mail'", state="'dead'", attempts=5,
+                          last_error="'exit status 3: it broke'")
+    token_file = os.path.join(t.tmpdir, 'token')
+    with open(token_file, 'w') as f:
+        f.write(TOKEN + '\n')
+    c = t.claimd(db, '--workers', '2', '--handler',
+                 f'pipe:{harness.PIPE_ECHO} {os.path.join(t.tmpdir, "pipe.log")}',
+                 '--http', '127.0.0.1:0', '--http-token-file', token_file)
+    url = 'http://' + wait_for(lambda: re.search(r'http: listening on http://([0-9.:]+)/',
+                                                 c.log()), 10, 'the http line').group(1)
+    c.wait_ready()
+    req = urllib.request.Request(url + '/v1/queues/default/jobs', data=b'result', method='POST',
+                                 headers={'Authorization': f'Bearer {TOKEN}',
+                                          'Content-Type': 'text/plain'})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        job = json.loads(r.read())['id']
+    wait_for(lambda: db.row(job, 'state')[0], 15, 'the job done', until=lambda s: s == 'done')
+    shot = os.environ.get('CLAIMD_SCREENSHOT') or os.path.join(t.tmpdir, 'dashboard.png')
+    spec = {'url': url, 'token': TOKEN, 'workers': 2, 'dead': dead, 'queue': 'mail',
+            'job': job, 'result': '"type": "text/plain"', 'screenshot': shot}
+    r = subprocess.run([node, os.path.join(BROWSER_DIR, 'dashboard.mjs'), json.dumps(spec)],
+                       cwd=BROWSER_DIR, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, CHROMIUM=chromium))
+    t.note(f'dashboard.mjs: {r.stdout.strip()} {r.stderr.strip()}')
+    check_eq(r.returncode, 0, f'the browser steps ({r.stderr.strip()})')
+    seen = json.loads(r.stdout.strip().splitlines()[-1])
+    check(seen['shows the workers'] >= 2, f'worker rows: {seen}')
+    check_eq(seen['shows a job'], 'done', "the job page's state")
+    check_eq(db.row(dead, 'state, attempts')[:2], ('ready', '0'), 'the retried row in the database')
+    check_eq(db.scalar("SELECT paused FROM queues WHERE name = 'mail'"), '1',
+             'the paused queue in the database')
+    check(os.path.getsize(shot) > 10000, 'a screenshot was taken')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+if __name__ == '__main__':
+    harness.main()
