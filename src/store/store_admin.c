@@ -58,59 +58,79 @@ int store_counts(struct store *s, struct store_count **ret, size_t *ret_n,
 
 /* ---- enqueue and maintenance ---- */
 
-/* "SET @claimd_dup = 0; INSERT ... ON DUPLICATE KEY UPDATE ...; SELECT @claimd_dup,
- * LAST_INSERT_ID()": a row holding the dedupe key is left as it is, and its id is the one
- * returned. Not INSERT IGNORE, which would turn a bad value into a warning. */
-static int sql_add_new_row(struct store *s, const char *queue, const unsigned char *payload,
+/* The columns an add writes, and one row's values for them (DEFAULT where an option is not
+ * given). */
+#define ADD_COLUMNS "(queue, payload, run_at, period_s, max_attempts, timeout_s, priority, " \
+	"group_key, content_type"
+
+static void sql_add_quoted(struct store *s, const char *v, size_t len)
+{
+	char *q;
+
+	if (!v) {
+		sql_add(s, ", NULL");
+		return;
+	}
+	q = malloc(2 * len + 3);
+	if (!q) {
+		s->sql.failed = true;  /* sq_run says out of memory */
+		return;
+	}
+	sq_quote(s->conn, q, v, len);
+	sql_add(s, ", %s", q);
+	free(q);
+}
+
+/* "(queue, payload, run_at, ..., content_type" of one row: without the closing parenthesis,
+ * for the dedupe key to follow. */
+static void sql_add_values(struct store *s, const char *queue, const unsigned char *payload,
 			   size_t len, const struct store_add_opts *o)
 {
-	char q[QUOTED_QUEUE_MAX], k[2 * STORE_DEDUPE_KEY_MAX + 3], when[2 * 64 + 3];
-	char g[2 * STORE_GROUP_KEY_MAX + 3], t[2 * STORE_TYPE_MAX + 3];
-	char *p = malloc(2 * len + 3);
+	char q[QUOTED_QUEUE_MAX];
 
-	if (!p)
-		return -ENOMEM;
 	sq_quote(s->conn, q, queue, strlen(queue));
-	sq_quote(s->conn, p, (const char *)(payload ? payload : (const unsigned char *)""), len);
-	if (o->dedupe_key) {
-		/* A key whose window has passed is free now, not at the next maintenance pass. */
-		sq_quote(s->conn, k, o->dedupe_key, strlen(o->dedupe_key));
-		sql_add(s, "UPDATE work_items SET dedupe_key = NULL, dedupe_until = NULL "
-			"WHERE queue = %s AND dedupe_key = %s AND dedupe_until < NOW(6);", q, k);
-	}
-	sql_add(s, "SET @claimd_dup = 0;INSERT INTO work_items (queue, payload%s%s%s%s%s%s%s%s) "
-		"VALUES (%s, %s", o->run_at || o->delay_ms ? ", run_at" : "",
-		o->period_s >= 0 ? ", period_s" : "", o->max_attempts ? ", max_attempts" : "",
-		o->timeout_s ? ", timeout_s" : "", o->dedupe_key ? ", dedupe_key" : "",
-		o->priority ? ", priority" : "", o->group_key ? ", group_key" : "",
-		o->content_type ? ", content_type" : "", q, p);
-	free(p);
-	if (o->run_at) {
-		sq_quote(s->conn, when, o->run_at, strlen(o->run_at));
-		sql_add(s, ", %s", when);
-	} else if (o->delay_ms) {
+	sql_add(s, "(%s", q);
+	sql_add_quoted(s, (const char *)(payload ? payload : (const unsigned char *)""), len);
+	if (o->run_at)
+		sql_add_quoted(s, o->run_at, strlen(o->run_at));
+	else if (o->delay_ms)
 		sql_add(s, ", NOW(6) + INTERVAL %llu MICROSECOND", (unsigned long long)o->delay_ms * 1000u);
-	}
+	else
+		sql_add(s, ", DEFAULT");
 	if (o->period_s >= 0)
 		sql_add(s, ", %ld", o->period_s);
+	else
+		sql_add(s, ", DEFAULT");
 	if (o->max_attempts)
 		sql_add(s, ", %u", o->max_attempts);
+	else
+		sql_add(s, ", DEFAULT");
 	if (o->timeout_s)
 		sql_add(s, ", %u", o->timeout_s);
-	if (o->dedupe_key)
-		sql_add(s, ", %s", k);
-	if (o->priority)
-		sql_add(s, ", %d", o->priority);
-	if (o->group_key) {
-		sq_quote(s->conn, g, o->group_key, strlen(o->group_key));
-		sql_add(s, ", %s", g);
-	}
-	if (o->content_type) {
-		sq_quote(s->conn, t, o->content_type, strlen(o->content_type));
-		sql_add(s, ", %s", t);
-	}
-	sql_add(s, ") ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@claimd_dup := 1);");
-	return 0;
+	else
+		sql_add(s, ", DEFAULT");
+	sql_add(s, ", %d", o->priority);
+	sql_add_quoted(s, o->group_key, o->group_key ? strlen(o->group_key) : 0);
+	sql_add_quoted(s, o->content_type, o->content_type ? strlen(o->content_type) : 0);
+}
+
+/* A row with a dedupe key: "SET @claimd_dup = 0; INSERT ... ON DUPLICATE KEY UPDATE ...;":
+ * a row holding the key is left as it is, and its id is LAST_INSERT_ID(). Not INSERT
+ * IGNORE, which would turn a bad value into a warning. */
+static void sql_add_dedupe_row(struct store *s, const char *queue, const unsigned char *payload,
+			       size_t len, const struct store_add_opts *o)
+{
+	char q[QUOTED_QUEUE_MAX], k[2 * STORE_DEDUPE_KEY_MAX + 3];
+
+	/* A key whose window has passed is free now, not at the next maintenance pass. */
+	sq_quote(s->conn, q, queue, strlen(queue));
+	sq_quote(s->conn, k, o->dedupe_key, strlen(o->dedupe_key));
+	sql_add(s, "UPDATE work_items SET dedupe_key = NULL, dedupe_until = NULL "
+		"WHERE queue = %s AND dedupe_key = %s AND dedupe_until < NOW(6);", q, k);
+	sql_add(s, "SET @claimd_dup = 0;INSERT INTO work_items " ADD_COLUMNS ", dedupe_key) VALUES ");
+	sql_add_values(s, queue, payload, len, o);
+	sql_add(s, ", %s) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@claimd_dup := 1);",
+		k);
 }
 
 static int check_add(const char *queue, size_t len, const struct store_add_opts *o, char *err,
@@ -147,9 +167,14 @@ int store_add(struct store *s, const char *queue, const unsigned char *payload, 
 	if (r < 0 || (r = check_add(queue, len, o, err, errlen)) < 0)
 		return r;
 	sq_reset(s);
-	if (sql_add_new_row(s, queue, payload, len, o) < 0)
-		return sq_fail_msg(-ENOMEM, err, errlen, "store_add: out of memory");
-	sql_add(s, "SELECT @claimd_dup, LAST_INSERT_ID()");
+	if (o->dedupe_key) {
+		sql_add_dedupe_row(s, queue, payload, len, o);
+		sql_add(s, "SELECT @claimd_dup, LAST_INSERT_ID()");
+	} else {
+		sql_add(s, "INSERT INTO work_items " ADD_COLUMNS ") VALUES ");
+		sql_add_values(s, queue, payload, len, o);
+		sql_add(s, ") RETURNING 0, id");
+	}
 	r = sq_run(s, "store_add", &rr, err, errlen);
 	if (r < 0)
 		return sq_final(r);
@@ -182,56 +207,87 @@ static int take_ids(const char *p, struct store_add_row *rows, size_t n)
 int store_add_many(struct store *s, struct store_add_row *rows, size_t n, char *err,
 		   size_t errlen)
 {
+	static const struct store_add_opts none = { .period_s = -1 };
 	int r = sq_check(s, "store_add_many", NULL, 0, NULL, err, errlen);
+	size_t plain = 0, keyed = 0;
+	MYSQL_RES *ids = NULL, *keys = NULL;
 	MYSQL_ROW row;
 	struct run rr;
 
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n; i++) {
-		static const struct store_add_opts none = { .period_s = -1 };
 		const struct store_add_opts *o = rows[i].opts ? rows[i].opts : &none;
 		rows[i].rc = check_add(rows[i].queue, rows[i].len, o, rows[i].err,
 				       sizeof(rows[i].err));
+		if (rows[i].rc == 0)
+			o->dedupe_key ? keyed++ : plain++;
 	}
-	/* One transaction, one round trip: each row as store_add writes it, its dup flag and id
-	 * appended to a session variable read at the end. */
-	sq_reset(s);
-	sql_add(s, "START TRANSACTION;SET @claimd_ids = ''");
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		static const struct store_add_opts none = { .period_s = -1 };
-		if (rows[i].rc < 0)
-			continue;
-		sql_add(s, ";");
-		if (sql_add_new_row(s, rows[i].queue, rows[i].payload, rows[i].len,
-				    rows[i].opts ? rows[i].opts : &none) < 0)
-			return sq_fail_msg(-ENOMEM, err, errlen, "store_add_many: out of memory");
-		sql_add(s, "SET @claimd_ids = CONCAT(@claimd_ids, @claimd_dup, ':', LAST_INSERT_ID(), ',')");
-		k++;
-	}
-	if (k == 0)
+	if (plain + keyed == 0)
 		return 0;
-	sql_add(s, ";COMMIT;SELECT @claimd_ids");
+	/* One transaction, one round trip: the rows without a dedupe key in one multi-row
+	 * INSERT whose RETURNING gives their ids in order; each row with a key as store_add
+	 * writes it, its dup flag and id appended to a session variable read at the end. */
+	sq_reset(s);
+	sql_add(s, "START TRANSACTION;");
+	if (plain) {
+		bool first = true;
+		sql_add(s, "INSERT INTO work_items " ADD_COLUMNS ") VALUES ");
+		for (size_t i = 0; i < n; i++) {
+			const struct store_add_opts *o = rows[i].opts ? rows[i].opts : &none;
+			if (rows[i].rc < 0 || o->dedupe_key)
+				continue;
+			if (!first)
+				sql_add(s, ",");
+			sql_add_values(s, rows[i].queue, rows[i].payload, rows[i].len, o);
+			sql_add(s, ")");
+			first = false;
+		}
+		sql_add(s, " RETURNING id;");
+	}
+	if (keyed) {
+		sql_add(s, "SET @claimd_ids = '';");
+		for (size_t i = 0; i < n; i++) {
+			const struct store_add_opts *o = rows[i].opts ? rows[i].opts : &none;
+			if (rows[i].rc < 0 || !o->dedupe_key)
+				continue;
+			sql_add_dedupe_row(s, rows[i].queue, rows[i].payload, rows[i].len, o);
+			sql_add(s, "SET @claimd_ids = CONCAT(@claimd_ids, @claimd_dup, ':', "
+				"LAST_INSERT_ID(), ',');");
+		}
+	}
+	sql_add(s, "COMMIT%s", keyed ? ";SELECT @claimd_ids" : "");
 	r = sq_run_retry(s, "store_add_many", &rr, err, errlen);
 	if (r < 0)
 		return r;
-	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
-	struct store_add_row *ok = malloc(k * sizeof(*ok));
-	if (!ok) {
-		mysql_free_result(rr.res);
-		return sq_fail_msg(-ENOMEM, err, errlen, "store_add_many: out of memory");
-	}
-	r = row && row[0] ? take_ids(row[0], ok, k) : -EIO;
-	mysql_free_result(rr.res);
-	for (size_t i = 0, j = 0; r == 0 && i < n; i++) {
-		if (rows[i].rc < 0)
+	ids = plain ? rr.res : NULL;
+	keys = keyed ? (plain ? rr.res2 : rr.res) : NULL;
+	r = (plain && (!ids || mysql_num_rows(ids) != plain)) || (keyed && !keys) ? -EIO : 0;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		const struct store_add_opts *o = rows[i].opts ? rows[i].opts : &none;
+		if (rows[i].rc < 0 || o->dedupe_key)
 			continue;
-		rows[i].id = ok[j].id;
-		rows[i].duplicate = ok[j++].duplicate;
-		rows[i].rc = rows[i].duplicate;
+		row = mysql_fetch_row(ids);
+		if (!row || !row[0] || !sq_parse_u64(row[0], strlen(row[0]), &rows[i].id))
+			r = -EIO;
+		rows[i].duplicate = false;
 	}
-	free(ok);
+	if (r == 0 && keyed) {
+		struct store_add_row *got = malloc(keyed * sizeof(*got));
+		row = mysql_fetch_row(keys);
+		r = !got ? -ENOMEM : row && row[0] ? take_ids(row[0], got, keyed) : -EIO;
+		for (size_t i = 0, j = 0; r == 0 && i < n; i++) {
+			const struct store_add_opts *o = rows[i].opts ? rows[i].opts : &none;
+			if (rows[i].rc < 0 || !o->dedupe_key)
+				continue;
+			rows[i].id = got[j].id;
+			rows[i].duplicate = got[j++].duplicate;
+			rows[i].rc = rows[i].duplicate;
+		}
+		free(got);
+	}
+	mysql_free_result(rr.res);
+	mysql_free_result(rr.res2);
 	if (r < 0)
 		return sq_fail_msg(r, err, errlen, "store_add_many: the ids did not come back");
 	return 0;

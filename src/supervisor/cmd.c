@@ -1,9 +1,9 @@
 /* The commands. Each request in flight is a struct call; one that needs the database is a
  * job on the supervisor's database queue (the call embeds its struct dbq_job), run by the
  * verb's db function on a thread-pool thread, then finished on the loop by its after
- * function. Status reads the queue counts at most once a second and answers every request
- * that came meanwhile from the same reading. */
-#include "supervisor/cmd.h"
+ * function. Status, queues and jobs answer from readings (reading.h); adds are written in
+ * batches (cmd_add.c). */
+#include "supervisor/cmd_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,50 +11,14 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "supervisor/reading.h"
 #include "supervisor/render.h"
 
-#define COUNTS_FRESH_MS 1000
 
 _Static_assert(CTL_QUEUE_MAX <= STORE_QUEUE_MAX, "a queue name the protocol takes fits the store");
 _Static_assert(CTL_KEY_MAX <= STORE_DEDUPE_KEY_MAX && CTL_KEY_MAX <= STORE_GROUP_KEY_MAX,
 	       "a key the protocol takes fits the store");
 _Static_assert(CTL_PAYLOAD_MAX <= STORE_PAYLOAD_MAX, "a payload the protocol takes fits");
-
-struct cmds {
-	struct cmd_host host;
-	/* status */
-	struct store_count *counts;
-	size_t ncounts;
-	uint64_t counts_at;        /* 0: never read */
-	struct call **waiting;     /* status requests waiting for the counts being read */
-	size_t nwaiting, capwaiting;
-	struct dbq_job counts_job;
-	bool counting;
-	struct store_count *read;  /* what the counts job read, for the loop to take */
-	size_t nread;
-	/* add: requests waiting, and the ones the adds job is writing */
-	struct call **adds, **adding;
-	size_t nadds, capadds, nadding;
-	struct dbq_job adds_job;
-	struct store_add_row *rows;
-};
-
-#define ADDS_MAX 256  /* rows per transaction */
-
-/* One request in flight. */
-struct call {
-	struct dbq_job job;        /* used when the verb needs the database */
-	struct cmds *cmds;
-	const struct ctl_request *req;
-	cmd_done_cb done;
-	void *data;
-	struct cmd_result res;
-	struct store_add_opts add;
-	struct store_job row;          /* job */
-	struct store_queue *queues;    /* queues */
-	struct store_supervisor *svs;  /* supervisors */
-	struct store_job *jobs;        /* jobs */
-};
 
 struct cmd_def {
 	/* Answers on the loop without a database job (status); NULL for the others. */
@@ -67,91 +31,157 @@ struct cmd_def {
 	void (*text)(const struct ctl_request *req, const struct cmd_result *res, struct buf *out);
 };
 
-static void finish(struct call *call)
+void cmd_finish(struct call *call)
 {
 	call->done(call->data, call->req, &call->res);
 	store_job_clear(&call->row);
-	free(call->queues);
 	store_supervisors_free(call->svs, call->res.nsupervisors);
-	store_jobs_free(call->jobs, call->res.njobs);
 	free(call);
 }
 
-/* ---- status ---- */
+/* ---- status, queues, jobs: from the readings ---- */
 
-static void answer_status(struct call *call)
+/* The queues' rows per state as status has them: a count per queue and state that has
+ * rows, by queue. Returns how many (malloc'd into *ret; NULL when out of memory). */
+static size_t counts_of(const struct store_queue *qs, size_t n, struct store_count **ret)
 {
+	static const char *const states[4] = { "ready", "claimed", "done", "dead" };
+	struct store_count *c = calloc(4 * n + 1, sizeof(*c));
+	size_t k = 0;
+
+	*ret = c;
+	for (size_t i = 0; c && i < n; i++) {
+		const uint64_t v[4] = { qs[i].ready, qs[i].claimed, qs[i].done, qs[i].dead };
+		for (int s = 0; s < 4; s++) {
+			if (!v[s])
+				continue;
+			snprintf(c[k].queue, sizeof(c[k].queue), "%s", qs[i].name);
+			snprintf(c[k].state, sizeof(c[k].state), "%s", states[s]);
+			c[k++].count = v[s];
+		}
+	}
+	return c ? k : 0;
+}
+
+static void status_read(void *data, int rc, const char *err, const void *value, size_t n)
+{
+	struct call *call = data;
 	struct cmds *c = call->cmds;
 	struct status_worker *ws;
+	struct store_count *counts = NULL;
 	struct status st;
 
+	if (rc < 0 && rc != -ECANCELED)
+		log_warn("cannot read queue counts: %s", err);
 	memset(&st, 0, sizeof(st));
 	ws = c->host.snapshot(c->host.data, &st);
-	st.counts = c->counts;
-	st.ncounts = c->ncounts;
+	st.ncounts = rc < 0 ? 0 : counts_of(value, n, &counts);
+	st.counts = counts;
 	call->res.status = &st;
-	finish(call);
+	cmd_finish(call);
 	free(ws);
-}
-
-static void answer_waiting(struct cmds *c)
-{
-	size_t n = c->nwaiting;
-
-	c->nwaiting = 0;
-	for (size_t i = 0; i < n; i++)
-		answer_status(c->waiting[i]);
-}
-
-static int counts_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)
-{
-	struct cmds *c = container_of(j, struct cmds, counts_job);
-
-	return store_counts(s, &c->read, &c->nread, err, errlen);
-}
-
-static void counts_done(struct dbq_job *j)
-{
-	struct cmds *c = container_of(j, struct cmds, counts_job);
-
-	c->counting = false;
-	c->counts_at = c->host.now_ms(c->host.data);
-	free(c->counts);
-	c->counts = j->rc >= 0 ? c->read : NULL;
-	c->ncounts = j->rc >= 0 ? c->nread : 0;
-	c->read = NULL;
-	c->nread = 0;
-	if (j->rc < 0)
-		log_warn("cannot read queue counts: %s", j->err);
-	answer_waiting(c);
+	free(counts);
 }
 
 static void status_now(struct call *call)
 {
-	struct cmds *c = call->cmds;
-	uint64_t now = c->host.now_ms(c->host.data);
+	reading_get(call->cmds->queues, NULL, status_read, call);
+}
 
-	if (c->counts_at && now - c->counts_at < COUNTS_FRESH_MS) {
-		answer_status(call);
-		return;
-	}
-	if (c->nwaiting == c->capwaiting) {
-		size_t cap = c->capwaiting ? c->capwaiting * 2 : 8;
-		void *p = realloc(c->waiting, cap * sizeof(*c->waiting));
-		if (!p) {
-			answer_status(call);  /* with the counts there are */
-			return;
-		}
-		c->waiting = p;
-		c->capwaiting = cap;
-	}
-	c->waiting[c->nwaiting++] = call;
-	if (!c->counting) {
-		c->counting = true;
-		c->counts_job.run = counts_run;
-		c->counts_job.done = counts_done;
-		dbq_push(c->host.dbq, &c->counts_job);
-	}
+static void queues_read(void *data, int rc, const char *err, const void *value, size_t n)
+{
+	struct call *call = data;
+
+	call->res.rc = rc;
+	snprintf(call->res.err, sizeof(call->res.err), "%s", err);
+	call->res.queues = value;
+	call->res.nqueues = n;
+	cmd_finish(call);
+}
+
+static void queues_now(struct call *call)
+{
+	reading_get(call->cmds->queues, NULL, queues_read, call);
+}
+
+static int read_queues(struct store *s, const void *key, void **ret, size_t *ret_n, char *err,
+		       size_t errlen)
+{
+	struct store_queue *qs;
+	int r = store_queues(s, &qs, ret_n, err, errlen);
+
+	if (r >= 0)
+		*ret = qs;
+	return r;
+}
+
+static void free_queues(void *value, size_t n)
+{
+	free(value);
+}
+
+static const struct reading_ops queues_ops = { read_queues, free_queues, 0 };
+
+/* Which rows a jobs request lists (compared as bytes: zero it first). */
+struct jobs_key {
+	char state[16];
+	char queue[STORE_QUEUE_MAX + 1];
+	bool any_queue;
+	uint64_t before;
+	unsigned limit;
+};
+
+static int read_jobs(struct store *s, const void *key, void **ret, size_t *ret_n, char *err,
+		     size_t errlen)
+{
+	const struct jobs_key *k = key;
+	struct store_job *jobs;
+	int r = store_jobs_list(s, k->state, k->any_queue ? NULL : k->queue, k->before, k->limit,
+				&jobs, ret_n, err, errlen);
+
+	if (r >= 0)
+		*ret = jobs;
+	return r;
+}
+
+static void free_jobs(void *value, size_t n)
+{
+	store_jobs_free(value, n);
+}
+
+static const struct reading_ops jobs_ops = { read_jobs, free_jobs, sizeof(struct jobs_key) };
+
+static void jobs_read(void *data, int rc, const char *err, const void *value, size_t n)
+{
+	struct call *call = data;
+
+	call->res.rc = rc;
+	snprintf(call->res.err, sizeof(call->res.err), "%s", err);
+	call->res.jobs = value;
+	call->res.njobs = n;
+	cmd_finish(call);
+}
+
+static void jobs_now(struct call *call)
+{
+	const struct ctl_request *q = call->req;
+	struct jobs_key k;
+
+	memset(&k, 0, sizeof(k));
+	snprintf(k.state, sizeof(k.state), "%s", ctl_has(q, CTL_F_STATE) ? q->state : "dead");
+	k.any_queue = !ctl_has(q, CTL_F_QUEUE);
+	if (!k.any_queue)
+		snprintf(k.queue, sizeof(k.queue), "%s", q->queue);
+	k.before = q->before;
+	k.limit = ctl_has(q, CTL_F_LIMIT) ? q->limit : 50;
+	reading_get(call->cmds->jobs, &k, jobs_read, call);
+}
+
+/* A change an operator made: what the readings say is stale. */
+static void changed(struct cmds *c)
+{
+	reading_stale(c->queues);
+	reading_stale(c->jobs);
 }
 
 static void status_text(const struct ctl_request *req, const struct cmd_result *res,
@@ -161,133 +191,6 @@ static void status_text(const struct ctl_request *req, const struct cmd_result *
 		status_render_json(res->status, out);
 	else
 		status_render_table(res->status, out);
-}
-
-/* ---- add ---- */
-
-/* The row's options from the request: durations the table keeps in seconds are rounded up. */
-static void add_options(const struct ctl_request *q, struct store_add_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->run_at = ctl_has(q, CTL_F_RUN_AT) ? q->run_at : NULL;
-	o->delay_ms = q->delay_ms;
-	o->period_s = ctl_has(q, CTL_F_PERIOD) ? (long)(q->period_ms / 1000u) : -1;
-	o->max_attempts = q->max_attempts;
-	o->timeout_s = (unsigned)(((uint64_t)q->timeout_ms + 999) / 1000);
-	o->dedupe_key = ctl_has(q, CTL_F_DEDUPE) ? q->dedupe : NULL;
-	o->priority = q->priority;
-	o->group_key = ctl_has(q, CTL_F_GROUP) ? q->group : NULL;
-	o->content_type = ctl_has(q, CTL_F_CONTENT_TYPE) ? q->content_type : NULL;
-}
-
-static void add_after(struct call *call)
-{
-	if (!call->res.duplicate)
-		call->cmds->host.wake(call->cmds->host.data);
-}
-
-/* Adds are written together: the requests that came while the database was busy go in one
- * transaction (store_add_many), so that many clients get one commit (one fsync) between
- * them. When that transaction fails, each row is written on its own, and each request
- * gets its own answer. */
-static void adds_start(struct cmds *c);
-
-static int adds_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)
-{
-	struct cmds *c = container_of(j, struct cmds, adds_job);
-	int r;
-
-	for (size_t i = 0; i < c->nadding; i++) {
-		const struct ctl_request *q = c->adding[i]->req;
-		c->rows[i] = (struct store_add_row){ .queue = q->queue, .payload = q->payload,
-						     .len = q->payload_len, .opts = &c->adding[i]->add };
-	}
-	r = store_add_many(s, c->rows, c->nadding, err, errlen);
-	if (r == -ENOTCONN || r == -ENOMEM)
-		return r;
-	if (r < 0 && c->nadding > 1) {
-		for (size_t i = 0; i < c->nadding; i++) {
-			struct store_add_row *row = &c->rows[i];
-			row->rc = store_add(s, row->queue, row->payload, row->len, row->opts, &row->id,
-					    row->err, sizeof(row->err));
-			row->duplicate = row->rc == 1;
-			if (row->rc == -ENOTCONN)
-				return row->rc;
-		}
-		return 0;
-	}
-	if (r < 0) {
-		c->rows[0] = (struct store_add_row){ .rc = r };
-		snprintf(c->rows[0].err, sizeof(c->rows[0].err), "%s", err);
-	}
-	return 0;
-}
-
-static void adds_done(struct dbq_job *j)
-{
-	struct cmds *c = container_of(j, struct cmds, adds_job);
-	size_t n = c->nadding;
-
-	c->nadding = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct call *call = c->adding[i];
-		const struct store_add_row *row = &c->rows[i];
-		if (j->rc < 0) {
-			call->res.rc = j->rc;
-			snprintf(call->res.err, sizeof(call->res.err), "%s", j->err);
-		} else if (row->rc < 0) {
-			call->res.rc = row->rc == -EMSGSIZE ? -EINVAL : row->rc;
-			snprintf(call->res.err, sizeof(call->res.err), "%s", row->err);
-		} else {
-			call->res.id = row->id;
-			call->res.duplicate = row->duplicate;
-			add_after(call);
-		}
-		finish(call);
-	}
-	adds_start(c);
-}
-
-static void adds_start(struct cmds *c)
-{
-	size_t n;
-
-	if (c->nadding || !c->nadds)
-		return;
-	n = c->nadds < ADDS_MAX ? c->nadds : ADDS_MAX;
-	memcpy(c->adding, c->adds, n * sizeof(*c->adds));
-	memmove(c->adds, c->adds + n, (c->nadds - n) * sizeof(*c->adds));
-	c->nadds -= n;
-	c->nadding = n;
-	c->adds_job.run = adds_run;
-	c->adds_job.done = adds_done;
-	dbq_push(c->host.dbq, &c->adds_job);
-}
-
-static void add_now(struct call *call)
-{
-	struct cmds *c = call->cmds;
-
-	if (c->nadds == c->capadds) {
-		size_t cap = c->capadds ? c->capadds * 2 : 64;
-		void *p = realloc(c->adds, cap * sizeof(*c->adds));
-		if (!p) {
-			call->res.rc = -ENOMEM;
-			snprintf(call->res.err, sizeof(call->res.err), "out of memory");
-			finish(call);
-			return;
-		}
-		c->adds = p;
-		c->capadds = cap;
-	}
-	add_options(call->req, &call->add);
-	c->adds[c->nadds++] = call;
-	adds_start(c);
-}
-
-static void add_text(const struct ctl_request *req, const struct cmd_result *res, struct buf *out)
-{
-	buf_printf(out, "%llu\n", (unsigned long long)res->id);
 }
 
 /* ---- retry ---- */
@@ -303,6 +206,7 @@ static int retry_db(struct call *call, struct store *s, char *err, size_t errlen
 
 static void retry_after(struct call *call)
 {
+	changed(call->cmds);
 	if (call->res.rows > 0)
 		call->cmds->host.wake(call->cmds->host.data);
 }
@@ -323,6 +227,7 @@ static void pause_after(struct call *call)
 {
 	bool pause = call->req->verb == CTL_PAUSE;
 
+	changed(call->cmds);
 	log_info("queue '%s': %s", call->req->queue, pause ? "paused" : "resumed");
 	if (!pause)
 		call->cmds->host.wake(call->cmds->host.data);
@@ -341,6 +246,7 @@ static int limit_db(struct call *call, struct store *s, char *err, size_t errlen
 
 static void limit_after(struct call *call)
 {
+	changed(call->cmds);
 	log_info("queue '%s': rate limit set", call->req->queue);
 }
 
@@ -394,18 +300,9 @@ static int cancel_db(struct call *call, struct store *s, char *err, size_t errle
 
 static void cancel_after(struct call *call)
 {
+	changed(call->cmds);
 	if (call->res.rows)
 		log_info("row %llu cancelled", (unsigned long long)call->req->id);
-}
-
-static int queues_db(struct call *call, struct store *s, char *err, size_t errlen)
-{
-	return store_queues(s, &call->queues, &call->res.nqueues, err, errlen);
-}
-
-static void queues_after(struct call *call)
-{
-	call->res.queues = call->queues;
 }
 
 static void queues_text(const struct ctl_request *req, const struct cmd_result *res,
@@ -436,21 +333,6 @@ static void supervisors_text(const struct ctl_request *req, const struct cmd_res
 		render_supervisors_text(res->supervisors, res->nsupervisors, out);
 }
 
-static int jobs_db(struct call *call, struct store *s, char *err, size_t errlen)
-{
-	const struct ctl_request *q = call->req;
-
-	return store_jobs_list(s, ctl_has(q, CTL_F_STATE) ? q->state : "dead",
-			       ctl_has(q, CTL_F_QUEUE) ? q->queue : NULL, q->before,
-			       ctl_has(q, CTL_F_LIMIT) ? q->limit : 50, &call->jobs,
-			       &call->res.njobs, err, errlen);
-}
-
-static void jobs_after(struct call *call)
-{
-	call->res.jobs = call->jobs;
-}
-
 static void jobs_text(const struct ctl_request *req, const struct cmd_result *res,
 		      struct buf *out)
 {
@@ -464,17 +346,17 @@ static void jobs_text(const struct ctl_request *req, const struct cmd_result *re
 
 static const struct cmd_def defs[CTL_VERB_COUNT] = {
 	[CTL_STATUS] = { .now = status_now, .text = status_text },
-	[CTL_ADD] = { .now = add_now, .text = add_text },
+	[CTL_ADD] = { .now = cmd_add_now, .text = cmd_add_text },
 	[CTL_RETRY] = { .db = retry_db, .after = retry_after, .text = rows_text },
 	[CTL_PAUSE] = { .db = pause_db, .after = pause_after, .text = pause_text },
 	[CTL_RESUME] = { .db = pause_db, .after = pause_after, .text = pause_text },
 	[CTL_LIMIT] = { .db = limit_db, .after = limit_after, .text = limit_text },
 	[CTL_JOB] = { .db = job_db, .after = job_after, .text = job_text },
 	[CTL_CANCEL] = { .db = cancel_db, .after = cancel_after, .text = rows_text },
-	[CTL_QUEUES] = { .db = queues_db, .after = queues_after, .text = queues_text },
+	[CTL_QUEUES] = { .now = queues_now, .text = queues_text },
 	[CTL_SUPERVISORS] = { .db = supervisors_db, .after = supervisors_after,
 			      .text = supervisors_text },
-	[CTL_JOBS] = { .db = jobs_db, .after = jobs_after, .text = jobs_text },
+	[CTL_JOBS] = { .now = jobs_now, .text = jobs_text },
 };
 
 static int call_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)
@@ -494,7 +376,7 @@ static void call_done(struct dbq_job *j)
 		snprintf(call->res.err, sizeof(call->res.err), "%s", j->err);
 	else if (d->after)
 		d->after(call);
-	finish(call);
+	cmd_finish(call);
 }
 
 void cmd_run(struct cmds *c, const struct ctl_request *req, cmd_done_cb done, void *data)
@@ -534,35 +416,27 @@ int cmds_new(const struct cmd_host *host, struct cmds **ret)
 
 	if (!c)
 		return -ENOMEM;
-	c->adding = calloc(ADDS_MAX, sizeof(*c->adding));
-	c->rows = calloc(ADDS_MAX, sizeof(*c->rows));
-	if (!c->adding || !c->rows) {
-		free(c->adding);
-		free(c->rows);
-		free(c);
+	c->host = *host;
+	if (reading_new(&queues_ops, host->dbq, host->loop, &c->queues) < 0 ||
+	    reading_new(&jobs_ops, host->dbq, host->loop, &c->jobs) < 0) {
+		cmds_free(c);
 		return -ENOMEM;
 	}
-	c->host = *host;
+	if (cmd_adds_init(c) < 0) {
+		cmds_free(c);
+		return -ENOMEM;
+	}
 	*ret = c;
 	return 0;
 }
 
 void cmds_flush(struct cmds *c)
 {
-	size_t n;
-
 	if (!c)
 		return;
-	answer_waiting(c);
-	/* Adds not yet given to the database: refused (the one being written is answered when
-	 * it is over). */
-	n = c->nadds;
-	c->nadds = 0;
-	for (size_t i = 0; i < n; i++) {
-		c->adds[i]->res.rc = -ECANCELED;
-		snprintf(c->adds[i]->res.err, sizeof(c->adds[i]->res.err), "claimd is stopping");
-		finish(c->adds[i]);
-	}
+	reading_flush(c->queues);
+	reading_flush(c->jobs);
+	cmd_adds_flush(c);
 }
 
 void cmds_free(struct cmds *c)
@@ -570,10 +444,8 @@ void cmds_free(struct cmds *c)
 	if (!c)
 		return;
 	cmds_flush(c);
-	free(c->counts);
-	free(c->waiting);
-	free(c->adds);
-	free(c->adding);
-	free(c->rows);
+	reading_free(c->queues);
+	reading_free(c->jobs);
+	cmd_adds_free(c);
 	free(c);
 }

@@ -40,9 +40,15 @@ struct cmd_result {
 typedef void (*cmd_done_cb)(void *data, const struct ctl_request *req,
 			    const struct cmd_result *res);
 
+#define CMD_ADDS_PIPES 2   /* add transactions in flight at once */
+
 /* What the commands need of the supervisor. */
 struct cmd_host {
+	uv_loop_t *loop;
 	struct dbq *dbq;
+	/* Adds are written on these connections, each one transaction at a time; NULL: on dbq
+	 * (the first) or not at all (the others). */
+	struct dbq *adds_dbq[CMD_ADDS_PIPES];
 	const struct config *cfg;
 	void *data;
 	/* There is new work: wake a worker for it. */

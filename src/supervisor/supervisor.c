@@ -30,6 +30,8 @@ struct sup {
 	uint64_t started;
 	struct store *store;
 	struct dbq *dbq;
+	struct store *adds_store[CMD_ADDS_PIPES];   /* connections of their own for adds */
+	struct dbq *adds_dbq[CMD_ADDS_PIPES];
 	struct pool *pool;
 	struct maint *maint;
 	struct registry *registry;
@@ -98,13 +100,31 @@ static void on_maint_timer(uv_timer_t *t)
 
 /* ---- stopping ---- */
 
+/* Whether database work is still under way (on a connection that reaches the database). */
+static bool db_busy(const struct sup *s)
+{
+	bool busy = dbq_pending(s->dbq) && dbq_db_up(s->dbq);
+
+	for (int k = 0; k < CMD_ADDS_PIPES; k++)
+		busy |= s->adds_dbq[k] && dbq_pending(s->adds_dbq[k]) && dbq_db_up(s->adds_dbq[k]);
+	return busy;
+}
+
+static void cancel_waiting(struct sup *s)
+{
+	dbq_cancel_waiting(s->dbq);
+	for (int k = 0; k < CMD_ADDS_PIPES; k++)
+		if (s->adds_dbq[k])
+			dbq_cancel_waiting(s->adds_dbq[k]);
+}
+
 static void maybe_finish_stop(struct sup *s)
 {
 	if (!s->stopping || s->stopped || !pool_empty(s->pool))
 		return;
-	if (dbq_pending(s->dbq) && dbq_db_up(s->dbq))
-		return; /* releases still being written */
-	dbq_cancel_waiting(s->dbq);
+	if (db_busy(s))
+		return; /* releases (and adds) still being written */
+	cancel_waiting(s);
 	s->stopped = true;
 	log_info("all workers stopped; exiting");
 	api_stop(&s->api);
@@ -129,10 +149,8 @@ static void on_stop_timeout(uv_timer_t *t)
 
 	pool_kill(s->pool);
 	/* Unreachable database with releases pending: do not wait for ever. */
-	if (dbq_pending(s->dbq)) {
-		dbq_cancel_waiting(s->dbq);
-		maybe_finish_stop(s);
-	}
+	cancel_waiting(s);
+	maybe_finish_stop(s);
 }
 
 static void begin_stop(struct sup *s, int signum)
@@ -238,7 +256,7 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 	struct pool_opts po = { .loop = s->loop, .cfg = cfg, .argc = argc, .argv = argv,
 				.inline_handler = handler_spec_inline(cfg->handler),
 				.stats = &s->stats, .on_change = on_change, .data = s };
-	struct cmd_host host = { .cfg = cfg, .data = s, .wake = host_wake,
+	struct cmd_host host = { .loop = s->loop, .cfg = cfg, .data = s, .wake = host_wake,
 				 .snapshot = host_snapshot, .now_ms = host_now };
 	char err[512] = "";
 	int r;
@@ -263,6 +281,14 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 	if ((r = dbq_new(s->loop, s->store, on_change, s, &s->dbq)) < 0 ||
 	    (r = maint_new(s->dbq, cfg, &s->maint)) < 0)
 		return r;
+	/* Connected when the first add comes. */
+	for (int k = 0; k < CMD_ADDS_PIPES; k++) {
+		if ((r = store_new(&cfg->dsn, "supervisor", &s->adds_store[k])) < 0 ||
+		    (r = dbq_new(s->loop, s->adds_store[k], on_change, s, &s->adds_dbq[k])) < 0)
+			return r;
+		store_set_dedupe_window(s->adds_store[k], cfg->dedupe_window_ms / 1000);
+		host.adds_dbq[k] = s->adds_dbq[k];
+	}
 	struct registry_opts ro = { .loop = s->loop, .dbq = s->dbq, .cfg = cfg,
 				    .version = CLAIMD_VERSION, .snapshot = host_snapshot, .data = s };
 	if ((r = registry_new(&ro, &s->registry)) < 0)
@@ -302,8 +328,12 @@ static void sup_teardown(struct sup *s)
 	maint_free(s->maint);
 	registry_free(s->registry);
 	dbq_free(s->dbq);
+	for (int k = 0; k < CMD_ADDS_PIPES; k++)
+		dbq_free(s->adds_dbq[k]);
 	uv_run(s->loop, UV_RUN_DEFAULT);
 	store_free(s->store);
+	for (int k = 0; k < CMD_ADDS_PIPES; k++)
+		store_free(s->adds_store[k]);
 }
 
 int supervisor_main(const struct config *cfg, int argc, char **argv)

@@ -1,0 +1,51 @@
+/* cmd_int — the insides of the commands, shared by cmd.c (the table, the verbs) and
+ * cmd_add.c (adds, written in batches). Not an interface. */
+#ifndef CLAIMD_CMD_INT_H
+#define CLAIMD_CMD_INT_H
+
+#include "supervisor/cmd.h"
+
+struct cmds {
+	struct cmd_host host;
+	/* what people look at (status, queues, jobs), read for many at a time */
+	struct reading *queues, *jobs;
+	/* add: requests waiting, and the batches being written (one per adds connection) */
+	struct call **adds;
+	size_t nadds, capadds;
+	struct adds_batch {
+		struct cmds *c;
+		struct dbq *dbq;
+		struct call **calls;
+		size_t n;                  /* 0: free */
+		struct dbq_job job;
+		struct store_add_row *rows;
+	} batch[CMD_ADDS_PIPES];
+};
+
+/* One request in flight. */
+struct call {
+	struct dbq_job job;        /* used when the verb needs the database */
+	struct cmds *cmds;
+	const struct ctl_request *req;
+	cmd_done_cb done;
+	void *data;
+	struct cmd_result res;
+	struct store_add_opts add;
+	struct store_job row;          /* job */
+	struct store_supervisor *svs;  /* supervisors */
+};
+
+/* Answer the call (its done callback) and free it. */
+void cmd_finish(struct call *call);
+
+/* ---- cmd_add.c ---- */
+
+int cmd_adds_init(struct cmds *c);
+/* Adds not yet given to the database are refused (the ones being written are answered when
+ * they are over). */
+void cmd_adds_flush(struct cmds *c);
+void cmd_adds_free(struct cmds *c);
+void cmd_add_now(struct call *call);
+void cmd_add_text(const struct ctl_request *req, const struct cmd_result *res, struct buf *out);
+
+#endif
