@@ -47,6 +47,7 @@ const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 	[CTL_F_LIMIT] = { "limit", "--limit", "N", T_UINT, CLI_NUMBER, 1, CTL_LIST_MAX, AT(limit) },
 	[CTL_F_BEFORE] = { "before", "--before", "ID", T_UINT, CLI_NUMBER, 1, UINT64_MAX,
 			   AT(before) },
+	[CTL_F_ALL] = { "all", "--all", NULL, T_FLAG, CLI_NUMBER, 0, 1, AT(all) },
 };
 
 int ctl_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -106,8 +107,10 @@ static int check_retry(const struct ctl_request *r, char *err, size_t errlen)
 }
 
 const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
-	[CTL_STATUS] = { "status", BIT(CTL_F_JSON), 0, { 0 }, 0, NULL, "status [--json]",
-			 "the worker pool and the queue counts (--json: one JSON object)", NULL },
+	[CTL_STATUS] = { "status", BIT(CTL_F_JSON) | BIT(CTL_F_ALL), 0, { 0 }, 0, NULL,
+			 "status [--all] [--json]",
+			 "the worker pool and the queue counts (--json: one JSON object); --all:\n"
+			 "every claimd sharing the database and its pool (lost ones marked)", NULL },
 	[CTL_ADD] = { "add",
 		      BIT(CTL_F_QUEUE) | BIT(CTL_F_PAYLOAD) | BIT(CTL_F_RUN_AT) | BIT(CTL_F_DELAY) |
 		      BIT(CTL_F_PERIOD) | BIT(CTL_F_MAX_ATTEMPTS) | BIT(CTL_F_TIMEOUT) |

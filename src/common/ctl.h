@@ -26,7 +26,9 @@
  *     flag     exactly "1"
  *
  * Verbs and their fields (required ones marked *):
- *     status   json:flag                          the pool and the queue counts
+ *     status   json:flag  all:flag                the pool and the queue counts; with all=1
+ *                                                  every supervisor sharing the database and
+ *                                                  its pool (as its supervisors row has it)
  *     add      queue*:text(64) payload:bytes      insert one row, wake a worker for it
  *              run_at:text(64) ('YYYY-MM-DD HH:MM:SS', the database's time zone)
  *              delay_ms:uint  period_ms:uint  max_attempts:uint(1..1000000)
@@ -51,7 +53,8 @@
  *     ok       = "ok" LF body                      ; body: the answer, any bytes, up to EOF
  *     error    = "error: " message LF              ; message: one line of text
  *
- * Bodies: status, a table (or with json=1 one JSON object, see supervisor/status.h); add, the
+ * Bodies: status, a table (or with json=1 one JSON object, see supervisor/status.h; with
+ * all=1 a table per supervisor, or {"supervisors": [...]} as supervisors has them); add, the
  * row's id and a newline (with a dedupe key that a row holds, that row's id); retry, the number
  * of rows put back; pause and resume, "queue NAME paused|resumed"; limit,
  * "queue NAME min_interval_ms N"; job, the row as "name: value" lines (or with json=1 one
@@ -111,6 +114,7 @@ enum ctl_field {
 	CTL_F_STATE,
 	CTL_F_LIMIT,
 	CTL_F_BEFORE,
+	CTL_F_ALL,
 	CTL_FIELD_COUNT,
 };
 
@@ -129,7 +133,7 @@ struct ctl_request {
 	int32_t priority;
 	uint32_t limit;
 	uint64_t id, before;
-	bool dead, json;
+	bool dead, json, all;
 };
 
 static inline bool ctl_has(const struct ctl_request *r, enum ctl_field f)

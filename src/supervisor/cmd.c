@@ -83,9 +83,15 @@ static void status_read(void *data, int rc, const char *err, const void *value, 
 	free(counts);
 }
 
+static void run_db(struct call *call);
+
+/* With all: every supervisor's row (the supervisors verb's database job). */
 static void status_now(struct call *call)
 {
-	reading_get(call->cmds->queues, NULL, status_read, call);
+	if (call->req->all)
+		run_db(call);
+	else
+		reading_get(call->cmds->queues, NULL, status_read, call);
 }
 
 static void queues_read(void *data, int rc, const char *err, const void *value, size_t n)
@@ -187,10 +193,18 @@ static void changed(struct cmds *c)
 static void status_text(const struct ctl_request *req, const struct cmd_result *res,
 			struct buf *out)
 {
-	if (req->json)
+	if (req->all && req->json) {
+		buf_puts(out, "{\"supervisors\":");
+		render_supervisors_json(res->supervisors, res->nsupervisors, out);
+		out->len -= out->len && out->data[out->len - 1] == '\n';
+		buf_puts(out, "}\n");
+	} else if (req->all) {
+		render_pools_text(res->supervisors, res->nsupervisors, out);
+	} else if (req->json) {
 		status_render_json(res->status, out);
-	else
+	} else {
 		status_render_table(res->status, out);
+	}
 }
 
 /* ---- retry ---- */
@@ -345,7 +359,8 @@ static void jobs_text(const struct ctl_request *req, const struct cmd_result *re
 /* ---- the table ---- */
 
 static const struct cmd_def defs[CTL_VERB_COUNT] = {
-	[CTL_STATUS] = { .now = status_now, .text = status_text },
+	[CTL_STATUS] = { .now = status_now, .db = supervisors_db, .after = supervisors_after,
+			 .text = status_text },
 	[CTL_ADD] = { .now = cmd_add_now, .text = cmd_add_text },
 	[CTL_RETRY] = { .db = retry_db, .after = retry_after, .text = rows_text },
 	[CTL_PAUSE] = { .db = pause_db, .after = pause_after, .text = pause_text },
@@ -395,13 +410,18 @@ void cmd_run(struct cmds *c, const struct ctl_request *req, cmd_done_cb done, vo
 	call->req = req;
 	call->done = done;
 	call->data = data;
-	if (d->now) {
+	if (d->now)
 		d->now(call);
-		return;
-	}
+	else
+		run_db(call);
+}
+
+/* The verb's database job on the supervisor's queue. */
+static void run_db(struct call *call)
+{
 	call->job.run = call_run;
 	call->job.done = call_done;
-	dbq_push(c->host.dbq, &call->job);
+	dbq_push(call->cmds->host.dbq, &call->job);
 }
 
 void cmd_render_text(const struct ctl_request *req, const struct cmd_result *res,

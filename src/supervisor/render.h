@@ -22,6 +22,9 @@ void render_queues_text(const struct store_queue *qs, size_t n, struct buf *out)
 void render_queues_json(const struct store_queue *qs, size_t n, struct buf *out);
 
 void render_supervisors_text(const struct store_supervisor *svs, size_t n, struct buf *out);
+/* Every supervisor and its pool (claimctl status --all): a line each, and a table of its
+ * workers read from its row's JSON. */
+void render_pools_text(const struct store_supervisor *svs, size_t n, struct buf *out);
 /* A JSON array of objects: id, host, pid, version, queues, http (null: none), started_at,
  * seen_at, seen_ago_s, lost, and status: its pool as claimctl status --json has it. */
 void render_supervisors_json(const struct store_supervisor *svs, size_t n, struct buf *out);

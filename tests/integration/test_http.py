@@ -281,10 +281,24 @@ def it_shows_every_supervisor_and_marks_a_lost_one(t):
     check_eq(len(by_pid[b.pid]['status']['workers']), 2, "b's workers")
     r = a.ctl('supervisors')
     check(r.returncode == 0 and r.stdout.count(' live') == 2, f'claimctl supervisors: {r.stdout!r}')
+    # status --all: every supervisor and a line per worker of it
+    r = a.ctl('status', '--all')
+    check(r.returncode == 0 and r.stdout.count(': live,') == 2 and
+          f'pid {b.pid}: live' in r.stdout and r.stdout.count(' noop') == 0,
+          f'claimctl status --all: {r.stdout!r}')
+    workers = [ln for ln in r.stdout.splitlines() if re.match(r'^  \d+ ', ln)]
+    check_eq(len(workers), 3, f'worker lines of status --all: {r.stdout!r}')
+    r = a.ctl('status', '--all', '--json')
+    check(r.returncode == 0, f'status --all --json: {r.stderr}')
+    got = json.loads(r.stdout.split('\n', 1)[1] if r.stdout.startswith('ok') else r.stdout)
+    check_eq(sorted(len(sv['status']['workers']) for sv in got['supervisors']), [1, 2],
+             'status --all --json')
     b.send(signal.SIGKILL)
     svs = wait_for(lambda: _req(a, 'GET', '/v1/supervisors')[2], 30, 'b lost',
                    until=lambda v: any(sv['pid'] == b.pid and sv['lost'] for sv in v))
     check(any(sv['pid'] == a.pid and not sv['lost'] for sv in svs), f'a is live: {svs!r}')
+    r = a.ctl('status', '--all')
+    check(f'pid {b.pid}: LOST' in r.stdout, f'status --all marks b lost: {r.stdout!r}')
     check_eq(a.stop(), 0, 'a exit code')
     check_eq([int(x[0]) for x in db.sql('SELECT pid FROM supervisors')], [b.pid],
              'rows after a clean stop of a (b, killed, stays until it is a day old)')
