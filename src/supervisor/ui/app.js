@@ -56,7 +56,8 @@ function pill(text, cls) {
 
 function drawChart(stats) {
   const svg = $('chart'), W = 800, H = 200, top = 10, bottom = 20, left = 40;
-  const n = stats.seconds, done = stats.done, failed = stats.failed;
+  // whole seconds only: the current one is still counting
+  const done = stats.done.slice(0, -1), failed = stats.failed.slice(0, -1), n = done.length;
   const max = Math.max(10, ...done, ...failed);
   const nice = Math.pow(10, Math.floor(Math.log10(max)));
   const ymax = Math.ceil(max / nice) * nice;
@@ -80,13 +81,14 @@ function drawChart(stats) {
     svg.append(ns('line', { class: 'grid', x1: left, x2: W, y1: y(v), y2: y(v) }));
     svg.append(ns('text', { class: 'label', x: 2, y: y(v) + 4 }, Number.isInteger(v) ? v : v.toFixed(1)));
   }
-  svg.append(ns('text', { class: 'label', x: left, y: H - 4 }, '-' + n + ' s'));
+  svg.append(ns('text', { class: 'label', x: left, y: H - 4 }, '-' + (n + 1) + ' s'));
   svg.append(ns('text', { class: 'label', x: W - 24, y: H - 4 }, 'now'));
   svg.append(line(done, 'done'), line(failed, 'failed'));
-  // the rate: the last 5 full seconds
-  const avg = (a) => a.slice(-6, -1).reduce((s, v) => s + v, 0) / Math.min(5, Math.max(1, a.length - 1));
-  $('rate-done').textContent = Math.round(avg(done));
-  $('rate-failed').textContent = Math.round(avg(failed));
+  // the rate: the last 5 whole seconds
+  const avg = (a) => a.slice(-5).reduce((s, v) => s + v, 0) / Math.min(5, Math.max(1, a.length));
+  const rate = (v) => (v < 10 ? v.toFixed(1) : String(Math.round(v)));
+  $('rate-done').textContent = rate(avg(done));
+  $('rate-failed').textContent = rate(avg(failed));
 }
 
 // ---- the overview ----
@@ -156,7 +158,7 @@ function drawDead(jobs) {
 async function refreshOverview() {
   const [stats, status, queues, svs, dead, health] = await Promise.all([
     api('/v1/stats?seconds=300'), api('/v1/status'), api('/v1/queues'),
-    api('/v1/supervisors'), api('/v1/jobs?state=dead&limit=50'),
+    api('/v1/supervisors'), api('/v1/jobs?state=dead&limit=20'),
     fetch('/healthz').then(async (r) => ({ ok: r.ok, text: (await r.text()).trim() })),
   ]);
   drawChart(stats);
