@@ -57,7 +57,8 @@ static void on_queues_read(void *data, const struct ctl_request *req, const stru
 	if (res->rc >= 0) {
 		struct store_queue *q = malloc((res->nqueues ? res->nqueues : 1) * sizeof(*q));
 		if (q) {
-			memcpy(q, res->queues, res->nqueues * sizeof(*q));
+			if (res->nqueues)
+				memcpy(q, res->queues, res->nqueues * sizeof(*q));
 			free(h->queues);
 			h->queues = q;
 			h->nqueues = res->nqueues;

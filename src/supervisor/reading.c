@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +11,7 @@
 struct waiter {
 	reading_cb cb;
 	void *data;
-	unsigned char key[KEY_MAX];
+	_Alignas(max_align_t) unsigned char key[KEY_MAX];   /* read as the caller's struct */
 };
 
 struct reading {
@@ -20,12 +21,12 @@ struct reading {
 	/* the last value */
 	void *value;
 	size_t n;
-	unsigned char key[KEY_MAX];
+	_Alignas(max_align_t) unsigned char key[KEY_MAX];
 	uint64_t at, took;           /* when it was read (0: never or stale), and how long it took */
 	/* the reading under way */
 	struct dbq_job job;
 	bool running;
-	unsigned char reading_key[KEY_MAX];
+	_Alignas(max_align_t) unsigned char reading_key[KEY_MAX];
 	uint64_t started;
 	void *got;
 	size_t ngot;
@@ -102,7 +103,7 @@ static void start(struct reading *r, const unsigned char *key)
 
 void reading_get(struct reading *r, const void *key, reading_cb cb, void *data)
 {
-	static const unsigned char none[KEY_MAX];
+	static const _Alignas(max_align_t) unsigned char none[KEY_MAX];
 	struct waiter *w;
 
 	bool fresh;
