@@ -33,6 +33,10 @@ int main(int argc, char **argv)
 		printf("claimd %s\n", CLAIMD_VERSION);
 		return 0;
 	}
+	if (r == CONFIG_EXAMPLE) {
+		fputs(config_example(), stdout);
+		return 0;
+	}
 	/* The DSN has no TLS options yet; once it has, pass whether cfg.dsn asks for TLS. */
 	if (store_library_init(false) < 0) {
 		fprintf(stderr, "claimd: cannot initialise the MySQL client library\n");

@@ -1,197 +1,108 @@
-#include "common/config.h"
+/* The options are one table: each entry's flag, environment variable and config-file key,
+ * its type and range, where it lives in struct config, what applies a new value (the
+ * supervisor at once, the workers by replacing them, or only a restart) and its help. Parsing
+ * from every source, the usage text and the example config file all read it. */
+#include "common/config_int.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <ini.h>
 #include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-enum {
-	OPT_DSN = 256, OPT_WORKERS, OPT_CLAIMERS, OPT_HANDLER, OPT_QUEUE, OPT_CONTROL, OPT_BATCH, OPT_LEASE,
-	OPT_TIMEOUT, OPT_HANG, OPT_KILL_GRACE, OPT_GRACE, OPT_HEARTBEAT, OPT_POLL,
-	OPT_RETRY_BASE, OPT_KEEP_DONE, OPT_DEDUPE_WINDOW, OPT_MAINTENANCE, OPT_VERBOSE, OPT_QUIET, OPT_HELP, OPT_VERSION,
-	OPT_FORK_FD, OPT_PARENT, OPT_HTTP, OPT_HTTP_TOKEN_FILE, OPT_HTTP_MAX_CONNS, OPT_EXEC_RESULT,
+#define AT(f) offsetof(struct config, f), sizeof(((struct config *)0)->f)
+#define NONE 0, 0
+#define H24 (24ul * 3600ul * 1000ul)
+
+const struct option_def config_defs[] = {
+	{ "config", K_ACTION, "PATH", AT(config_file), 0, 0, A_RESTART,
+	  "read settings from this INI file (or $CLAIMD_CONFIG): a key per option, e.g.\n"
+	  "workers = 8; flags and CLAIMD_* variables override it" },
+	{ "dsn", K_TEXT, "DSN", AT(dsn_text), 1, 0, A_RESTART,
+	  "mysql://user@host:port/db?socket=/path; the password from CLAIMD_DB_PASSWORD\n"
+	  "or ?password_file=PATH" },
+	{ "handler", K_TEXT, "SPEC", AT(handler), 1, 0, A_WORKERS,
+	  "noop | exec:/path/cmd [args] (a process per item, no shell) | pipe:/path/cmd\n"
+	  "[args] (a co-process per worker, JSON lines) | so:/path/plugin.so [args]" },
+	{ "workers", K_UINT, "N", AT(workers), 1, 1024, A_SUPERVISOR,
+	  "worker processes (default 4)" },
+	{ "queue", K_QUEUES, "NAME", AT(queues), 0, 0, A_RESTART,
+	  "a queue to serve (default \"default\"); repeat it (or a,b) for several;\n"
+	  "in the environment CLAIMD_QUEUES" },
+	{ "batch", K_UINT, "N", AT(batch), 1, 256, A_WORKERS,
+	  "rows a worker claims per round trip, 1..256 (default 1)" },
+	{ "claimers", K_UINT, "N", AT(claimers), 1, 1024, A_SUPERVISOR,
+	  "claim transactions at once per supervisor (default: CPUs, at least 2)" },
+	{ "control", K_TEXT, "PATH", AT(control), 1, 0, A_RESTART,
+	  "control socket for claimctl (default $XDG_RUNTIME_DIR/claimd.sock or\n"
+	  "/tmp/claimd-UID.sock)" },
+	{ "http", K_LISTEN, "HOST:PORT", AT(http), 0, 0, A_RESTART,
+	  "serve the HTTP API, /metrics, /healthz and the dashboard (off by default)" },
+	{ "http-token-file", K_TEXT, "PATH", AT(http_token_file), 1, 0, A_RESTART,
+	  "every HTTP route but /healthz needs Authorization: Bearer <its first line>;\n"
+	  "required for a non-loopback HOST" },
+	{ "http-max-connections", K_UINT, "N", AT(http_max_conns), 1, 65536, A_RESTART,
+	  "HTTP connections at once (default 256)" },
+	{ "exec-result", K_FLAG, NULL, AT(exec_result), 0, 1, A_WORKERS,
+	  "an exec: handler's stdout (at most 64 KiB) is the row's result" },
+	{ "lease", K_DURATION, "DUR", AT(lease_ms), 1000, UINT_MAX, A_WORKERS,
+	  "claim lease, renewed while a handler runs (default 30s, at least 1s)" },
+	{ "timeout", K_DURATION, "DUR", AT(timeout_ms), 1, UINT_MAX, A_WORKERS,
+	  "handler time limit per item (default 300s)" },
+	{ "hang-timeout", K_DURATION, "DUR", AT(hang_ms), 1, UINT_MAX, A_SUPERVISOR,
+	  "a heartbeat unanswered this long: the worker is hung (default 10s)" },
+	{ "kill-grace", K_DURATION, "DUR", AT(kill_grace_ms), 1, UINT_MAX, A_SUPERVISOR,
+	  "SIGTERM to SIGKILL, for hung workers and timed-out handlers (default 2s)" },
+	{ "grace", K_DURATION, "DUR", AT(grace_ms), 1, UINT_MAX, A_SUPERVISOR,
+	  "on SIGTERM/SIGINT, the time in-flight items get (default 30s)" },
+	{ "heartbeat", K_DURATION, "DUR", AT(heartbeat_ms), 1, UINT_MAX, A_SUPERVISOR,
+	  "heartbeat interval (default 1s)" },
+	{ "poll-interval", K_DURATION, "DUR", AT(poll_ms), 1, UINT_MAX, A_SUPERVISOR,
+	  "idle poll interval, one poller per supervisor (default 100ms)" },
+	{ "retry-base", K_DURATION, "DUR", AT(retry_base_ms), 1, UINT_MAX, A_WORKERS,
+	  "retry back-off base: base*2^(attempt-1) +-25% (default 1s)" },
+	{ "keep-done", K_DURATION, "DUR", AT(keep_done_ms), 0, UINT_MAX, A_SUPERVISOR,
+	  "delete done rows this long after they finished (default 24h; 0 keeps them)" },
+	{ "dedupe-window", K_DURATION, "DUR", AT(dedupe_window_ms), 0, UINT_MAX, A_WORKERS,
+	  "a finished row keeps its dedupe_key this long (default 5m)" },
+	{ "maintenance-interval", K_DURATION, "DUR", AT(maintenance_ms), 1, UINT_MAX,
+	  A_SUPERVISOR, "how often pruning, dedupe-key expiry and FIFO-group repair run\n"
+	  "(default 1m)" },
+	{ "log-level", K_LEVEL, "LEVEL", AT(log_level), 0, 3, A_WORKERS,
+	  "error, warn, info or debug (default info)" },
+	{ "verbose", K_SET_LEVEL, NULL, NONE, 3, 0, A_WORKERS, "log-level debug" },
+	{ "quiet", K_SET_LEVEL, NULL, NONE, 1, 0, A_WORKERS, "log-level warn" },
+	{ "help", K_ACTION, NULL, NONE, CONFIG_HELP, 0, A_RESTART, "this text" },
+	{ "version", K_ACTION, NULL, NONE, CONFIG_VERSION, 0, A_RESTART, "claimd's version" },
+	{ "example-config", K_ACTION, NULL, NONE, CONFIG_EXAMPLE, 0, A_RESTART,
+	  "print an example config file (every key, commented, with its help)" },
+	{ "fork-server-fd", K_HIDDEN, "FD", AT(fork_fd), 0, INT_MAX, A_RESTART, NULL },
+	{ "parent-pid", K_HIDDEN, "PID", AT(parent_pid), 0, INT_MAX, A_RESTART, NULL },
 };
+#define NDEFS (sizeof(config_defs) / sizeof(config_defs[0]))
+const size_t config_ndefs = NDEFS;
 
-static const struct option long_opts[] = {
-	{ "dsn", required_argument, NULL, OPT_DSN },
-	{ "workers", required_argument, NULL, OPT_WORKERS },
-	{ "claimers", required_argument, NULL, OPT_CLAIMERS },
-	{ "handler", required_argument, NULL, OPT_HANDLER },
-	{ "queue", required_argument, NULL, OPT_QUEUE },
-	{ "control", required_argument, NULL, OPT_CONTROL },
-	{ "batch", required_argument, NULL, OPT_BATCH },
-	{ "lease", required_argument, NULL, OPT_LEASE },
-	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-	{ "hang-timeout", required_argument, NULL, OPT_HANG },
-	{ "kill-grace", required_argument, NULL, OPT_KILL_GRACE },
-	{ "grace", required_argument, NULL, OPT_GRACE },
-	{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
-	{ "poll-interval", required_argument, NULL, OPT_POLL },
-	{ "retry-base", required_argument, NULL, OPT_RETRY_BASE },
-	{ "keep-done", required_argument, NULL, OPT_KEEP_DONE },
-	{ "dedupe-window", required_argument, NULL, OPT_DEDUPE_WINDOW },
-	{ "maintenance-interval", required_argument, NULL, OPT_MAINTENANCE },
-	{ "http", required_argument, NULL, OPT_HTTP },
-	{ "http-token-file", required_argument, NULL, OPT_HTTP_TOKEN_FILE },
-	{ "http-max-connections", required_argument, NULL, OPT_HTTP_MAX_CONNS },
-	{ "exec-result", no_argument, NULL, OPT_EXEC_RESULT },
-	{ "verbose", no_argument, NULL, OPT_VERBOSE },
-	{ "quiet", no_argument, NULL, OPT_QUIET },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ "version", no_argument, NULL, OPT_VERSION },
-	{ "fork-server-fd", required_argument, NULL, OPT_FORK_FD },
-	{ "parent-pid", required_argument, NULL, OPT_PARENT },
-	{ NULL, 0, NULL, 0 },
+
+/* Where a value came from, in precedence order: each source overrides the ones before. */
+enum source { S_DEFAULT, S_FILE, S_ENV, S_FLAG };
+
+struct parse {
+	struct config *c;
+	enum source queue_source;   /* the one whose queues are in c (a later one replaces) */
+	char where[CONFIG_FILE_MAX + 32];
+	char msg[300];              /* the first error, without where */
+	char err[420];
+	int result;                 /* a K_ACTION's config_result */
 };
-
-const char *config_usage(void)
-{
-	return
-	"usage: claimd --dsn DSN --handler SPEC [options]\n"
-	"\n"
-	"Runs a supervised pool of workers that claim rows of work_items and run a handler on each.\n"
-	"\n"
-	"  --dsn DSN              mysql://user@host:port/db?socket=/path (or env CLAIMD_DSN);\n"
-	"                         password from env CLAIMD_DB_PASSWORD or ?password_file=PATH\n"
-	"  --handler SPEC         noop | exec:/path/to/cmd [args...] (run per item, no shell)\n"
-	"                         | pipe:/path/to/cmd [args...] (one co-process per worker, JSON lines)\n"
-	"                         | so:/path/to/plugin.so [args] (in-process plugin, claimd/handler.h)\n"
-	"  --exec-result          an exec: handler's stdout (at most 64 KiB) is the row's\n"
-	"                         result (default: stdout is claimd's)\n"
-	"  --workers N            worker processes (default 4)\n"
-	"  --queue NAME           queue to serve (default \"default\"); repeat it to serve\n"
-	"                         several, each claimed in turn\n"
-	"  --control PATH         control socket for claimctl (default $CLAIMD_CONTROL,\n"
-	"                         $XDG_RUNTIME_DIR/claimd.sock or /tmp/claimd-UID.sock)\n"
-	"  --http HOST:PORT       serve the HTTP API, /metrics, /healthz and the dashboard\n"
-	"                         (e.g. 127.0.0.1:8080; off by default)\n"
-	"  --http-token-file PATH every HTTP route but /healthz needs Authorization: Bearer\n"
-	"                         <the file's first line>; required for a non-loopback HOST\n"
-	"  --http-max-connections N  HTTP connections at once (default 256)\n"
-	"  --batch N              rows a worker claims per round trip, 1..256 (default 1)\n"
-	"  --claimers N           claim transactions at once per supervisor (default: the\n"
-	"                         number of CPUs, at least 2)\n"
-	"  --lease DUR            claim lease, renewed while a handler runs (default 30s)\n"
-	"  --timeout DUR          handler time limit per item (default 300s)\n"
-	"  --hang-timeout DUR     unanswered heartbeat this long = worker hung (default 10s)\n"
-	"  --kill-grace DUR       SIGTERM to SIGKILL for a hung worker (default 2s)\n"
-	"  --grace DUR            on SIGTERM/SIGINT, time in-flight items get (default 30s)\n"
-	"  --heartbeat DUR        heartbeat interval (default 1s)\n"
-	"  --poll-interval DUR    idle poll interval, one poller per supervisor (default 100ms)\n"
-	"  --retry-base DUR       retry back-off base: base*2^(attempt-1) +-25% (default 1s)\n"
-	"  --keep-done DUR        delete done rows this long after they finished (default 24h;\n"
-	"                         0 keeps them); dead rows are never deleted\n"
-	"  --dedupe-window DUR    a finished row keeps its dedupe_key this long (default 5m)\n"
-	"  --maintenance-interval DUR  how often pruning and dedupe-key expiry run, each in\n"
-	"                         place of one idle poll (default 1m)\n"
-	"  --verbose, --quiet     more or less logging\n"
-	"  --help, --version\n"
-	"\n"
-	"DUR is a number with a unit ms, s, m or h; a bare number is seconds.\n";
-}
-
-int config_parse_duration(const char *s, unsigned *ret_ms)
-{
-	char *end;
-	double v, mult = 1000.0;
-
-	if (!s || !*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
-		return -EINVAL;
-	if (!strcmp(end, "ms"))
-		mult = 1.0;
-	else if (!strcmp(end, "s") || !*end)
-		mult = 1000.0;
-	else if (!strcmp(end, "m"))
-		mult = 60000.0;
-	else if (!strcmp(end, "h"))
-		mult = 3600000.0;
-	else
-		return -EINVAL;
-	v *= mult;
-	if (v > (double)UINT_MAX)
-		return -EINVAL;
-	*ret_ms = (unsigned)(v + 0.5);
-	return 0;
-}
-
-static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *ret)
-{
-	char *end;
-	unsigned long v;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return -EINVAL;
-	*ret = (unsigned)v;
-	return 0;
-}
-
-int config_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len,
-			bool *ret_loopback)
-{
-	const char *colon = strrchr(s, ':');
-	char host[64];
-	size_t hlen;
-	unsigned port;
-
-	if (!colon || parse_uint(colon + 1, 0, 65535, &port) < 0)
-		return -EINVAL;
-	hlen = (size_t)(colon - s);
-	if (hlen >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, s, hlen);
-	host[hlen] = '\0';
-	memset(ret, 0, sizeof(*ret));
-	if (host[0] == '[' && hlen > 2 && host[hlen - 1] == ']') {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ret;
-		host[hlen - 1] = '\0';
-		if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
-			return -EINVAL;
-		a->sin6_family = AF_INET6;
-		a->sin6_port = htons((uint16_t)port);
-		*ret_len = sizeof(*a);
-		*ret_loopback = IN6_IS_ADDR_LOOPBACK(&a->sin6_addr);
-		return 0;
-	}
-	struct sockaddr_in *a = (struct sockaddr_in *)ret;
-	if (!strcmp(host, "localhost"))
-		snprintf(host, sizeof(host), "127.0.0.1");
-	if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
-		return -EINVAL;
-	a->sin_family = AF_INET;
-	a->sin_port = htons((uint16_t)port);
-	*ret_len = sizeof(*a);
-	*ret_loopback = (ntohl(a->sin_addr.s_addr) >> 24) == 127;
-	return 0;
-}
-
-int config_default_control(char *out, size_t outlen)
-{
-	const char *env = getenv("CLAIMD_CONTROL");
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	int n;
-
-	if (env && *env)
-		n = snprintf(out, outlen, "%s", env);
-	else if (xdg && *xdg)
-		n = snprintf(out, outlen, "%s/claimd.sock", xdg);
-	else
-		n = snprintf(out, outlen, "/tmp/claimd-%u.sock", (unsigned)getuid());
-	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
-}
 
 /* As many claim transactions at once as there are cores, and at least 2. */
 static unsigned default_claimers(void)
@@ -218,158 +129,314 @@ static void set_defaults(struct config *c)
 	c->keep_done_ms = 24u * 3600u * 1000u;
 	c->dedupe_window_ms = 5u * 60u * 1000u;
 	c->maintenance_ms = 60u * 1000u;
-	c->log_level = 2; /* LOG_INFO */
+	c->log_level = 2; /* info */
 	c->http_max_conns = 256;
 	c->fork_fd = -1;
 	c->worker_slot = -1;
 	c->worker_fd = -1;
 }
 
-static int copy_str(char *dst, size_t cap, const char *src)
+static int fail(struct parse *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct parse *p, const char *fmt, ...)
 {
-	size_t n = strlen(src);
+	va_list ap;
 
-	if (n >= cap)
-		return -ENAMETOOLONG;
-	memcpy(dst, src, n + 1);
-	return 0;
+	if (p->err[0])
+		return -EINVAL;  /* the first error is the one told */
+	va_start(ap, fmt);
+	vsnprintf(p->msg, sizeof(p->msg), fmt, ap);
+	va_end(ap);
+	snprintf(p->err, sizeof(p->err), "%.100s: %s", p->where, p->msg);
+	return -EINVAL;
 }
 
-static unsigned *duration_field(struct config *c, int opt)
+static bool valid_queue(const char *q, size_t n)
 {
-	switch (opt) {
-	case OPT_LEASE: return &c->lease_ms;
-	case OPT_TIMEOUT: return &c->timeout_ms;
-	case OPT_HANG: return &c->hang_ms;
-	case OPT_KILL_GRACE: return &c->kill_grace_ms;
-	case OPT_GRACE: return &c->grace_ms;
-	case OPT_HEARTBEAT: return &c->heartbeat_ms;
-	case OPT_POLL: return &c->poll_ms;
-	case OPT_RETRY_BASE: return &c->retry_base_ms;
-	case OPT_KEEP_DONE: return &c->keep_done_ms;
-	case OPT_DEDUPE_WINDOW: return &c->dedupe_window_ms;
-	case OPT_MAINTENANCE: return &c->maintenance_ms;
-	default: return NULL;
-	}
-}
-
-static bool valid_queue(const char *q)
-{
-	if (!*q)
+	if (n == 0 || n > CONFIG_QUEUE_MAX)
 		return false;
-	for (; *q; q++)
-		if ((unsigned char)*q < 0x20 || *q == 0x7f)
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)q[i] < 0x20 || q[i] == 0x7f)
 			return false;
 	return true;
 }
 
-/* --queue, repeatable: the first replaces "default". */
-static int add_queue(struct config *c, const char *name, char *err, size_t errlen)
+/* "a,b": each a queue, added to those this source gave (a later source replaces them). */
+static int add_queues(struct parse *p, enum source src, const char *v)
 {
-	if (c->nqueues == CONFIG_QUEUES_MAX) {
-		snprintf(err, errlen, "--queue: at most %d queues", CONFIG_QUEUES_MAX);
-		return -EINVAL;
+	struct config *c = p->c;
+
+	if (src > p->queue_source) {
+		c->nqueues = 0;
+		p->queue_source = src;
 	}
-	if (strlen(name) > CONFIG_QUEUE_MAX || !valid_queue(name) || strchr(name, ',')) {
-		snprintf(err, errlen, "--queue: invalid queue name '%s'", name);
-		return -EINVAL;
+	for (const char *s = v; ; ) {
+		size_t n = strcspn(s, ",");
+		while (n && isspace((unsigned char)*s))
+			s++, n--;
+		while (n && isspace((unsigned char)s[n - 1]))
+			n--;
+		if (!valid_queue(s, n))
+			return fail(p, "invalid queue name '%.*s'", (int)(n > 80 ? 80 : n), s);
+		for (unsigned i = 0; i < c->nqueues; i++)
+			if (strlen(c->queues[i]) == n && !memcmp(c->queues[i], s, n))
+				return fail(p, "queue '%.*s' given twice", (int)n, s);
+		if (c->nqueues == CONFIG_QUEUES_MAX)
+			return fail(p, "at most %d queues", CONFIG_QUEUES_MAX);
+		snprintf(c->queues[c->nqueues++], sizeof(c->queues[0]), "%.*s", (int)n, s);
+		s = strchr(s, ',');
+		if (!s)
+			return 0;
+		s++;
 	}
-	for (unsigned i = 0; i < c->nqueues; i++) {
-		if (!strcmp(c->queues[i], name)) {
-			snprintf(err, errlen, "--queue: '%s' given twice", name);
-			return -EINVAL;
-		}
-	}
-	snprintf(c->queues[c->nqueues++], sizeof(c->queues[0]), "%s", name);
-	return 0;
 }
 
-/* One option; returns 0, a config_result > 0, or -EINVAL with err filled. */
-static int apply_opt(struct config *c, int opt, const char *arg, const char **dsn_str,
-		     char *err, size_t errlen)
+static int parse_bool(const char *v, bool *ret)
 {
-	unsigned *dur = duration_field(c, opt);
-	unsigned v;
-	int w;
+	static const char *const yes[] = { "1", "true", "yes", "on" }, *const no[] = { "0",
+		"false", "no", "off" };
 
-	if (dur) {
-		if (config_parse_duration(arg, dur) < 0 ||
-		    (*dur == 0 && opt != OPT_KEEP_DONE && opt != OPT_DEDUPE_WINDOW))
-			goto bad;
-		return 0;
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(v, yes[i]))
+			return *ret = true, 0;
+		if (!strcasecmp(v, no[i]))
+			return *ret = false, 0;
 	}
-	switch (opt) {
-	case OPT_DSN: *dsn_str = arg; return 0;
-	case OPT_WORKERS:
-		return parse_uint(arg, 1, 1024, &c->workers) < 0 ? (snprintf(err, errlen,
-			"--workers: '%s' is not a number from 1 to 1024", arg), -EINVAL) : 0;
-	case OPT_CLAIMERS:
-		return parse_uint(arg, 1, 1024, &c->claimers) < 0 ? (snprintf(err, errlen,
-			"--claimers: '%s' is not a number from 1 to 1024", arg), -EINVAL) : 0;
-	case OPT_BATCH:
-		return parse_uint(arg, 1, 256, &c->batch) < 0 ? (snprintf(err, errlen,
-			"--batch: '%s' is not a number from 1 to 256", arg), -EINVAL) : 0;
-	case OPT_HANDLER:
-		if (copy_str(c->handler, sizeof(c->handler), arg) < 0)
-			goto bad;
-		return 0;
-	case OPT_QUEUE:
-		return add_queue(c, arg, err, errlen);
-	case OPT_CONTROL:
-		if (copy_str(c->control, sizeof(c->control), arg) < 0 || !*arg)
-			goto bad;
-		return 0;
-	case OPT_HTTP:
-		if (copy_str(c->http, sizeof(c->http), arg) < 0 ||
-		    config_parse_listen(arg, &c->http_addr, &c->http_addrlen, &c->http_loopback) < 0) {
-			snprintf(err, errlen, "--http: '%s' is not HOST:PORT (e.g. 127.0.0.1:8080, "
-				 "[::1]:8080)", arg);
-			return -EINVAL;
-		}
-		return 0;
-	case OPT_HTTP_TOKEN_FILE:
-		if (copy_str(c->http_token_file, sizeof(c->http_token_file), arg) < 0 || !*arg)
-			goto bad;
-		return 0;
-	case OPT_HTTP_MAX_CONNS:
-		return parse_uint(arg, 1, 65536, &c->http_max_conns) < 0 ? (snprintf(err, errlen,
-			"--http-max-connections: '%s' is not a number from 1 to 65536", arg), -EINVAL) : 0;
-	case OPT_EXEC_RESULT: c->exec_result = true; return 0;
-	case OPT_VERBOSE: c->log_level = 3; return 0;
-	case OPT_QUIET: c->log_level = 1; return 0;
-	case OPT_HELP: return CONFIG_HELP;
-	case OPT_VERSION: return CONFIG_VERSION;
-	case OPT_FORK_FD: case OPT_PARENT:
-		if (parse_uint(arg, 0, INT_MAX, &v) < 0)
-			goto bad;
-		w = (int)v;
-		if (opt == OPT_FORK_FD) c->fork_fd = w;
-		else c->parent_pid = w;
-		return 0;
-	}
-bad:
-	for (const struct option *o = long_opts; o->name; o++)
-		if (o->val == opt)
-			snprintf(err, errlen, "--%s: invalid value '%s'", o->name, arg ? arg : "");
 	return -EINVAL;
 }
 
-static int finish(struct config *c, const char *dsn_str, char *err, size_t errlen)
+static int pick(const char *v, const char *const *names, size_t n, int *ret)
 {
-	char derr[256];
+	for (size_t i = 0; i < n; i++)
+		if (!strcasecmp(v, names[i]))
+			return *ret = (int)i, 0;
+	return -EINVAL;
+}
 
-	if (!dsn_str || !*dsn_str)
-		dsn_str = getenv("CLAIMD_DSN");
-	if (!dsn_str || !*dsn_str) {
-		snprintf(err, errlen, "no database given: use --dsn mysql://user@host/db or set CLAIMD_DSN");
+/* One value of option d from src into p->c. v is NULL for a bare flag. */
+static int apply(struct parse *p, const struct option_def *d, enum source src, const char *v)
+{
+	static const char *const levels[] = { "error", "warn", "info", "debug" };
+	static const char *const formats[] = { "text", "logfmt", "json" };
+	void *field = (char *)p->c + d->off;
+	unsigned u;
+
+	switch (d->kind) {
+	case K_TEXT:
+		if (!*v)
+			return fail(p, "must not be empty");
+		if (strlen(v) >= d->size)
+			return fail(p, "longer than %zu bytes", d->size - 1);
+		memcpy(field, v, strlen(v) + 1);
+		return 0;
+	case K_UINT:
+	case K_HIDDEN:
+		if (config_parse_uint(v, d->min, d->max, &u) < 0)
+			return fail(p, "'%s' is not a number from %lu to %lu", v, d->min, d->max);
+		if (d->size == sizeof(int) && d->kind == K_HIDDEN)
+			*(int *)field = (int)u;
+		else
+			*(unsigned *)field = u;
+		return 0;
+	case K_DURATION:
+		if (config_parse_duration(v, &u) < 0 || u < d->min)
+			return fail(p, "'%s' is not a duration%s (e.g. 30s, 500ms, 5m)", v,
+				    d->min >= 1000 ? " of at least 1s" : d->min ? " above 0" : "");
+		*(unsigned *)field = u;
+		return 0;
+	case K_FLAG:
+		if (!v)
+			return *(bool *)field = true, 0;
+		if (parse_bool(v, (bool *)field) < 0)
+			return fail(p, "'%s' is not true or false", v);
+		return 0;
+	case K_QUEUES:
+		return add_queues(p, src, v);
+	case K_LISTEN:
+		if (strlen(v) >= sizeof(p->c->http) ||
+		    config_parse_listen(v, &p->c->http_addr, &p->c->http_addrlen,
+					&p->c->http_loopback) < 0)
+			return fail(p, "'%s' is not HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080)", v);
+		snprintf(p->c->http, sizeof(p->c->http), "%s", v);
+		return 0;
+	case K_LEVEL:
+		if (pick(v, levels, 4, &p->c->log_level) < 0)
+			return fail(p, "'%s' is not error, warn, info or debug", v);
+		return 0;
+	case K_FORMAT:
+		if (pick(v, formats, 3, &p->c->log_format) < 0)
+			return fail(p, "'%s' is not text, logfmt or json", v);
+		return 0;
+	case K_SET_LEVEL:
+		p->c->log_level = (int)d->min;
+		return 0;
+	case K_ACTION:
+		if (d->off || d->size) {  /* --config: read before the rest */
+			return 0;
+		}
+		p->result = (int)d->min;
+		return 0;
+	}
+	return fail(p, "cannot be set here");
+}
+
+static const struct option_def *find(const char *name)
+{
+	for (size_t i = 0; i < config_ndefs; i++)
+		if (!strcmp(config_defs[i].name, name))
+			return &config_defs[i];
+	return NULL;
+}
+
+bool config_flag_only(const struct option_def *d)
+{
+	return d->kind == K_ACTION || d->kind == K_SET_LEVEL || d->kind == K_HIDDEN;
+}
+
+/* ---- the file ---- */
+
+static int on_key(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse *p = user;
+	const struct option_def *d;
+	char key[64];
+	size_t n = strlen(name);
+
+	/* Keys as flags ("hang-timeout") or with '_' ("hang_timeout"); sections are allowed
+	 * for the reader's sake ([claimd]) and ignored. */
+	(void)section;
+	if (n >= sizeof(key))
+		n = sizeof(key) - 1;
+	for (size_t i = 0; i < n; i++)
+		key[i] = name[i] == '_' ? '-' : (char)tolower((unsigned char)name[i]);
+	key[n] = '\0';
+	d = find(key);
+	if (!d || config_flag_only(d)) {
+		fail(p, "unknown key '%s' (see claimd --help)", name);
+		return 0;
+	}
+	return apply(p, d, S_FILE, value) < 0 ? 0 : 1;
+}
+
+static int read_file(struct parse *p, const char *path)
+{
+	int line;
+
+	snprintf(p->where, sizeof(p->where), "%s", path);
+	line = ini_parse(path, on_key, p);
+	if (line == 0)
+		return 0;
+	if (line < 0) {
+		snprintf(p->err, sizeof(p->err), "--config %.200s: %s", path,
+			 line == -1 ? strerror(errno) : "out of memory");
 		return -EINVAL;
 	}
-	if (dsn_parse(dsn_str, &c->dsn, derr, sizeof(derr)) < 0) {
-		snprintf(err, errlen, "bad DSN: %s", derr);
+	/* The line of the first error; the handler said what it was (else it is the syntax). */
+	snprintf(p->err, sizeof(p->err), "%.100s:%d: %s", path, line,
+		 p->msg[0] ? p->msg : "not a key = value line or a [section]");
+	return -EINVAL;
+}
+
+/* ---- the environment and the command line ---- */
+
+/* CLAIMD_ and the name in capitals; the queues are CLAIMD_QUEUES (handlers have an item's
+ * queue in CLAIMD_QUEUE, and a claimd started by one must not take it for its own). */
+static void env_name(const char *name, char *out, size_t outlen)
+{
+	size_t k = (size_t)snprintf(out, outlen, "CLAIMD_");
+
+	if (!strcmp(name, "queue"))
+		name = "queues";
+	for (; *name && k + 1 < outlen; name++)
+		out[k++] = *name == '-' ? '_' : (char)toupper((unsigned char)*name);
+	out[k] = '\0';
+}
+
+static int read_env(struct parse *p)
+{
+	char var[80];
+
+	for (size_t i = 0; i < config_ndefs; i++) {
+		const char *v;
+		if (config_flag_only(&config_defs[i]))
+			continue;
+		env_name(config_defs[i].name, var, sizeof(var));
+		v = getenv(var);
+		if (!v || !*v)
+			continue;
+		snprintf(p->where, sizeof(p->where), "%s", var);
+		if (apply(p, &config_defs[i], S_ENV, v) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* getopt_long's table from defs (the index is the def's). */
+static void long_options(struct option *out)
+{
+	for (size_t i = 0; i < NDEFS; i++) {
+		bool arg = config_defs[i].meta != NULL;
+		out[i] = (struct option){ config_defs[i].name, arg ? required_argument : no_argument, NULL,
+					  (int)(256 + i) };
+	}
+	out[NDEFS] = (struct option){ NULL, 0, NULL, 0 };
+}
+
+/* Pass 1 finds --config (every other flag waits for pass 2, after the file and the
+ * environment); pass 2 applies the rest. */
+static int read_argv(struct parse *p, int argc, char **argv, bool config_only)
+{
+	struct option opts[NDEFS + 1];
+	int opt;
+
+	long_options(opts);
+	optind = 0; /* full reset, glibc */
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		const struct option_def *d;
+		if (opt == '?' || opt == ':') {
+			snprintf(p->err, sizeof(p->err), opt == ':' ? "option '%s' needs a value" :
+				 "unknown option '%s' (see --help)", argv[optind - 1]);
+			return -EINVAL;
+		}
+		d = &config_defs[opt - 256];
+		if (config_only != !strcmp(d->name, "config"))
+			continue;
+		if (config_only) {
+			snprintf(p->c->config_file, sizeof(p->c->config_file), "%s", optarg);
+			continue;
+		}
+		snprintf(p->where, sizeof(p->where), "--%s", d->name);
+		if (apply(p, d, S_FLAG, optarg) < 0)
+			return -EINVAL;
+	}
+	if (!config_only && optind < argc) {
+		snprintf(p->err, sizeof(p->err), "unexpected argument '%s' (see --help)",
+			 argv[optind]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- after every source ---- */
+
+static int finish(struct parse *p)
+{
+	struct config *c = p->c;
+	char derr[256];
+
+	p->where[0] = '\0';
+	if (!*c->dsn_text) {
+		snprintf(p->err, sizeof(p->err), "no database given: use --dsn "
+			 "mysql://user@host/db, CLAIMD_DSN or dsn = in the config file");
+		return -EINVAL;
+	}
+	if (dsn_parse(c->dsn_text, &c->dsn, derr, sizeof(derr)) < 0) {
+		snprintf(p->err, sizeof(p->err), "bad DSN: %s", derr);
 		return -EINVAL;
 	}
 	if (c->nqueues == 0)
-		add_queue(c, "default", err, errlen);
+		snprintf(c->queues[c->nqueues++], sizeof(c->queues[0]), "default");
+	c->queue_list[0] = '\0';
 	for (unsigned i = 0; i < c->nqueues; i++) {
 		size_t len = strlen(c->queue_list);
 		snprintf(c->queue_list + len, sizeof(c->queue_list) - len, "%s%s", i ? "," : "",
@@ -378,28 +445,27 @@ static int finish(struct config *c, const char *dsn_str, char *err, size_t errle
 	snprintf(c->queue, sizeof(c->queue), "%s", c->queues[0]);
 	/* What the handler spec says is the handler module's to check (handler_check). */
 	if (!*c->handler) {
-		snprintf(err, errlen, "--handler is required (noop, exec:CMD, pipe:CMD or so:LIB)");
+		snprintf(p->err, sizeof(p->err), "--handler is required (noop, exec:CMD, pipe:CMD "
+			 "or so:LIB)");
 		return -EINVAL;
 	}
 	if (!*c->control && config_default_control(c->control, sizeof(c->control)) < 0) {
-		snprintf(err, errlen, "default control socket path is too long; use --control");
+		snprintf(p->err, sizeof(p->err), "the default control socket path is too long; "
+			 "use --control");
 		return -EINVAL;
 	}
 	if (c->hang_ms <= c->heartbeat_ms) {
-		snprintf(err, errlen, "--hang-timeout must be longer than --heartbeat");
+		snprintf(p->err, sizeof(p->err), "--hang-timeout must be longer than --heartbeat");
 		return -EINVAL;
 	}
 	if (*c->http && !c->http_loopback && !*c->http_token_file) {
-		snprintf(err, errlen, "--http %s is not a loopback address: give --http-token-file "
-			 "too (anyone who can reach it could add, cancel and read jobs)", c->http);
+		snprintf(p->err, sizeof(p->err), "--http %s is not a loopback address: give "
+			 "--http-token-file too (anyone who can reach it could add, cancel and read "
+			 "jobs)", c->http);
 		return -EINVAL;
 	}
 	if (*c->http_token_file && !*c->http) {
-		snprintf(err, errlen, "--http-token-file needs --http");
-		return -EINVAL;
-	}
-	if (c->lease_ms < 1000) {
-		snprintf(err, errlen, "--lease must be at least 1s");
+		snprintf(p->err, sizeof(p->err), "--http-token-file needs --http");
 		return -EINVAL;
 	}
 	return 0;
@@ -407,31 +473,56 @@ static int finish(struct config *c, const char *dsn_str, char *err, size_t errle
 
 int config_parse(int argc, char **argv, struct config *ret, char *err, size_t errlen)
 {
-	struct config c;
-	const char *dsn_str = NULL;
-	int opt, r;
+	static struct config c;   /* large: not on the stack */
+	struct parse p = { .c = &c };
+	const char *env_file;
 
 	set_defaults(&c);
-	optind = 0; /* full reset, glibc */
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":", long_opts, NULL)) != -1) {
-		if (opt == '?' || opt == ':') {
-			const char *what = argv[optind - 1];
-			snprintf(err, errlen, opt == ':' ? "option '%s' needs a value" :
-				 "unknown option '%s' (see --help)", what);
-			return -EINVAL;
-		}
-		r = apply_opt(&c, opt, optarg, &dsn_str, err, errlen);
-		if (r != 0)
-			return r;
-	}
-	if (optind < argc) {
-		snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
-		return -EINVAL;
-	}
-	r = finish(&c, dsn_str, err, errlen);
-	if (r < 0)
-		return r;
+	if (read_argv(&p, argc, argv, true) < 0)
+		goto fail;
+	env_file = getenv("CLAIMD_CONFIG");
+	if (!*c.config_file && env_file && *env_file)
+		snprintf(c.config_file, sizeof(c.config_file), "%s", env_file);
+	if ((*c.config_file && read_file(&p, c.config_file) < 0) || read_env(&p) < 0 ||
+	    read_argv(&p, argc, argv, false) < 0)
+		goto fail;
+	if (p.result != CONFIG_RUN)
+		return p.result;
+	if (finish(&p) < 0)
+		goto fail;
 	*ret = c;
 	return CONFIG_RUN;
+fail:
+	snprintf(err, errlen, "%s", p.err);
+	return -EINVAL;
+}
+
+/* ---- what a reload changes ---- */
+
+static bool differs(const struct config *a, const struct config *b, const struct option_def *d)
+{
+	if (d->kind == K_QUEUES)
+		return strcmp(a->queue_list, b->queue_list) != 0;
+	return d->size && memcmp((const char *)a + d->off, (const char *)b + d->off, d->size);
+}
+
+void config_needs_restart(const struct config *a, const struct config *b, char *out,
+			  size_t outlen)
+{
+	size_t k = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < config_ndefs && k < outlen; i++)
+		if (config_defs[i].applies == A_RESTART && config_defs[i].kind != K_ACTION &&
+		    config_defs[i].kind != K_HIDDEN && differs(a, b, &config_defs[i]))
+			k += (size_t)snprintf(out + k, outlen - k, "%s%s", k ? ", " : "",
+					      config_defs[i].name);
+}
+
+bool config_workers_differ(const struct config *a, const struct config *b)
+{
+	for (size_t i = 0; i < config_ndefs; i++)
+		if (config_defs[i].applies == A_WORKERS && config_defs[i].size && differs(a, b, &config_defs[i]))
+			return true;
+	return false;
 }

@@ -1,6 +1,10 @@
-/* config — claimd's command line: parsing and validation into struct config. Pure: no
- * logging, no I/O beyond getenv. Durations take a unit (ms, s, m, h); a bare number is
- * seconds. */
+/* config — claimd's settings: one table of options (config.c), each settable as a
+ * command-line flag (--workers 8), an environment variable (CLAIMD_WORKERS=8) and a key of the
+ * config file (workers = 8, in the INI file --config or $CLAIMD_CONFIG names, read by inih);
+ * a flag beats the environment, which beats the file. An unknown key or a bad value is an
+ * error naming where it came from (the file and line, the variable, the flag). Pure: no
+ * logging, no I/O beyond getenv and reading the config file. Durations take a unit (ms, s, m,
+ * h); a bare number is seconds. */
 #ifndef CLAIMD_CONFIG_H
 #define CLAIMD_CONFIG_H
 
@@ -20,8 +24,13 @@
 #define CONFIG_QUEUES_MAX 16
 #define CONFIG_PATH_MAX 108 /* sun_path */
 #define CONFIG_TOKEN_MAX 256
+#define CONFIG_FILE_MAX 4096
+
+enum config_log_format { CONFIG_LOG_TEXT, CONFIG_LOG_LOGFMT, CONFIG_LOG_JSON };
 
 struct config {
+	char config_file[CONFIG_FILE_MAX];  /* "" = none */
+	char dsn_text[1024];
 	struct dsn dsn;
 	char handler[CONFIG_HANDLER_MAX];
 	char queue[CONFIG_QUEUE_MAX + 1];   /* the first of queues */
@@ -43,7 +52,9 @@ struct config {
 	unsigned keep_done_ms;  /* 0 = keep done rows for ever */
 	unsigned dedupe_window_ms;
 	unsigned maintenance_ms;
-	int log_level;
+	int log_level;          /* 0 error .. 3 debug (common/log.h) */
+	int log_format;         /* enum config_log_format */
+	bool log_items;         /* a log line per finished item */
 	/* HTTP (--http HOST:PORT): http[0] == 0 when off. */
 	char http[64];
 	struct sockaddr_storage http_addr;
@@ -53,6 +64,8 @@ struct config {
 	char http_token[CONFIG_TOKEN_MAX + 1];  /* read from it at start (not by config_parse) */
 	unsigned http_max_conns;
 	bool exec_result;   /* an exec: handler's stdout is the row's result */
+	char user[64];      /* drop to this user after start-up ("" = stay) */
+	bool allow_root;    /* handlers may run as root */
 	/* Set only in the fork server (hidden options the supervisor passes) and its workers. */
 	int fork_fd;      /* the fork server's socket; -1 in the supervisor */
 	int parent_pid;   /* the supervisor */
@@ -64,13 +77,23 @@ enum config_result {
 	CONFIG_RUN = 0,      /* run with *ret */
 	CONFIG_HELP = 1,     /* --help was asked for: print config_usage() and exit 0 */
 	CONFIG_VERSION = 2,  /* --version */
+	CONFIG_EXAMPLE = 3,  /* --example-config: print config_example() and exit 0 */
 };
 
-/* Parse argv. Returns enum config_result (>= 0), or -EINVAL with a one-line message in
- * err naming the option and what is wrong. Reads CLAIMD_DSN when --dsn is absent and
- * CLAIMD_CONTROL, XDG_RUNTIME_DIR for the default control path. Uses getopt_long: resets
- * optind itself. */
+/* Parse the config file (if --config or $CLAIMD_CONFIG names one), the environment and argv,
+ * in that order, each overriding the one before. Returns enum config_result (>= 0), or
+ * -EINVAL with a one-line message in err naming where the bad setting came from ("--workers:
+ * ...", "CLAIMD_WORKERS: ...", "/etc/claimd/claimd.conf:12: unknown key 'wrokers'"). Uses
+ * getopt_long: resets optind itself. */
 int config_parse(int argc, char **argv, struct config *ret, char *err, size_t errlen);
+
+/* What a reload changes, compared: the options whose values differ between a and b that
+ * only a restart applies, as "dsn, queue" into out ("" when none). */
+void config_needs_restart(const struct config *a, const struct config *b, char *out,
+			  size_t outlen);
+/* Whether a worker started from b would differ from one started from a (its options
+ * changed: the workers are replaced one by one). */
+bool config_workers_differ(const struct config *a, const struct config *b);
 
 /* "100ms", "2s", "1.5", "5m", "1h" -> milliseconds. Returns 0 or -EINVAL (also for values
  * over ~49 days or negative). */
@@ -84,6 +107,11 @@ int config_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *
  * /tmp/claimd-UID.sock. Returns 0 or -ENAMETOOLONG. */
 int config_default_control(char *out, size_t outlen);
 
+/* claimd's usage text, from the option table. */
 const char *config_usage(void);
+
+/* The example config file: every option as a commented key with its default, from the
+ * table (for share/claimd/claimd.conf). */
+const char *config_example(void);
 
 #endif
