@@ -20,6 +20,7 @@
 #include "supervisor/dbq.h"
 #include "supervisor/http.h"
 #include "supervisor/maint.h"
+#include "supervisor/notify.h"
 #include "supervisor/pool.h"
 #include "supervisor/registry.h"
 #include "worker/handler.h"
@@ -43,7 +44,9 @@ struct sup {
 	const char *queues[CONFIG_QUEUES_MAX];  /* cfg->queues, for the poll */
 	struct dbq_job poll_job;
 	bool poll_inflight;
-	uv_timer_t poll_timer, maint_timer, stop_timer;
+	uv_timer_t poll_timer, maint_timer, stop_timer, watchdog_timer;
+	bool ready_told;            /* READY=1 was sent (the pool served once) */
+	char status_told[200];      /* the last STATUS= sent */
 	uv_signal_t sigterm, sigint;
 	bool stopping, stopped;
 };
@@ -73,12 +76,42 @@ static void on_polled(struct dbq_job *j)
 		log_debug("idle poll failed: %s", j->err);
 }
 
+/* ---- systemd (notify.h) ---- */
+
+/* READY=1 once every worker is up the first time; STATUS= when what it says changed. */
+static void tell_systemd(struct sup *s)
+{
+	unsigned db_down, up;
+	char st[sizeof(s->status_told)], text[sizeof(st) + 32];
+
+	if (!notify_enabled())
+		return;
+	up = pool_up(s->pool, &db_down);
+	if (!s->ready_told && up < s->cfg->workers)
+		return;
+	snprintf(st, sizeof(st), "%u of %u workers up, database %s%s, queues %.60s", up,
+		 s->cfg->workers, dbq_db_up(s->dbq) && !db_down ? "up" : "unreachable",
+		 s->stopping ? ", stopping" : "", s->cfg->queue_list);
+	if (s->ready_told && !strcmp(st, s->status_told))
+		return;
+	snprintf(text, sizeof(text), "%sSTATUS=%s", s->ready_told ? "" : "READY=1\n", st);
+	snprintf(s->status_told, sizeof(s->status_told), "%s", st);
+	s->ready_told = true;
+	notify_send(text);
+}
+
+static void on_watchdog(uv_timer_t *t)
+{
+	notify_send("WATCHDOG=1");
+}
+
 /* One idle poll per interval for the whole pool, on the supervisor's own connection: an idle
  * worker is woken only when there is work. A maintenance step takes a tick's place. */
 static void on_poll(uv_timer_t *t)
 {
 	struct sup *s = t->data;
 
+	tell_systemd(s);
 	if (s->stopping || registry_tick(s->registry) || maint_tick(s->maint))
 		return;
 	/* (Under load the poll would only read the head of the claim ranges, where the entries
@@ -161,6 +194,7 @@ static void begin_stop(struct sup *s, int signum)
 		return;
 	}
 	s->stopping = true;
+	notify_send("STOPPING=1");
 	log_info("signal %d: stopping; in-flight items get %u ms", signum, s->cfg->grace_ms);
 	registry_stop(s->registry);
 	uv_timer_stop(&s->poll_timer);
@@ -266,7 +300,8 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 	jobstats_init(&s->stats, cfg);
 	for (unsigned i = 0; i < cfg->nqueues; i++)
 		s->queues[i] = cfg->queues[i];
-	uv_timer_t *timers[] = { &s->poll_timer, &s->maint_timer, &s->stop_timer };
+	uv_timer_t *timers[] = { &s->poll_timer, &s->maint_timer, &s->stop_timer,
+				 &s->watchdog_timer };
 	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
 		uv_timer_init(s->loop, timers[i]);
 		timers[i]->data = s;
@@ -312,8 +347,8 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 static void sup_teardown(struct sup *s)
 {
 	uv_handle_t *hs[] = { (uv_handle_t *)&s->poll_timer, (uv_handle_t *)&s->maint_timer,
-			      (uv_handle_t *)&s->stop_timer, (uv_handle_t *)&s->sigterm,
-			      (uv_handle_t *)&s->sigint };
+			      (uv_handle_t *)&s->stop_timer, (uv_handle_t *)&s->watchdog_timer,
+			      (uv_handle_t *)&s->sigterm, (uv_handle_t *)&s->sigint };
 
 	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
 		if (hs[i]->loop && !uv_is_closing(hs[i]))
@@ -344,6 +379,8 @@ int supervisor_main(const struct config *cfg, int argc, char **argv)
 
 	log_init("sup", cfg->log_level);
 	memset(&s, 0, sizeof(s));
+	if (notify_init() < 0)
+		log_warn("NOTIFY_SOCKET is not a socket path or @name: not telling systemd");
 	if (uv_loop_init(&loop) < 0)
 		return 1;
 	s.loop = &loop;
@@ -359,8 +396,11 @@ int supervisor_main(const struct config *cfg, int argc, char **argv)
 	pool_start(s.pool);
 	uv_timer_start(&s.poll_timer, on_poll, cfg->poll_ms, cfg->poll_ms);
 	uv_timer_start(&s.maint_timer, on_maint_timer, cfg->maintenance_ms, cfg->maintenance_ms);
+	if (notify_watchdog_ms())
+		uv_timer_start(&s.watchdog_timer, on_watchdog, 0, notify_watchdog_ms());
 	uv_run(&loop, UV_RUN_DEFAULT);
 	sup_teardown(&s);
+	notify_end();
 	r = uv_loop_close(&loop);
 	if (r < 0)
 		log_debug("loop close: %s", uv_strerror(r));
