@@ -526,3 +526,13 @@ bool config_workers_differ(const struct config *a, const struct config *b)
 			return true;
 	return false;
 }
+
+void config_apply_live(struct config *cur, const struct config *next)
+{
+	for (size_t i = 0; i < NDEFS; i++) {
+		const struct option_def *d = &config_defs[i];
+		if (d->applies == A_RESTART || !d->size || d->kind == K_HIDDEN)
+			continue;
+		memcpy((char *)cur + d->off, (const char *)next + d->off, d->size);
+	}
+}

@@ -95,6 +95,10 @@ void config_needs_restart(const struct config *a, const struct config *b, char *
  * changed: the workers are replaced one by one). */
 bool config_workers_differ(const struct config *a, const struct config *b);
 
+/* Copy into cur what a reload applies from next: every option but those only a restart
+ * applies (config_needs_restart names them). */
+void config_apply_live(struct config *cur, const struct config *next);
+
 /* "100ms", "2s", "1.5", "5m", "1h" -> milliseconds. Returns 0 or -EINVAL (also for values
  * over ~49 days or negative). */
 int config_parse_duration(const char *s, unsigned *ret_ms);

@@ -48,6 +48,7 @@ const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 	[CTL_F_BEFORE] = { "before", "--before", "ID", T_UINT, CLI_NUMBER, 1, UINT64_MAX,
 			   AT(before) },
 	[CTL_F_ALL] = { "all", "--all", NULL, T_FLAG, CLI_NUMBER, 0, 1, AT(all) },
+	[CTL_F_COUNT] = { "count", NULL, "N", T_UINT, CLI_NUMBER, 1, 1024, AT(count) },
 };
 
 int ctl_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -154,6 +155,12 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 		       "jobs [--state STATE] [--queue NAME] [--limit N] [--before ID] [--json]",
 		       "the newest rows in a state (dead when not given), of one queue or all,\n"
 		       "with ids below --before; at most --limit (1..200, default 50)", check_jobs },
+	[CTL_RELOAD] = { "reload", 0, 0, { 0 }, 0, NULL, "reload",
+			 "read the settings again (config file, environment, command line) and\n"
+			 "apply what can change live, as SIGHUP does", NULL },
+	[CTL_WORKERS] = { "workers", BIT(CTL_F_COUNT), BIT(CTL_F_COUNT), { CTL_F_COUNT }, 1,
+			  NULL, "workers N", "grow or shrink the pool to N workers (those that go\n"
+			  "retire after their item), as SIGTTIN and SIGTTOU do one at a time", NULL },
 };
 
 const char *ctl_verb_name(enum ctl_verb v)

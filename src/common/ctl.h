@@ -11,7 +11,7 @@
  *
  *     request  = verb *( SP field ) [ CR ] LF      ; at most CTL_LINE_MAX bytes with the LF
  *     verb     = "status" / "add" / "retry" / "pause" / "resume" / "limit" / "job" /
- *                "cancel" / "queues" / "supervisors" / "jobs"
+ *                "cancel" / "queues" / "supervisors" / "jobs" / "reload" / "workers"
  *     field    = name "=" value                    ; each name at most once
  *     name     = 1*( %x61-7A / "_" )               ; lower-case letters and '_'
  *     value    = *( unreserved / pct-encoded )     ; RFC 3986 percent-encoding of any bytes
@@ -46,6 +46,8 @@
  *              queue:text(64)  limit:uint(1..200)  before:uint(1..)  json:flag
  *                                                  the newest rows in that state (ids
  *                                                  below before), at most limit (50)
+ *     reload                                       read the settings again (as SIGHUP)
+ *     workers  count*:uint(1..1024)                grow or shrink the pool to count
  *
  * Reply grammar:
  *
@@ -60,7 +62,9 @@
  * "queue NAME min_interval_ms N"; job, the row as "name: value" lines (or with json=1 one
  * JSON object, see supervisor/cmd.c); cancel, "1" or "0" rows deleted; queues, a table (or
  * a JSON array); supervisors, a table (or a JSON array); jobs, a table (or a JSON array of
- * rows as job has them, with the payload and last_error cut short and no result). A request that does not follow the grammar gets an error
+ * rows as job has them, with the payload and last_error cut short and no result); reload,
+ * what it did ("reloaded: ..."), or an error with why the new settings were refused;
+ * workers, "workers N". A request that does not follow the grammar gets an error
  * reply naming what is wrong; nothing is done for it. */
 #ifndef CLAIMD_CTL_H
 #define CLAIMD_CTL_H
@@ -92,6 +96,8 @@ enum ctl_verb {
 	CTL_QUEUES,
 	CTL_SUPERVISORS,
 	CTL_JOBS,
+	CTL_RELOAD,
+	CTL_WORKERS,
 	CTL_VERB_COUNT,
 };
 
@@ -115,6 +121,7 @@ enum ctl_field {
 	CTL_F_LIMIT,
 	CTL_F_BEFORE,
 	CTL_F_ALL,
+	CTL_F_COUNT,
 	CTL_FIELD_COUNT,
 };
 
@@ -131,7 +138,7 @@ struct ctl_request {
 	uint32_t delay_ms, period_ms, timeout_ms, interval_ms, max_attempts;
 	const char *dedupe, *group, *content_type, *state;
 	int32_t priority;
-	uint32_t limit;
+	uint32_t limit, count;
 	uint64_t id, before;
 	bool dead, json, all;
 };

@@ -347,6 +347,35 @@ static void supervisors_text(const struct ctl_request *req, const struct cmd_res
 		render_supervisors_text(res->supervisors, res->nsupervisors, out);
 }
 
+/* ---- reload, workers ---- */
+
+static void reload_now(struct call *call)
+{
+	struct cmds *c = call->cmds;
+
+	call->res.rc = c->host.reload(c->host.data, call->res.summary, sizeof(call->res.summary));
+	if (call->res.rc < 0)
+		snprintf(call->res.err, sizeof(call->res.err), "%.500s", call->res.summary);
+	cmd_finish(call);
+}
+
+static void workers_now(struct call *call)
+{
+	struct cmds *c = call->cmds;
+
+	call->res.rc = c->host.resize(c->host.data, call->req->count);
+	if (call->res.rc < 0)
+		snprintf(call->res.err, sizeof(call->res.err), "claimd is stopping");
+	snprintf(call->res.summary, sizeof(call->res.summary), "workers %u", call->req->count);
+	cmd_finish(call);
+}
+
+static void summary_text(const struct ctl_request *req, const struct cmd_result *res,
+			 struct buf *out)
+{
+	buf_printf(out, "%s\n", res->summary);
+}
+
 static void jobs_text(const struct ctl_request *req, const struct cmd_result *res,
 		      struct buf *out)
 {
@@ -372,6 +401,8 @@ static const struct cmd_def defs[CTL_VERB_COUNT] = {
 	[CTL_SUPERVISORS] = { .db = supervisors_db, .after = supervisors_after,
 			      .text = supervisors_text },
 	[CTL_JOBS] = { .now = jobs_now, .text = jobs_text },
+	[CTL_RELOAD] = { .now = reload_now, .text = summary_text },
+	[CTL_WORKERS] = { .now = workers_now, .text = summary_text },
 };
 
 static int call_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)

@@ -35,6 +35,7 @@ struct cmd_result {
 	const struct store_job *jobs;      /* jobs (callback only) */
 	size_t njobs;
 	char state[16];               /* cancel refused (-EBUSY): the row's state */
+	char summary[700];            /* reload, workers: what was done */
 };
 
 typedef void (*cmd_done_cb)(void *data, const struct ctl_request *req,
@@ -58,6 +59,11 @@ struct cmd_host {
 	struct status_worker *(*snapshot)(void *data, struct status *st);
 	/* Milliseconds on the loop's clock. */
 	uint64_t (*now_ms)(void *data);
+	/* Read the settings again (SIGHUP): summary says what was done. Returns 0 or -EINVAL
+	 * (bad settings: summary says why). */
+	int (*reload)(void *data, char *summary, size_t len);
+	/* Grow or shrink the pool to n workers. Returns 0 or -EINVAL (stopping). */
+	int (*resize)(void *data, unsigned n);
 };
 
 struct cmds;

@@ -6,17 +6,22 @@
 
 #include "store/store.h"
 
-int permits_init(struct permits *p, unsigned nslots, unsigned max,
+int permits_init(struct permits *p, unsigned cap, unsigned max,
 		 const struct permits_ops *ops, void *data)
 {
 	memset(p, 0, sizeof(*p));
 	p->ops = ops;
 	p->data = data;
-	p->nslots = nslots;
+	p->cap = cap;
 	p->max = max;
-	p->held = calloc(nslots, sizeof(*p->held));
-	p->want = calloc(nslots, sizeof(*p->want));
+	p->held = calloc(cap, sizeof(*p->held));
+	p->want = calloc(cap, sizeof(*p->want));
 	return p->held && p->want ? 0 : -ENOMEM;
+}
+
+void permits_set_slots(struct permits *p, unsigned nslots)
+{
+	p->nslots = nslots <= p->cap ? nslots : p->cap;
 }
 
 void permits_fini(struct permits *p)
@@ -119,6 +124,12 @@ void permits_wake_one(struct permits *p, int except)
 		grant(p, slot);
 		return;
 	}
+}
+
+void permits_set_max(struct permits *p, unsigned max)
+{
+	p->max = max;
+	grant_waiting(p);
 }
 
 bool permits_all_out(const struct permits *p)

@@ -28,7 +28,7 @@ struct permits_ops {
 struct permits {
 	const struct permits_ops *ops;
 	void *data;
-	unsigned nslots, max;
+	unsigned cap, nslots, max;  /* room for cap slots; slots [0, nslots) are asked about */
 	unsigned out;              /* permits held by workers */
 	bool *held;                /* per slot */
 	unsigned *want;            /* slots waiting for one, oldest first */
@@ -39,9 +39,13 @@ struct permits {
 	bool stopped;
 };
 
-/* Returns 0 or -ENOMEM. */
-int permits_init(struct permits *p, unsigned nslots, unsigned max,
+/* Room for cap slots, none in use yet. Returns 0 or -ENOMEM. */
+int permits_init(struct permits *p, unsigned cap, unsigned max,
 		 const struct permits_ops *ops, void *data);
+/* Slots [0, nslots) exist now (nslots <= cap). */
+void permits_set_slots(struct permits *p, unsigned nslots);
+/* At most max claims at once from now on. */
+void permits_set_max(struct permits *p, unsigned max);
 void permits_fini(struct permits *p);
 
 /* slot asked for a permit (WANT): it gets one when one is free. */

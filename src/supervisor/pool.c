@@ -4,7 +4,7 @@
  * is a child (common/child.h): the pool's reaper waits for every child and orphan of the
  * supervisor (a subreaper), SIGTERM -> SIGKILL after the kill grace is child's, and the child
  * counts as gone once it has exited and its channel is closed (a hold), or a second after. */
-#include "supervisor/pool.h"
+#include "supervisor/pool_int.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -27,55 +27,10 @@
 #include "supervisor/held.h"
 #include "supervisor/permits.h"
 
-#define QUICK_DEATH_MS 10000  /* a worker that dies sooner than this counts towards back-off */
-#define RESPAWN_MIN_MS 250
-#define RESPAWN_MAX_MS 30000
-#define DRAIN_MS 1000         /* after a worker's exit: how long its channel may take to EOF */
-
-struct pool;
-
-struct slot {
-	struct pool *pool;
-	unsigned idx;
-	enum slot_health health;
-	uint8_t wstate;          /* what it last reported (enum proto_wstate), while UP */
-	pid_t pid;               /* 0: none */
-	struct child *child;
-	struct chan *chan;
-	uint64_t item, item_since;
-	pid_t handler_pid;       /* its handler's process group, 0: none */
-	uint64_t done, failed, dead;
-	unsigned restarts, quick_deaths;
-	double rtt_ms;
-	bool rtt_valid;
-	uint64_t last_ack, started, exited_at;
-	uv_timer_t respawn_timer;
-	struct held held;        /* the rows it reported claimed and not finished */
-};
-
-struct pool {
-	struct pool_opts o;
-	const struct config *cfg;
-	char host[64];
-	struct slot *slots;
-	struct permits permits;
-	struct forker forker;       /* the fork server the workers come from */
-	struct child_reaper *reaper;
-	uv_timer_t hb_timer;
-	int open_handles;           /* hb_timer and the respawn timers */
-	bool stopping;
-};
-
-static void spawn(struct slot *sl);
-
-static uint64_t now_ms(const struct pool *p)
-{
-	return uv_now(p->o.loop);
-}
 
 /* ---- health ---- */
 
-static void slot_set(struct slot *sl, enum slot_health to)
+void pool_slot_set(struct slot *sl, enum slot_health to)
 {
 	assert(slot_health_may_follow(sl->health, to));
 	log_debug("worker slot=%u: %s -> %s", sl->idx, slot_health_name(sl->health),
@@ -102,7 +57,7 @@ static void on_released(void *data, int rc)
 
 /* ---- messages from workers ---- */
 
-static void send_to(struct slot *sl, struct proto_msg *m)
+void pool_send(struct slot *sl, struct proto_msg *m)
 {
 	int r;
 
@@ -119,7 +74,7 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 	struct pool *p = sl->pool;
 	size_t n = m->u.items.n;
 
-	jobstats_add(p->o.stats, m, now_ms(p) / 1000u);
+	jobstats_add(p->o.stats, m, pool_now_ms(p) / 1000u);
 	for (size_t i = 0; i < n; i++) {
 		const struct proto_item *it = &m->u.items.items[i];
 		if (m->type == PROTO_CLAIMED) {
@@ -146,7 +101,7 @@ static void on_state(struct slot *sl, const struct proto_msg *m)
 	if (sl->health != SLOT_UP)
 		return;  /* unresponsive: our verdict stands until it is gone */
 	if (m->u.state.item_id != sl->item)
-		sl->item_since = now_ms(sl->pool);
+		sl->item_since = pool_now_ms(sl->pool);
 	sl->item = m->u.state.item_id;
 	sl->handler_pid = (pid_t)m->u.state.handler_pid;
 	if (m->u.state.state == PROTO_W_DB_DOWN && sl->wstate != PROTO_W_DB_DOWN)
@@ -186,7 +141,7 @@ static void slot_on_ack(void *data, uint8_t type, double rtt_ms)
 		return;
 	sl->rtt_ms = rtt_ms;
 	sl->rtt_valid = true;
-	sl->last_ack = now_ms(sl->pool);
+	sl->last_ack = pool_now_ms(sl->pool);
 }
 
 static void slot_on_close(void *data, int reason)
@@ -213,32 +168,32 @@ static const struct chan_ops slot_chan_ops = {
 
 static bool can_take(void *data, unsigned i)
 {
-	const struct slot *sl = &((struct pool *)data)->slots[i];
+	const struct slot *sl = ((struct pool *)data)->slots[i];
 
-	return sl->health == SLOT_UP && sl->chan;
+	return sl->active && sl->health == SLOT_UP && sl->chan;
 }
 
 static bool is_idle(void *data, unsigned i)
 {
-	const struct slot *sl = &((struct pool *)data)->slots[i];
+	const struct slot *sl = ((struct pool *)data)->slots[i];
 
 	return can_take(data, i) && sl->wstate == PROTO_W_IDLE;
 }
 
 static void grant(void *data, unsigned i, const struct place *cursor)
 {
-	struct slot *sl = &((struct pool *)data)->slots[i];
+	struct slot *sl = ((struct pool *)data)->slots[i];
 	struct proto_msg m;
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_WAKE;
 	m.u.wake.cursor = *cursor;
-	send_to(sl, &m);
+	pool_send(sl, &m);
 }
 
 static uint64_t permits_now(void *data)
 {
-	return now_ms(data);
+	return pool_now_ms(data);
 }
 
 static const struct permits_ops permit_ops = {
@@ -256,7 +211,7 @@ bool pool_wants_poll(const struct pool *p)
 	 * claiming already, and one gives its permit back when a claim finds nothing. */
 	if (p->stopping || permits_all_out(&p->permits))
 		return false;
-	for (unsigned i = 0; i < p->cfg->workers; i++)
+	for (unsigned i = 0; i < p->nslots; i++)
 		if (is_idle((void *)(uintptr_t)p, i))
 			return true;
 	return false;
@@ -268,8 +223,8 @@ static void on_respawn(uv_timer_t *t)
 {
 	struct slot *sl = t->data;
 
-	if (!sl->pool->stopping)
-		spawn(sl);
+	if (!sl->pool->stopping && sl->active)
+		pool_spawn(sl);
 }
 
 /* Waited for: log how it ended, and take down what its handler left if it died. */
@@ -284,7 +239,7 @@ static void on_worker_exit(struct child *c)
 	proc_describe_status(status, how, sizeof(how));
 	if (failed || !p->stopping)
 		log_warn("worker slot=%u pid=%d ended after %llu ms: %s", sl->idx, (int)sl->pid,
-			 (unsigned long long)(now_ms(p) - sl->started), how);
+			 (unsigned long long)(pool_now_ms(p) - sl->started), how);
 	else
 		log_info("worker slot=%u pid=%d stopped", sl->idx, (int)sl->pid);
 	/* A handler outlives a killed worker only by the children it started itself (the
@@ -292,8 +247,8 @@ static void on_worker_exit(struct child *c)
 	if (sl->handler_pid > 0 && failed)
 		proc_kill_group(sl->handler_pid, SIGKILL);
 	sl->handler_pid = 0;
-	sl->exited_at = now_ms(p);
-	slot_set(sl, SLOT_EXITED);
+	sl->exited_at = pool_now_ms(p);
+	pool_slot_set(sl, SLOT_EXITED);
 }
 
 /* Exited and its channel drained: release what it still held, then replace it. */
@@ -302,6 +257,7 @@ static void on_worker_gone(struct child *c)
 	struct slot *sl = child_data(c);
 	struct pool *p = sl->pool;
 	uint64_t lived = sl->exited_at - sl->started;
+	int status = child_status(c);
 	unsigned delay = 0;
 
 	if (sl->chan) {
@@ -310,7 +266,7 @@ static void on_worker_gone(struct child *c)
 	}
 	child_free(sl->child);
 	sl->child = NULL;
-	slot_set(sl, SLOT_DOWN);
+	pool_slot_set(sl, SLOT_DOWN);
 	sl->item = 0;
 	sl->pid = 0;
 	permits_drop(&p->permits, sl->idx);
@@ -319,7 +275,11 @@ static void on_worker_gone(struct child *c)
 		p->o.on_change(p->o.data);
 		return;
 	}
-	sl->quick_deaths = lived < QUICK_DEATH_MS ? sl->quick_deaths + 1 : 0;
+	if (pool_size_gone(sl))
+		return;   /* retired, or replaced with a new one (pool_size.c) */
+	/* A worker that stopped cleanly (exit 0) did not crash. */
+	bool crashed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	sl->quick_deaths = crashed && lived < QUICK_DEATH_MS ? sl->quick_deaths + 1 : 0;
 	if (sl->quick_deaths > 1) {
 		delay = backoff_nth(RESPAWN_MIN_MS, RESPAWN_MAX_MS, sl->quick_deaths - 2);
 		log_warn("worker slot=%u keeps dying (%u times in a row, each within %d s); "
@@ -359,7 +319,7 @@ static int fork_worker(struct slot *sl, uv_os_sock_t fds[2], pid_t *ret_pid)
 	return r;
 }
 
-static void spawn(struct slot *sl)
+void pool_spawn(struct slot *sl)
 {
 	struct pool *p = sl->pool;
 	struct child_opts opts = { .stderr_fd = -1, .settle_ms = DRAIN_MS, .data = sl,
@@ -382,12 +342,12 @@ static void spawn(struct slot *sl)
 		return;
 	}
 	sl->pid = pid;
-	sl->started = now_ms(p);
+	sl->started = pool_now_ms(p);
 	sl->wstate = PROTO_W_STARTING;
 	sl->rtt_valid = false;
 	sl->last_ack = 0;
 	sl->item = 0;
-	slot_set(sl, SLOT_UP);
+	pool_slot_set(sl, SLOT_UP);
 	r = chan_open(p->o.loop, fds[0], &slot_chan_ops, sl, &sl->chan);
 	if (r < 0) {
 		log_error("worker slot=%u pid=%d: cannot open its channel: %s; killing it", sl->idx,
@@ -397,6 +357,7 @@ static void spawn(struct slot *sl)
 	}
 	child_hold(sl->child);  /* its last reports are read before it is gone */
 	log_info("worker slot=%u pid=%d started", sl->idx, (int)sl->pid);
+	pool_size_started(sl);
 }
 
 /* ---- heartbeat and hang detection ---- */
@@ -405,7 +366,7 @@ static void check_slot(struct slot *sl)
 {
 	struct pool *p = sl->pool;
 	const struct config *cfg = p->cfg;
-	uint64_t now = now_ms(p), overdue = chan_oldest_pending_ms(sl->chan);
+	uint64_t now = pool_now_ms(p), overdue = chan_oldest_pending_ms(sl->chan);
 	struct proto_msg m;
 
 	if (sl->health != SLOT_UP)
@@ -415,22 +376,22 @@ static void check_slot(struct slot *sl)
 		log_warn("worker slot=%u pid=%d unresponsive: no answer for %llu ms (limit %u ms); "
 			 "SIGTERM, then SIGKILL in %u ms", sl->idx, (int)sl->pid,
 			 (unsigned long long)overdue, cfg->hang_ms, cfg->kill_grace_ms);
-		slot_set(sl, SLOT_UNRESPONSIVE);
+		pool_slot_set(sl, SLOT_UNRESPONSIVE);
 		child_stop(sl->child, cfg->kill_grace_ms);
 		return;
 	}
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_PING;
 	m.u.ping.sent_ms = now;
-	send_to(sl, &m);
+	pool_send(sl, &m);
 }
 
 static void on_heartbeat(uv_timer_t *t)
 {
 	struct pool *p = t->data;
 
-	for (unsigned i = 0; i < p->cfg->workers; i++)
-		check_slot(&p->slots[i]);
+	for (unsigned i = 0; i < p->nslots; i++)
+		check_slot(p->slots[i]);
 }
 
 /* ---- the pool ---- */
@@ -449,17 +410,8 @@ int pool_new(const struct pool_opts *o, struct pool **ret)
 	uv_timer_init(o->loop, &p->hb_timer);
 	p->hb_timer.data = p;
 	p->open_handles = 1;
-	p->slots = calloc(p->cfg->workers, sizeof(*p->slots));
-	for (unsigned i = 0; p->slots && i < p->cfg->workers; i++) {
-		struct slot *sl = &p->slots[i];
-		sl->pool = p;
-		sl->idx = i;
-		sl->health = SLOT_DOWN;
-		uv_timer_init(o->loop, &sl->respawn_timer);
-		sl->respawn_timer.data = sl;
-		p->open_handles++;
-	}
-	if (!p->slots || permits_init(&p->permits, p->cfg->workers, p->cfg->claimers,
+	p->slots = calloc(POOL_SLOTS_MAX, sizeof(*p->slots));
+	if (!p->slots || permits_init(&p->permits, POOL_SLOTS_MAX, p->cfg->claimers,
 				      &permit_ops, p) < 0)
 		goto fail;
 	/* Workers come from the fork server and are re-parented to us: we wait for them. */
@@ -485,9 +437,15 @@ fail:
 
 void pool_start(struct pool *p)
 {
-	for (unsigned i = 0; i < p->cfg->workers; i++)
-		spawn(&p->slots[i]);
+	pool_resize(p, p->cfg->workers);
 	uv_timer_start(&p->hb_timer, on_heartbeat, p->cfg->heartbeat_ms, p->cfg->heartbeat_ms);
+}
+
+void pool_retime(struct pool *p)
+{
+	permits_set_max(&p->permits, p->cfg->claimers);
+	if (uv_is_active((uv_handle_t *)&p->hb_timer))
+		uv_timer_start(&p->hb_timer, on_heartbeat, p->cfg->heartbeat_ms, p->cfg->heartbeat_ms);
 }
 
 void pool_stop(struct pool *p, unsigned grace_ms)
@@ -496,22 +454,22 @@ void pool_stop(struct pool *p, unsigned grace_ms)
 
 	p->stopping = true;
 	permits_stop(&p->permits);
-	for (unsigned i = 0; i < p->cfg->workers; i++) {
-		struct slot *sl = &p->slots[i];
+	for (unsigned i = 0; i < p->nslots; i++) {
+		struct slot *sl = p->slots[i];
 		uv_timer_stop(&sl->respawn_timer);
 		if (sl->health == SLOT_DOWN)
 			continue;
 		memset(&m, 0, sizeof(m));
 		m.type = PROTO_STOP;
 		m.u.stop.grace_ms = grace_ms;
-		send_to(sl, &m);
+		pool_send(sl, &m);
 	}
 }
 
 void pool_kill(struct pool *p)
 {
-	for (unsigned i = 0; i < p->cfg->workers; i++) {
-		struct slot *sl = &p->slots[i];
+	for (unsigned i = 0; i < p->nslots; i++) {
+		struct slot *sl = p->slots[i];
 		if (sl->health == SLOT_UP || sl->health == SLOT_UNRESPONSIVE) {
 			log_warn("worker slot=%u pid=%d did not stop in time; SIGKILL", sl->idx,
 				 (int)sl->pid);
@@ -525,17 +483,20 @@ unsigned pool_up(const struct pool *p, unsigned *ret_db_down)
 	unsigned n = 0;
 
 	*ret_db_down = 0;
-	for (unsigned i = 0; i < p->cfg->workers; i++) {
-		n += p->slots[i].health == SLOT_UP;
-		*ret_db_down += p->slots[i].health == SLOT_UP && p->slots[i].wstate == PROTO_W_DB_DOWN;
+	for (unsigned i = 0; i < p->nslots; i++) {
+		const struct slot *sl = p->slots[i];
+		if (!sl->active || sl->retire)
+			continue;
+		n += sl->health == SLOT_UP;
+		*ret_db_down += sl->health == SLOT_UP && sl->wstate == PROTO_W_DB_DOWN;
 	}
 	return n;
 }
 
 bool pool_empty(const struct pool *p)
 {
-	for (unsigned i = 0; i < p->cfg->workers; i++)
-		if (p->slots[i].health != SLOT_DOWN)
+	for (unsigned i = 0; i < p->nslots; i++)
+		if (p->slots[i]->health != SLOT_DOWN)
 			return false;
 	return true;
 }
@@ -546,6 +507,8 @@ static void on_handle_closed(uv_handle_t *h)
 
 	if (--p->open_handles > 0)
 		return;
+	for (unsigned i = 0; p->slots && i < p->nslots; i++)
+		free(p->slots[i]);
 	free(p->slots);
 	free(p);
 }
@@ -560,8 +523,8 @@ void pool_free(struct pool *p)
 {
 	if (!p)
 		return;
-	for (unsigned i = 0; p->slots && i < p->cfg->workers; i++) {
-		struct slot *sl = &p->slots[i];
+	for (unsigned i = 0; p->slots && i < p->nslots; i++) {
+		struct slot *sl = p->slots[i];
 		if (sl->chan)
 			chan_close(sl->chan);
 		child_free(sl->child);
@@ -577,16 +540,19 @@ void pool_free(struct pool *p)
 
 struct status_worker *pool_snapshot(const struct pool *p, struct status *st)
 {
-	struct status_worker *ws = calloc(p->cfg->workers, sizeof(*ws));
-	uint64_t now = now_ms(p);
+	struct status_worker *ws = calloc(p->nslots + 1, sizeof(*ws));
+	uint64_t now = pool_now_ms(p);
+	size_t k = 0;
 
 	st->fork_server_pid = (int)forker_pid(&p->forker);
 	st->host = p->host;
 	st->workers = ws;
-	st->nworkers = ws ? p->cfg->workers : 0;
-	for (unsigned i = 0; ws && i < p->cfg->workers; i++) {
-		const struct slot *sl = &p->slots[i];
-		ws[i] = (struct status_worker){
+	for (unsigned i = 0; ws && i < p->nslots; i++) {
+		const struct slot *sl = p->slots[i];
+		/* A retired slot is shown until its worker is gone. */
+		if (!sl->active && sl->health == SLOT_DOWN)
+			continue;
+		ws[k++] = (struct status_worker){
 			.slot = (int)sl->idx, .pid = (int)sl->pid, .state = slot_state_name(sl),
 			.item = sl->item, .item_ms = now - sl->item_since, .claims = sl->held.n,
 			.done = sl->done, .failed = sl->failed, .dead = sl->dead, .restarts = sl->restarts,
@@ -594,5 +560,6 @@ struct status_worker *pool_snapshot(const struct pool *p, struct status *st)
 			.heartbeat_age_ms = now - sl->last_ack,
 		};
 	}
+	st->nworkers = k;
 	return ws;
 }

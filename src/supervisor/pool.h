@@ -30,6 +30,8 @@ struct pool_opts {
 	void *data;
 };
 
+#define POOL_SLOTS_MAX 1024
+
 struct pool;
 
 /* Becomes a subreaper and starts the fork server; no worker yet. Returns 0 or -errno
@@ -46,6 +48,18 @@ void pool_wake_one(struct pool *p);
 
 /* Whether an idle poll could wake anybody: an idle worker, and a permit free. */
 bool pool_wants_poll(const struct pool *p);
+
+/* Grow to n workers (new ones start) or shrink (the idlest retire after their item). */
+void pool_resize(struct pool *p, unsigned n);
+/* Workers in the pool (not counting those retiring). */
+unsigned pool_size(const struct pool *p);
+
+/* After a reload whose new settings the workers must have: a new fork server (it reads them
+ * again), then every worker replaced by one of it, one at a time, each after its item. */
+void pool_replace_all(struct pool *p);
+
+/* The settings changed (heartbeat, claimers): applied from now on. */
+void pool_retime(struct pool *p);
 
 /* Stop: no more permits or restarts; every worker is told to finish within grace_ms. */
 void pool_stop(struct pool *p, unsigned grace_ms);

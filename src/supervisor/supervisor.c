@@ -27,7 +27,9 @@
 
 struct sup {
 	uv_loop_t *loop;
-	const struct config *cfg;
+	struct config *cfg;        /* main's; a reload changes what it may in place */
+	int argc;                  /* the command line, read again at a reload */
+	char **argv;
 	uint64_t started;
 	struct store *store;
 	struct dbq *dbq;
@@ -47,7 +49,7 @@ struct sup {
 	uv_timer_t poll_timer, maint_timer, stop_timer, watchdog_timer;
 	bool ready_told;            /* READY=1 was sent (the pool served once) */
 	char status_told[200];      /* the last STATUS= sent */
-	uv_signal_t sigterm, sigint;
+	uv_signal_t sigterm, sigint, sighup, sigttin, sigttou;
 	bool stopping, stopped;
 };
 
@@ -210,6 +212,102 @@ static void on_signal(uv_signal_t *h, int signum)
 	begin_stop(h->data, signum);
 }
 
+/* ---- reload and resize (SIGHUP, SIGTTIN, SIGTTOU; claimctl reload, workers) ---- */
+
+/* The settings read again (the config file, the environment, the command line) and what
+ * can change live applied: the supervisor's own at once, the workers' by replacing each
+ * after its item (a new fork server reads them). What only a restart applies is logged.
+ * summary: what was done, for claimctl. Returns 0, or -EINVAL when the new settings are bad
+ * (the running ones stay). */
+static int reload(struct sup *s, char *summary, size_t len)
+{
+	static struct config next;   /* large: not on the stack */
+	char err[600] = "", restart[300];
+	bool replace;
+	int r;
+
+	if (s->stopping) {
+		snprintf(summary, len, "claimd is stopping");
+		return -EINVAL;
+	}
+	notify_send("RELOADING=1");
+	r = config_parse(s->argc, s->argv, &next, err, sizeof(err));
+	if (r == CONFIG_RUN && handler_check(next.handler, err, sizeof(err)) < 0)
+		r = -EINVAL;
+	if (r != CONFIG_RUN) {
+		log_error("reload: %s; the running settings stay", *err ? err : "--help or --version");
+		snprintf(summary, len, "not reloaded: %s", err);
+		notify_send("READY=1");
+		return -EINVAL;
+	}
+	config_needs_restart(s->cfg, &next, restart, sizeof(restart));
+	replace = config_workers_differ(s->cfg, &next);
+	config_apply_live(s->cfg, &next);
+	log_init("sup", s->cfg->log_level);
+	pool_retime(s->pool);
+	uv_timer_start(&s->poll_timer, on_poll, s->cfg->poll_ms, s->cfg->poll_ms);
+	uv_timer_start(&s->maint_timer, on_maint_timer, s->cfg->maintenance_ms,
+		       s->cfg->maintenance_ms);
+	if (replace)
+		pool_replace_all(s->pool);
+	pool_resize(s->pool, s->cfg->workers);
+	snprintf(summary, len, "reloaded: %u workers%s%s%s", s->cfg->workers,
+		 replace ? "; each is replaced after its item (the handler or its settings "
+		 "changed)" : "", *restart ? "; a restart applies what changed in: " : "", restart);
+	log_info("%s", summary);
+	if (*restart)
+		log_warn("reload: %s changed: only a restart applies that", restart);
+	s->status_told[0] = '\0';
+	notify_send("READY=1");
+	return 0;
+}
+
+static void resize(struct sup *s, unsigned n)
+{
+	if (s->stopping || n < 1 || n > POOL_SLOTS_MAX)
+		return;
+	s->cfg->workers = n;
+	pool_resize(s->pool, n);
+}
+
+static void on_sighup(uv_signal_t *h, int signum)
+{
+	char summary[700];
+
+	reload(h->data, summary, sizeof(summary));
+}
+
+static void on_sigttin(uv_signal_t *h, int signum)
+{
+	struct sup *s = h->data;
+
+	resize(s, pool_size(s->pool) + 1);
+}
+
+static void on_sigttou(uv_signal_t *h, int signum)
+{
+	struct sup *s = h->data;
+	unsigned n = pool_size(s->pool);
+
+	if (n > 1)
+		resize(s, n - 1);
+}
+
+static int host_reload(void *data, char *summary, size_t len)
+{
+	return reload(data, summary, len);
+}
+
+static int host_resize(void *data, unsigned n)
+{
+	struct sup *s = data;
+
+	if (s->stopping)
+		return -EINVAL;
+	resize(s, n);
+	return 0;
+}
+
 /* ---- what the commands ask of us ---- */
 
 static void host_wake(void *data)
@@ -285,17 +383,20 @@ static int open_http(struct sup *s)
 
 /* ---- set-up ---- */
 
-static int sup_init(struct sup *s, const struct config *cfg, int argc, char **argv)
+static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 {
 	struct pool_opts po = { .loop = s->loop, .cfg = cfg, .argc = argc, .argv = argv,
 				.inline_handler = handler_spec_inline(cfg->handler),
 				.stats = &s->stats, .on_change = on_change, .data = s };
 	struct cmd_host host = { .loop = s->loop, .cfg = cfg, .data = s, .wake = host_wake,
-				 .snapshot = host_snapshot, .now_ms = host_now };
+				 .snapshot = host_snapshot, .now_ms = host_now,
+				 .reload = host_reload, .resize = host_resize };
 	char err[512] = "";
 	int r;
 
 	s->cfg = cfg;
+	s->argc = argc;
+	s->argv = argv;
 	s->started = now_ms(s);
 	jobstats_init(&s->stats, cfg);
 	for (unsigned i = 0; i < cfg->nqueues; i++)
@@ -306,9 +407,11 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 		uv_timer_init(s->loop, timers[i]);
 		timers[i]->data = s;
 	}
-	uv_signal_init(s->loop, &s->sigterm);
-	uv_signal_init(s->loop, &s->sigint);
-	s->sigterm.data = s->sigint.data = s;
+	uv_signal_t *sigs[] = { &s->sigterm, &s->sigint, &s->sighup, &s->sigttin, &s->sigttou };
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		uv_signal_init(s->loop, sigs[i]);
+		sigs[i]->data = s;
+	}
 	r = store_new(&cfg->dsn, "supervisor", &s->store);
 	if (r < 0)
 		return r;
@@ -341,6 +444,9 @@ static int sup_init(struct sup *s, const struct config *cfg, int argc, char **ar
 		return r;
 	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&s->sigint, on_signal, SIGINT);
+	uv_signal_start(&s->sighup, on_sighup, SIGHUP);
+	uv_signal_start(&s->sigttin, on_sigttin, SIGTTIN);
+	uv_signal_start(&s->sigttou, on_sigttou, SIGTTOU);
 	return pool_new(&po, &s->pool);
 }
 
@@ -348,7 +454,9 @@ static void sup_teardown(struct sup *s)
 {
 	uv_handle_t *hs[] = { (uv_handle_t *)&s->poll_timer, (uv_handle_t *)&s->maint_timer,
 			      (uv_handle_t *)&s->stop_timer, (uv_handle_t *)&s->watchdog_timer,
-			      (uv_handle_t *)&s->sigterm, (uv_handle_t *)&s->sigint };
+			      (uv_handle_t *)&s->sigterm, (uv_handle_t *)&s->sigint,
+			      (uv_handle_t *)&s->sighup, (uv_handle_t *)&s->sigttin,
+			      (uv_handle_t *)&s->sigttou };
 
 	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
 		if (hs[i]->loop && !uv_is_closing(hs[i]))
@@ -371,7 +479,7 @@ static void sup_teardown(struct sup *s)
 		store_free(s->adds_store[k]);
 }
 
-int supervisor_main(const struct config *cfg, int argc, char **argv)
+int supervisor_main(struct config *cfg, int argc, char **argv)
 {
 	uv_loop_t loop;
 	struct sup s;

@@ -9,6 +9,6 @@
 
 /* argv is the supervisor's own command line, passed on to the workers it starts. Returns the
  * process exit code: 0 after a clean stop, 1 if it could not start. */
-int supervisor_main(const struct config *cfg, int argc, char **argv);
+int supervisor_main(struct config *cfg, int argc, char **argv);
 
 #endif

@@ -1,0 +1,82 @@
+/* pool_int — the insides of the pool, shared by pool.c (a slot's life: starting, health,
+ * heartbeats, messages, replacing the dead) and pool_size.c (how many slots: growing,
+ * retiring, replacing every worker after a reload). Not an interface. */
+#ifndef CLAIMD_POOL_INT_H
+#define CLAIMD_POOL_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "common/chan.h"
+#include "common/child.h"
+#include "common/proto.h"
+#include "supervisor/forker.h"
+#include "supervisor/held.h"
+#include "supervisor/permits.h"
+#include "supervisor/pool.h"
+
+#define QUICK_DEATH_MS 10000  /* a worker that dies sooner than this counts towards back-off */
+#define RESPAWN_MIN_MS 250
+#define RESPAWN_MAX_MS 30000
+#define DRAIN_MS 1000         /* after a worker's exit: how long its channel may take to EOF */
+
+struct pool;
+
+struct slot {
+	struct pool *pool;
+	unsigned idx;
+	bool active;             /* one of the pool's (not retired) */
+	bool retire;             /* told to stop for good after its item */
+	bool replace;            /* to be replaced by a worker of the new fork server */
+	enum slot_health health;
+	uint8_t wstate;          /* what it last reported (enum proto_wstate), while UP */
+	pid_t pid;               /* 0: none */
+	struct child *child;
+	struct chan *chan;
+	uint64_t item, item_since;
+	pid_t handler_pid;       /* its handler's process group, 0: none */
+	uint64_t done, failed, dead;
+	unsigned restarts, quick_deaths;
+	double rtt_ms;
+	bool rtt_valid;
+	uint64_t last_ack, started, exited_at;
+	uv_timer_t respawn_timer;
+	struct held held;        /* the rows it reported claimed and not finished */
+};
+
+struct pool {
+	struct pool_opts o;
+	const struct config *cfg;
+	char host[64];
+	struct slot **slots;        /* every slot made, active or retired; POOL_SLOTS_MAX room */
+	unsigned nslots;
+	struct slot *replacing;     /* the worker being replaced now, if any */
+	struct permits permits;
+	struct forker forker;       /* the fork server the workers come from */
+	struct child_reaper *reaper;
+	uv_timer_t hb_timer;
+	int open_handles;           /* hb_timer and the respawn timers */
+	bool stopping;
+};
+
+void pool_slot_set(struct slot *sl, enum slot_health to);
+void pool_send(struct slot *sl, struct proto_msg *m);
+/* Start sl's worker (from the fork server); logs and retries later when it cannot. */
+void pool_spawn(struct slot *sl);
+
+static inline uint64_t pool_now_ms(const struct pool *p)
+{
+	return uv_now(p->o.loop);
+}
+
+/* ---- pool_size.c ---- */
+
+/* sl's worker is gone (its rows released): true when pool_size took over (a retired slot
+ * is put away; a replaced one starts again at once). */
+bool pool_size_gone(struct slot *sl);
+/* sl's worker started: a rolling replacement goes on with the next. */
+void pool_size_started(struct slot *sl);
+
+#endif
