@@ -3,6 +3,8 @@
  * library loaded and initialised, nothing else. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "common/config.h"
 #include "worker/handler.h"
@@ -44,6 +46,13 @@ int main(int argc, char **argv)
 	}
 	/* The supervisor checks the handler once (a so: library loads and speaks our ABI), so a
 	 * bad one is an error at start rather than workers failing over and over. */
+	/* Handlers run as the user claimd runs as: root only when asked for. */
+	if (cfg.fork_fd < 0 && geteuid() == 0 && (!*cfg.user || !strcmp(cfg.user, "root")) &&
+	    strcmp(cfg.handler, "noop") != 0 && !cfg.allow_root) {
+		fprintf(stderr, "claimd: handlers would run as root: give --user NAME (claimd "
+			"drops to it after start-up), or --allow-root\n");
+		return 2;
+	}
 	if (cfg.fork_fd < 0 && handler_check(cfg.handler, err, sizeof(err)) < 0) {
 		fprintf(stderr, "claimd: %s\n", err);
 		return 2;

@@ -79,6 +79,11 @@ const struct option_def config_defs[] = {
 	  "(default 1m)" },
 	{ "log-level", K_LEVEL, "LEVEL", AT(log_level), 0, 3, A_WORKERS,
 	  "error, warn, info or debug (default info)" },
+	{ "user", K_TEXT, "NAME", AT(user), 1, 0, A_RESTART,
+	  "started as root: become this user (with its groups) once the control socket\n"
+	  "and the HTTP port are open, before any worker or handler starts" },
+	{ "allow-root", K_FLAG, NULL, AT(allow_root), 0, 1, A_RESTART,
+	  "let handlers run as root (refused otherwise)" },
 	{ "verbose", K_SET_LEVEL, NULL, NONE, 3, 0, A_WORKERS, "log-level debug" },
 	{ "quiet", K_SET_LEVEL, NULL, NONE, 1, 0, A_WORKERS, "log-level warn" },
 	{ "help", K_ACTION, NULL, NONE, CONFIG_HELP, 0, A_RESTART, "this text" },

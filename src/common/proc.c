@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,6 +251,40 @@ int proc_reap_any(pid_t *ret_pid, int *ret_status)
 int proc_become_subreaper(void)
 {
 	return prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 ? 0 : -errno;
+}
+
+int proc_drop_to(const char *name, const char *own_path, char *err, size_t errlen)
+{
+	struct passwd pw, *found = NULL;
+	char buf[4096];
+	int r = getpwnam_r(name, &pw, buf, sizeof(buf), &found);
+
+	if (r != 0 || !found) {
+		snprintf(err, errlen, "--user %s: %s", name, r ? strerror(r) : "no such user");
+		return r ? -r : -ENOENT;
+	}
+	if (geteuid() != 0) {
+		if (geteuid() == pw.pw_uid)
+			goto done;   /* that user already */
+		snprintf(err, errlen, "--user %s: only root can become another user", name);
+		return -EPERM;
+	}
+	if (own_path && chown(own_path, pw.pw_uid, pw.pw_gid) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "--user %s: cannot give it %s: %s", name, own_path, strerror(-r));
+		return r;
+	}
+	if (initgroups(name, pw.pw_gid) < 0 || setgid(pw.pw_gid) < 0 || setuid(pw.pw_uid) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "--user %s: cannot become it: %s", name, strerror(-r));
+		return r;
+	}
+	if (pw.pw_uid != 0 && (setuid(0) == 0 || seteuid(0) == 0)) {
+		snprintf(err, errlen, "--user %s: root could be taken back", name);
+		return -EPERM;
+	}
+done:
+	return 0;
 }
 
 void proc_set_name(const char *name)

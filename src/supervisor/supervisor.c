@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "common/log.h"
+#include "common/proc.h"
 #include "store/store.h"
 #include "supervisor/api.h"
 #include "supervisor/cmd.h"
@@ -442,6 +443,16 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 	}
 	if (*cfg->http && (r = open_http(s)) < 0)
 		return r;
+	/* The socket and the port are open: no more root from here (the fork server, its
+	 * workers and their handlers start as the user). */
+	if (*cfg->user) {
+		r = proc_drop_to(cfg->user, cfg->control, err, sizeof(err));
+		if (r < 0) {
+			log_error("%s", err);
+			return r;
+		}
+		log_info("running as user %s", cfg->user);
+	}
 	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&s->sigint, on_signal, SIGINT);
 	uv_signal_start(&s->sighup, on_sighup, SIGHUP);
