@@ -79,6 +79,12 @@ const struct option_def config_defs[] = {
 	  "(default 1m)" },
 	{ "log-level", K_LEVEL, "LEVEL", AT(log_level), 0, 3, A_WORKERS,
 	  "error, warn, info or debug (default info)" },
+	{ "log-format", K_FORMAT, "FORMAT", AT(log_format), 0, 2, A_WORKERS,
+	  "text, logfmt or json (default text); under systemd each line gets its priority\n"
+	  "for the journal" },
+	{ "log-items", K_FLAG, NULL, AT(log_items), 0, 1, A_WORKERS,
+	  "a log line per finished item: id, queue, attempt, outcome, duration (never the\n"
+	  "payload)" },
 	{ "user", K_TEXT, "NAME", AT(user), 1, 0, A_RESTART,
 	  "started as root: become this user (with its groups) once the control socket\n"
 	  "and the HTTP port are open, before any worker or handler starts" },

@@ -26,7 +26,7 @@
 #define CONFIG_TOKEN_MAX 256
 #define CONFIG_FILE_MAX 4096
 
-enum config_log_format { CONFIG_LOG_TEXT, CONFIG_LOG_LOGFMT, CONFIG_LOG_JSON };
+enum config_log_format { CONFIG_LOG_TEXT, CONFIG_LOG_LOGFMT, CONFIG_LOG_JSON }; /* log.h's */
 
 struct config {
 	char config_file[CONFIG_FILE_MAX];  /* "" = none */

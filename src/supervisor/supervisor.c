@@ -244,7 +244,7 @@ static int reload(struct sup *s, char *summary, size_t len)
 	config_needs_restart(s->cfg, &next, restart, sizeof(restart));
 	replace = config_workers_differ(s->cfg, &next);
 	config_apply_live(s->cfg, &next);
-	log_init("sup", s->cfg->log_level);
+	log_init("sup", s->cfg->log_level, s->cfg->log_format);
 	pool_retime(s->pool);
 	uv_timer_start(&s->poll_timer, on_poll, s->cfg->poll_ms, s->cfg->poll_ms);
 	uv_timer_start(&s->maint_timer, on_maint_timer, s->cfg->maintenance_ms,
@@ -496,7 +496,7 @@ int supervisor_main(struct config *cfg, int argc, char **argv)
 	struct sup s;
 	int r;
 
-	log_init("sup", cfg->log_level);
+	log_init("sup", cfg->log_level, cfg->log_format);
 	memset(&s, 0, sizeof(s));
 	if (notify_init() < 0)
 		log_warn("NOTIFY_SOCKET is not a socket path or @name: not telling systemd");

@@ -30,7 +30,7 @@ int worker_forker_main(struct config *cfg)
 	int r;
 
 	snprintf(title, sizeof(title), "claimd: fork server of supervisor %d", cfg->parent_pid);
-	log_init("fork", cfg->log_level);
+	log_init("fork", cfg->log_level, cfg->log_format);
 	proc_set_title(title);
 	proc_set_name("claimd-fork");
 	proc_ignore_stop_signals();

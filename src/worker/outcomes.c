@@ -30,6 +30,8 @@ static void report(struct outcomes *o, const struct outcome *list, const uint8_t
 			it->queue = list[at + m.u.items.n].queue;
 			it->run_us = list[at + m.u.items.n].run_us;
 			it->wait_us = list[at + m.u.items.n].wait_us;
+			if (o->finished)
+				o->finished(o->data, &list[at + m.u.items.n], it->outcome);
 			m.u.items.n++;
 		}
 		o->send(o->data, &m);
@@ -62,6 +64,7 @@ struct outcome *outcomes_add(struct outcomes *o, const struct store_item *it,
 	x->kind = kind;
 	x->retry_ms = retry_ms;
 	x->error = error && *error ? strdup(error) : NULL;
+	x->attempt = it->attempt;
 	return x;
 }
 

@@ -38,6 +38,7 @@ struct outcome {
 	/* for the supervisor's metrics (FINISHED) */
 	uint8_t queue;             /* index into the --queue list */
 	uint32_t run_us, wait_us;
+	uint32_t attempt;          /* for the log */
 };
 
 struct outcomes {
@@ -47,6 +48,9 @@ struct outcomes {
 	size_t result_bytes;   /* of the results waiting */
 	bool urgent;           /* one is due at once */
 	void (*send)(void *data, struct proto_msg *m);
+	/* Each outcome as it is reported, or NULL: x, and what became of its row
+	 * (enum proto_outcome). */
+	void (*finished)(void *data, const struct outcome *x, unsigned outcome);
 	void *data;
 };
 

@@ -70,6 +70,16 @@ void worker_send_out(void *data, struct proto_msg *m)
 	worker_send(data, m);
 }
 
+void worker_log_item(void *data, const struct outcome *x, unsigned outcome)
+{
+	const struct worker *w = data;
+
+	log_info("item id=%llu queue=%s attempt=%u outcome=%s run_ms=%.3f wait_ms=%.3f",
+		 (unsigned long long)x->ref.id, w->cfg->queues[x->queue < w->cfg->nqueues ?
+		 x->queue : 0], x->attempt, proto_outcome_name(outcome), x->run_us / 1000.0,
+		 x->wait_us / 1000.0);
+}
+
 /* Tell the supervisor what we do (STATE), when it changed. The handler's pid lets the
  * supervisor kill the handler's whole process group should this worker die. */
 void worker_report(struct worker *w, uint8_t wire, uint64_t item)

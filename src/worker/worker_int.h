@@ -76,6 +76,8 @@ void worker_report(struct worker *w, uint8_t wire, uint64_t item);
 void worker_send(struct worker *w, struct proto_msg *m);
 /* worker_send for outcomes_init (data: the worker). */
 void worker_send_out(void *data, struct proto_msg *m);
+/* The log line of a finished item (--log-items): outcomes.finished. */
+void worker_log_item(void *data, const struct outcome *x, unsigned outcome);
 /* Answer a claim permit (CLAIMED) with the first n rows of the batch. */
 void worker_answer_permit(struct worker *w, size_t n);
 /* The running row's id, 0 when none runs. */

@@ -114,6 +114,8 @@ static int worker_init(struct worker *w, const struct config *cfg)
 	w->state = WS_START;
 	w->db_backoff = (struct backoff)BACKOFF_INIT(DB_BACKOFF_MIN_MS, DB_BACKOFF_MAX_MS);
 	outcomes_init(&w->out, worker_send_out, w);
+	if (cfg->log_items)
+		w->out.finished = worker_log_item;
 	srand((unsigned)(getpid() ^ uv_hrtime()));
 	gethostname(host, sizeof(host) - 1);
 	snprintf(w->claimer, sizeof(w->claimer), "%s/w%d:%d", host, cfg->worker_slot, (int)getpid());
@@ -160,7 +162,7 @@ int worker_main(const struct config *cfg)
 	int r;
 
 	snprintf(name, sizeof(name), "w%d", cfg->worker_slot);
-	log_init(name, cfg->log_level);
+	log_init(name, cfg->log_level, cfg->log_format);
 	proc_ignore_stop_signals();
 	if (proc_die_with_parent(cfg->parent_pid) < 0)
 		log_warn("cannot ask to die with the supervisor; relying on the channel");
