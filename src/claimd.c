@@ -1,6 +1,7 @@
 /* claimd — entry point: the supervisor, or (with the hidden --fork-server-fd option the
  * supervisor passes) its fork server, which forks the workers from this state: the client
  * library loaded and initialised, nothing else. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,31 @@
 #include "supervisor/supervisor.h"
 #include "worker/worker.h"
 
+
+/* One connection as the workers will make it: a server that refuses it (a password, a
+ * certificate, an unknown database) stops claimd now, with the server's reason; one that
+ * does not answer is waited for, as later. */
+static int preflight(const struct config *cfg)
+{
+	struct store *s = NULL;
+	char err[600] = "";
+	int r = store_new(&cfg->dsn, "preflight", &s);
+
+	if (r == 0)
+		r = store_connect(s, err, sizeof(err));
+	store_free(s);
+	if (r == -ENOTCONN) {
+		fprintf(stderr, "claimd: the database does not answer yet (%s); starting anyway, "
+			"the workers connect when it does\n", err);
+		return 0;
+	}
+	if (r < 0) {
+		fprintf(stderr, "claimd: the database refused the connection: %s\n",
+			*err ? err : strerror(-r));
+		return -1;
+	}
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -39,8 +65,8 @@ int main(int argc, char **argv)
 		fputs(config_example(), stdout);
 		return 0;
 	}
-	/* The DSN has no TLS options yet; once it has, pass whether cfg.dsn asks for TLS. */
-	if (store_library_init(false) < 0) {
+	/* The lean OpenSSL start-up leaves out what TLS needs: only when no connection uses it. */
+	if (store_library_init(dsn_may_use_tls(&cfg.dsn)) < 0) {
 		fprintf(stderr, "claimd: cannot initialise the MySQL client library\n");
 		return 1;
 	}
@@ -63,6 +89,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "claimd: %s\n", err);
 		return 2;
 	}
+	if (cfg.fork_fd < 0 && preflight(&cfg) < 0)
+		return 2;
 	if (cfg.fork_fd >= 0)
 		r = worker_forker_main(&cfg);
 	else

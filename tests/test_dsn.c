@@ -87,6 +87,11 @@ static const struct bad_case bad_cases[] = {
 	{ "empty_query", "mysql://h/d?", "empty query parameter" },
 	{ "trailing_amp", "mysql://h/d?socket=/a&", "empty query parameter" },
 	{ "double_amp", "mysql://h/d?socket=/a&&password_file=/p", "empty query parameter" },
+	{ "ssl_mode_unknown", "mysql://h/d?ssl-mode=SOMETIMES", "is not DISABLED" },
+	{ "verify_ca_without_ca", "mysql://h/d?ssl-mode=VERIFY_CA", "needs ssl-ca" },
+	{ "verify_identity_without_ca", "mysql://h/d?ssl_mode=verify_identity", "needs ssl-ca" },
+	{ "cert_without_key", "mysql://h/d?ssl-cert=/c.pem", "go together" },
+	{ "ssl_mode_twice", "mysql://h/d?ssl-mode=REQUIRED&ssl_mode=REQUIRED", "given twice" },
 	{ "raw_eq_in_value", "mysql://h/d?socket=/a=b", "%3D" },
 	{ "fragment", "mysql://h/d#x", "#" },
 	{ "bad_escape", "mysql://h/d%zz", "percent-escape" },
@@ -231,8 +236,41 @@ static void test_lengths(void)
 		fail("socket_256_bytes_rejected", "err \"%s\"", err);
 }
 
+/* The TLS parameters, field by field ('_' for '-', modes in any case). */
+static int test_tls(void)
+{
+	struct dsn d;
+	char err[256];
+	int fails = 0;
+
+	memset(&d, 0, sizeof(d));
+	if (dsn_parse("mysql://u@db/x?ssl-mode=verify_identity&ssl_ca=/ca.pem&ssl-cert=/c.pem&"
+		      "ssl-key=/k.pem&option-file=/etc/my.cnf&option_group=claimd", &d, err,
+		      sizeof(err)) < 0 || d.ssl_mode != DSN_SSL_VERIFY_IDENTITY ||
+	    strcmp(d.ssl_ca, "/ca.pem") || strcmp(d.ssl_cert, "/c.pem") || strcmp(d.ssl_key, "/k.pem") ||
+	    strcmp(d.option_file, "/etc/my.cnf") || strcmp(d.option_group, "claimd") ||
+	    !dsn_may_use_tls(&d)) {
+		printf("FAIL tls_fields: %s\n", err);
+		fails++;
+	}
+	memset(&d, 0, sizeof(d));
+	if (dsn_parse("mysql://u@db/x?ssl-mode=DISABLED", &d, err, sizeof(err)) < 0 ||
+	    d.ssl_mode != DSN_SSL_DISABLED || dsn_may_use_tls(&d)) {
+		printf("FAIL tls_disabled\n");
+		fails++;
+	}
+	memset(&d, 0, sizeof(d));
+	if (dsn_parse("mysql://u@db/x", &d, err, sizeof(err)) < 0 || dsn_may_use_tls(&d)) {
+		printf("FAIL tls_none\n");
+		fails++;
+	}
+	return fails;
+}
+
 int main(void)
 {
+	if (test_tls())
+		return 1;
 	size_t i, nok = sizeof(ok_cases) / sizeof(ok_cases[0]);
 	size_t nbad = sizeof(bad_cases) / sizeof(bad_cases[0]);
 	struct dsn d;

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 
@@ -161,14 +162,47 @@ static int parse_authority(struct span sp, struct dsn *d, char *err, size_t errl
 	return parse_hostport(rest, d, err, errlen);
 }
 
+/* The query parameters: their name ('_' may stand for '-') and where each goes. */
+static const struct {
+	const char *name;
+	size_t off;
+	const char *what;       /* in messages */
+} params[] = {
+	{ "socket", offsetof(struct dsn, socket), "socket path" },
+	{ "password-file", offsetof(struct dsn, password_file), "password_file path" },
+	{ "ssl-mode", 0, "ssl-mode" },
+	{ "ssl-ca", offsetof(struct dsn, ssl_ca), "ssl-ca path" },
+	{ "ssl-cert", offsetof(struct dsn, ssl_cert), "ssl-cert path" },
+	{ "ssl-key", offsetof(struct dsn, ssl_key), "ssl-key path" },
+	{ "option-file", offsetof(struct dsn, option_file), "option-file path" },
+	{ "option-group", offsetof(struct dsn, option_group), "option-group" },
+};
+#define NPARAMS (sizeof(params) / sizeof(params[0]))
+
+static const char *const ssl_modes[] = { "", "DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA",
+					 "VERIFY_IDENTITY" };
+
+static int find_param(struct span key)
+{
+	for (size_t i = 0; i < NPARAMS; i++) {
+		size_t n = strlen(params[i].name);
+		bool same = key.len == n;
+		for (size_t k = 0; same && k < n; k++)
+			same = key.p[k] == params[i].name[k] ||
+			       (key.p[k] == '_' && params[i].name[k] == '-');
+		if (same)
+			return (int)i;
+	}
+	return -1;
+}
+
 /* One key=value of the query string. */
-static int parse_param(struct span sp, struct dsn *d, bool *seen_socket, bool *seen_pwfile,
-		       char *err, size_t errlen)
+static int parse_param(struct span sp, struct dsn *d, bool *seen, char *err, size_t errlen)
 {
 	const char *eq = find(sp, '=');
 	struct span key, val;
-	char *out;
-	bool *seen;
+	char mode[DSN_FIELD_MAX];
+	int i;
 
 	if (sp.len == 0)
 		return set_err(err, errlen, "empty query parameter (stray '&' or '?')");
@@ -179,32 +213,37 @@ static int parse_param(struct span sp, struct dsn *d, bool *seen_socket, bool *s
 	key.len = (size_t)(eq - sp.p);
 	val.p = eq + 1;
 	val.len = sp.len - key.len - 1;
-	if (key.len == 6 && memcmp(key.p, "socket", 6) == 0) {
-		out = d->socket;
-		seen = seen_socket;
-	} else if (key.len == 13 && memcmp(key.p, "password_file", 13) == 0) {
-		out = d->password_file;
-		seen = seen_pwfile;
-	} else {
+	i = find_param(key);
+	if (i < 0)
 		return set_err(err, errlen, "unknown query parameter \"%.*s\" (known: socket, "
-			       "password_file)", (int)(key.len > 64 ? 64 : key.len), key.p);
-	}
-	if (*seen)
+			       "password_file, ssl-mode, ssl-ca, ssl-cert, ssl-key, option-file, "
+			       "option-group)", (int)(key.len > 64 ? 64 : key.len), key.p);
+	if (seen[i])
 		return set_err(err, errlen, "query parameter \"%.*s\" given twice",
 			       (int)key.len, key.p);
-	*seen = true;
+	seen[i] = true;
 	if (val.len == 0)
 		return set_err(err, errlen, "query parameter \"%.*s\" has an empty value",
 			       (int)key.len, key.p);
 	if (find(val, '='))
 		return set_err(err, errlen, "raw '=' in the value of \"%.*s\" (write it as %%3D)",
 			       (int)key.len, key.p);
-	return decode(val, out, key.len == 6 ? "socket path" : "password_file path", err, errlen);
+	if (params[i].off)
+		return decode(val, (char *)d + params[i].off, params[i].what, err, errlen);
+	if (decode(val, mode, "ssl-mode", err, errlen) < 0)
+		return -EINVAL;
+	for (size_t m = 1; m < sizeof(ssl_modes) / sizeof(ssl_modes[0]); m++)
+		if (!strcasecmp(mode, ssl_modes[m])) {
+			d->ssl_mode = (int)m;
+			return 0;
+		}
+	return set_err(err, errlen, "ssl-mode \"%.40s\" is not DISABLED, PREFERRED, REQUIRED, "
+		       "VERIFY_CA or VERIFY_IDENTITY", mode);
 }
 
 static int parse_query(struct span sp, struct dsn *d, char *err, size_t errlen)
 {
-	bool seen_socket = false, seen_pwfile = false;
+	bool seen[NPARAMS] = { false };
 	struct span param;
 	const char *amp;
 
@@ -212,13 +251,26 @@ static int parse_query(struct span sp, struct dsn *d, char *err, size_t errlen)
 		amp = find(sp, '&');
 		param.p = sp.p;
 		param.len = amp ? (size_t)(amp - sp.p) : sp.len;
-		if (parse_param(param, d, &seen_socket, &seen_pwfile, err, errlen) < 0)
+		if (parse_param(param, d, seen, err, errlen) < 0)
 			return -EINVAL;
 		if (!amp)
-			return 0;
+			break;
 		sp.p = amp + 1;
 		sp.len -= param.len + 1;
 	}
+	if ((d->ssl_mode == DSN_SSL_VERIFY_CA || d->ssl_mode == DSN_SSL_VERIFY_IDENTITY) &&
+	    !d->ssl_ca[0])
+		return set_err(err, errlen, "ssl-mode %s needs ssl-ca (the CA's certificate)",
+			       ssl_modes[d->ssl_mode]);
+	if (!d->ssl_cert[0] != !d->ssl_key[0])
+		return set_err(err, errlen, "ssl-cert and ssl-key go together");
+	return 0;
+}
+
+int dsn_may_use_tls(const struct dsn *d)
+{
+	return (d->ssl_mode != DSN_SSL_DEFAULT && d->ssl_mode != DSN_SSL_DISABLED) ||
+	       (d->ssl_mode == DSN_SSL_DEFAULT && (d->option_file[0] || d->ssl_ca[0]));
 }
 
 /* Strips the scheme; returns the length of the prefix, or 0 if it is not ours. */

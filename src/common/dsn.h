@@ -3,6 +3,7 @@
  *     mysql://user@host:port/db?socket=/path/to/sock
  *     mysql://user@localhost/db?socket=/run/mysqld/mysqld.sock
  *     mysql://app@db.example:3306/jobs
+ *     mysql://app@db.example/jobs?ssl-mode=VERIFY_IDENTITY&ssl-ca=/etc/ssl/db-ca.pem
  *
  * A password is never part of a DSN (it would show in argv and in ps); dsn_parse rejects
  * "user:password@". The password comes from the environment (CLAIMD_DB_PASSWORD) or a file
@@ -15,6 +16,16 @@
 
 #define DSN_FIELD_MAX 256
 
+/* TLS to the server (?ssl-mode=), as MySQL's clients name the modes. */
+enum dsn_ssl_mode {
+	DSN_SSL_DEFAULT = 0,   /* not given: DISABLED, or what an option file says */
+	DSN_SSL_DISABLED,
+	DSN_SSL_PREFERRED,     /* TLS when the server offers it, unverified */
+	DSN_SSL_REQUIRED,      /* TLS or no connection, unverified */
+	DSN_SSL_VERIFY_CA,     /* TLS, the server's certificate signed by ssl-ca */
+	DSN_SSL_VERIFY_IDENTITY, /* and issued to the host claimd connects to */
+};
+
 struct dsn {
 	char user[DSN_FIELD_MAX];          /* "" = the client library's default */
 	char host[DSN_FIELD_MAX];          /* "" = localhost */
@@ -22,11 +33,24 @@ struct dsn {
 	char db[DSN_FIELD_MAX];            /* required */
 	char socket[DSN_FIELD_MAX];        /* "" = none; used when host is localhost or empty */
 	char password_file[DSN_FIELD_MAX]; /* "" = none */
+	int ssl_mode;                      /* enum dsn_ssl_mode */
+	char ssl_ca[DSN_FIELD_MAX];        /* "" = none: PEM files */
+	char ssl_cert[DSN_FIELD_MAX];
+	char ssl_key[DSN_FIELD_MAX];
+	char option_file[DSN_FIELD_MAX];   /* a MySQL option file the client library reads */
+	char option_group[DSN_FIELD_MAX];  /* its group ([client] and this) */
 };
+
+/* Whether a connection of d may use TLS (an ssl-mode but DISABLED, or an option file that
+ * may ask for it). */
+int dsn_may_use_tls(const struct dsn *d);
 
 /* Parse s into *ret. Returns 0, or -EINVAL with a human message in err (what is wrong and
  * where), leaving *ret untouched. Percent-escapes (%2F) are decoded in every part.
- * Accepted query parameters: socket, password_file; any other is an error. */
+ * Accepted query parameters: socket, password_file, ssl-mode (DISABLED, PREFERRED, REQUIRED,
+ * VERIFY_CA, VERIFY_IDENTITY), ssl-ca, ssl-cert, ssl-key, option-file, option-group ('_'
+ * may stand for '-'); any other is an error. VERIFY_CA and VERIFY_IDENTITY need ssl-ca;
+ * ssl-cert and ssl-key go together. */
 int dsn_parse(const char *s, struct dsn *ret, char *err, size_t errlen);
 
 #endif

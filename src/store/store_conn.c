@@ -352,6 +352,29 @@ static int read_password(const struct store *s, char *pw, size_t pwlen, char *er
 	return 0;
 }
 
+/* The DSN's TLS and option-file settings (common/dsn.h). Connector/C verifies the server's
+ * certificate chain whenever a CA is given, and its name only with VERIFY_SERVER_CERT: that
+ * is VERIFY_CA and VERIFY_IDENTITY. */
+static void set_tls(MYSQL *c, const struct dsn *d)
+{
+	my_bool yes = 1, no = 0;
+
+	if (d->option_file[0])
+		mysql_options(c, MYSQL_READ_DEFAULT_FILE, d->option_file);
+	if (d->option_group[0])
+		mysql_options(c, MYSQL_READ_DEFAULT_GROUP, d->option_group);
+	if (d->ssl_mode == DSN_SSL_DISABLED ||
+	    (d->ssl_mode == DSN_SSL_DEFAULT && !d->ssl_ca[0] && !d->ssl_cert[0]))
+		return;
+	/* Any of these asks for TLS (PREFERRED: used when the server offers it). */
+	mysql_ssl_set(c, d->ssl_key[0] ? d->ssl_key : NULL, d->ssl_cert[0] ? d->ssl_cert : NULL,
+		      d->ssl_ca[0] ? d->ssl_ca : NULL, NULL, NULL);
+	if (d->ssl_mode >= DSN_SSL_REQUIRED)
+		mysql_options(c, MYSQL_OPT_SSL_ENFORCE, &yes);
+	mysql_options(c, MYSQL_OPT_SSL_VERIFY_SERVER_CERT,
+		      d->ssl_mode == DSN_SSL_VERIFY_IDENTITY ? &yes : &no);
+}
+
 static void set_options(MYSQL *c)
 {
 	unsigned connect_timeout = 3, rw_timeout = 10;
@@ -385,6 +408,7 @@ int store_connect(struct store *s, char *err, size_t errlen)
 		goto fail;
 	}
 	set_options(s->conn);
+	set_tls(s->conn, d);
 	if (!mysql_real_connect(s->conn, host, d->user[0] ? d->user : NULL, pw, d->db, d->port,
 				sock, CLIENT_MULTI_STATEMENTS | CLIENT_FOUND_ROWS)) {
 		r = db_error(s, "store_connect", err, errlen);

@@ -213,9 +213,11 @@ class Server:
         self.owned = owned
 
     @classmethod
-    def start(cls, dir):
+    def start(cls, dir, env=None):
+        """env: more variables for tools/db (CLAIMD_DB_PORT, CLAIMD_DB_EXTRA)."""
         r = subprocess.run([TOOLS_DB, 'start', dir], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, timeout=120)
+                           stderr=subprocess.PIPE, text=True, timeout=120,
+                           env=dict(os.environ, **(env or {})))
         if r.returncode == SKIP_EXIT:
             msg = r.stderr.strip() or 'mariadbd not installed'
             if os.environ.get('CLAIMD_TEST_REQUIRE_DB') == '1':
@@ -616,11 +618,12 @@ class Test:
     def server(self):
         return shared_server()
 
-    def private_server(self):
-        """A server of this test's own (for tests that stop or restart it)."""
+    def private_server(self, env=None):
+        """A server of this test's own (for tests that stop or restart it, or that need it
+        set up otherwise: env for tools/db)."""
         dir = tempfile.mkdtemp(prefix='claimd-db-')
         try:
-            s = Server.start(dir)
+            s = Server.start(dir, env)
         except BaseException:
             shutil.rmtree(dir, ignore_errors=True)
             raise
