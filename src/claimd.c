@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "common/config.h"
 #include "worker/handler.h"
 #include "common/proc.h"
@@ -15,31 +16,6 @@
 #include "supervisor/supervisor.h"
 #include "worker/worker.h"
 
-
-/* One connection as the workers will make it: a server that refuses it (a password, a
- * certificate, an unknown database) stops claimd now, with the server's reason; one that
- * does not answer is waited for, as later. */
-static int preflight(const struct config *cfg)
-{
-	struct store *s = NULL;
-	char err[600] = "";
-	int r = store_new(&cfg->dsn, "preflight", &s);
-
-	if (r == 0)
-		r = store_connect(s, err, sizeof(err));
-	store_free(s);
-	if (r == -ENOTCONN) {
-		fprintf(stderr, "claimd: the database does not answer yet (%s); starting anyway, "
-			"the workers connect when it does\n", err);
-		return 0;
-	}
-	if (r < 0) {
-		fprintf(stderr, "claimd: the database refused the connection: %s\n",
-			*err ? err : strerror(-r));
-		return -1;
-	}
-	return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -72,6 +48,11 @@ int main(int argc, char **argv)
 	}
 	/* The supervisor checks the handler once (a so: library loads and speaks our ABI), so a
 	 * bad one is an error at start rather than workers failing over and over. */
+	if (cfg.migrate || cfg.doctor) {
+		r = cfg.migrate ? admin_migrate(&cfg) : admin_doctor(&cfg);
+		store_library_end();
+		return r;
+	}
 	/* Handlers run as the user claimd runs as: root only when asked for. */
 	if (cfg.fork_fd < 0 && geteuid() == 0 && (!*cfg.user || !strcmp(cfg.user, "root")) &&
 	    strcmp(cfg.handler, "noop") != 0 && !cfg.allow_root) {
@@ -89,7 +70,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "claimd: %s\n", err);
 		return 2;
 	}
-	if (cfg.fork_fd < 0 && preflight(&cfg) < 0)
+	if (cfg.fork_fd < 0 && admin_preflight(&cfg) < 0)
 		return 2;
 	if (cfg.fork_fd >= 0)
 		r = worker_forker_main(&cfg);

@@ -79,7 +79,7 @@ def main():
             problems.append(f'{path}: {n} lines (at most {MAX_LINES})')
         for inc in includes(path):
             target = os.path.normpath(inc)
-            tfolder = os.path.dirname(target)
+            tfolder = os.path.dirname(target) or '.'
             if not os.path.exists(os.path.join(SRC, target)):
                 continue  # a system or plugin header written with quotes
             if tfolder != folder and tfolder not in ALLOWED.get(folder, set()) and \

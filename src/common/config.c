@@ -94,6 +94,12 @@ const struct option_def config_defs[] = {
 	{ "quiet", K_SET_LEVEL, NULL, NONE, 1, 0, A_WORKERS, "log-level warn" },
 	{ "help", K_ACTION, NULL, NONE, CONFIG_HELP, 0, A_RESTART, "this text" },
 	{ "version", K_ACTION, NULL, NONE, CONFIG_VERSION, 0, A_RESTART, "claimd's version" },
+	{ "migrate", K_MODE, NULL, AT(migrate), 0, 1, A_RESTART,
+	  "bring the database's schema up to this claimd's (its migrations, in order), then\n"
+	  "exit; the DSN's user must be allowed to create and alter tables and triggers" },
+	{ "doctor", K_MODE, NULL, AT(doctor), 0, 1, A_RESTART,
+	  "check what claimd needs, as it would connect, then exit: the schema, privileges,\n"
+	  "isolation level, binary log, clock skew, the control socket and HTTP" },
 	{ "example-config", K_ACTION, NULL, NONE, CONFIG_EXAMPLE, 0, A_RESTART,
 	  "print an example config file (every key, commented, with its help)" },
 	{ "fork-server-fd", K_HIDDEN, "FD", AT(fork_fd), 0, INT_MAX, A_RESTART, NULL },
@@ -280,6 +286,9 @@ static int apply(struct parse *p, const struct option_def *d, enum source src, c
 	case K_SET_LEVEL:
 		p->c->log_level = (int)d->min;
 		return 0;
+	case K_MODE:
+		*(bool *)field = true;
+		return 0;
 	case K_ACTION:
 		if (d->off || d->size) {  /* --config: read before the rest */
 			return 0;
@@ -300,7 +309,8 @@ static const struct option_def *find(const char *name)
 
 bool config_flag_only(const struct option_def *d)
 {
-	return d->kind == K_ACTION || d->kind == K_SET_LEVEL || d->kind == K_HIDDEN;
+	return d->kind == K_ACTION || d->kind == K_SET_LEVEL || d->kind == K_HIDDEN ||
+	       d->kind == K_MODE;
 }
 
 /* ---- the file ---- */
@@ -455,7 +465,7 @@ static int finish(struct parse *p)
 	}
 	snprintf(c->queue, sizeof(c->queue), "%s", c->queues[0]);
 	/* What the handler spec says is the handler module's to check (handler_check). */
-	if (!*c->handler) {
+	if (!*c->handler && !c->migrate && !c->doctor) {
 		snprintf(p->err, sizeof(p->err), "--handler is required (noop, exec:CMD, pipe:CMD "
 			 "or so:LIB)");
 		return -EINVAL;

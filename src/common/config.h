@@ -66,6 +66,8 @@ struct config {
 	bool exec_result;   /* an exec: handler's stdout is the row's result */
 	char user[64];      /* drop to this user after start-up ("" = stay) */
 	bool allow_root;    /* handlers may run as root */
+	bool migrate;       /* --migrate: bring the schema up to date and exit */
+	bool doctor;        /* --doctor: check the set-up and exit */
 	/* Set only in the fork server (hidden options the supervisor passes) and its workers. */
 	int fork_fd;      /* the fork server's socket; -1 in the supervisor */
 	int parent_pid;   /* the supervisor */

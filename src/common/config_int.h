@@ -21,6 +21,7 @@ enum kind {
 	K_SET_LEVEL, /* --verbose, --quiet: a level, flags only */
 	K_ACTION,    /* --help, --version, --config: flags only */
 	K_HIDDEN,    /* the fork server's options: flags only, not in the usage */
+	K_MODE,      /* --migrate, --doctor: what claimd does instead of running; flags only */
 };
 
 /* What applies a new value at a reload (SIGHUP). */

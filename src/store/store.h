@@ -85,6 +85,40 @@ struct store_count {
 	uint64_t count;
 };
 
+/* ---- the schema (sql/migrations, built in) ---- */
+
+struct store_migration {
+	unsigned version;          /* 1, 2, ... */
+	const char *name;          /* "base" */
+	const char *text;          /* the SQL script, as the mariadb client would read it */
+	size_t len;
+};
+extern const struct store_migration store_migrations[];
+extern const unsigned store_nmigrations;   /* the schema version this claimd needs */
+
+/* The database's schema version: the highest migration recorded in claimd_schema; 0 when
+ * there is none (no claimd_schema table). Returns 0 or a negative error. */
+int store_schema_version(struct store *s, unsigned *ret, char *err, size_t errlen);
+
+/* Apply m: its statements one by one (each migration is idempotent and records itself as its
+ * last statement; DDL commits as it goes, so one stopped half way is applied again whole).
+ * Returns 0 or a negative error with err naming the statement's line. */
+int store_migrate(struct store *s, const struct store_migration *m, char *err, size_t errlen);
+
+/* What claimd --doctor reads of the server, and which of claimd's statements it refuses. */
+struct store_doctor {
+	double server_time;            /* unix seconds, by the server's clock */
+	char isolation[32];            /* of this session, as claimd sets it */
+	bool log_bin;
+	char binlog_format[16], binlog_row_image[16];
+	char version[80];
+	char missing[600];             /* "INSERT on queues (1142); ...", "" when none */
+};
+
+/* Fill *ret: the settings, then every kind of statement claimd uses, tried on each table in
+ * a transaction that is rolled back. Returns 0 or a negative error. */
+int store_doctor(struct store *s, struct store_doctor *ret, char *err, size_t errlen);
+
 /* Call once in main before any thread or store exists. tls: whether any connection of this
  * process may use TLS. Without it, and when the client library sits on OpenSSL, OpenSSL is
  * initialised without openssl.cnf, error strings and its cipher/digest name tables, which a

@@ -35,7 +35,7 @@
 /* A paused queue's rows are not claimed (nor polled for). The subqueries name the queue
  * itself, not work_items.queue: uncorrelated, each runs once per statement. */
 #define NOT_PAUSED "NOT EXISTS (SELECT 1 FROM queues WHERE name = %s AND paused)"
-/* FIFO groups (see sql/schema.sql). Before a transaction finishes grouped rows it locks
+/* FIFO groups (see sql/migrations/001_base.sql). Before a transaction finishes grouped rows it locks
  * their groups' work_groups rows, in key order, as an insert into the group does (in the
  * trigger): so an insert either sees the finished row gone or is seen by GROUP_NEXT, and
  * the two never wait for each other's row locks the other way round. The %s is a WHERE

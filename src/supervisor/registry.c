@@ -48,7 +48,7 @@ static void seen_done(struct dbq_job *j)
 	}
 	if (j->rc < 0 && !r->warned) {
 		log_warn("cannot write this supervisor's row in the supervisors table (load "
-			 "sql/schema.sql again?): %s", j->err);
+			 "claimd --migrate?): %s", j->err);
 		r->warned = true;
 	} else if (j->rc >= 0) {
 		r->warned = false;

@@ -9,7 +9,7 @@ main() starts (or reuses) one MariaDB server, runs the it_ functions in the orde
 defined, prints `ok - name` / `not ok - name: reason`, and exits 1 if any failed, 77 if the
 MariaDB server is not installed at all (0 otherwise). Each function gets a Test `t`:
 
-    db = t.database()                      fresh database t_<name>_<pid> with sql/schema.sql loaded
+    db = t.database()                      fresh database t_<name>_<pid> with the schema loaded
     db.sql("SELECT state, count(*) ...")   -> [('done', '200'), ...]  (str or None per column)
     h = t.log_handler('sleep 2')           executable bash handler logging start/end lines
     c = t.claimd(db, '--workers', '4', '--handler', 'exec:' + h.path)
@@ -43,7 +43,10 @@ SKIP_EXIT = 77
 SOURCE_ROOT = os.environ.get('CLAIMD_SOURCE_ROOT') or os.path.abspath(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
 TOOLS_DB = os.path.join(SOURCE_ROOT, 'tools', 'db')
-SCHEMA = os.path.join(SOURCE_ROOT, 'sql', 'schema.sql')
+# The schema: its migrations, in order (each records itself in claimd_schema).
+MIGRATIONS = sorted(os.path.join(SOURCE_ROOT, 'sql', 'migrations', f)
+                    for f in os.listdir(os.path.join(SOURCE_ROOT, 'sql', 'migrations'))
+                    if f.endswith('.sql'))
 PIPE_ECHO = os.path.join(SOURCE_ROOT, 'tests', 'pipe_echo.py')
 
 
@@ -309,7 +312,7 @@ _db_serial = 0
 
 
 class Database:
-    """A fresh database on `server` with sql/schema.sql loaded; drop() removes it."""
+    """A fresh database on `server` with the schema's migrations loaded; drop() removes it."""
 
     def __init__(self, server, name):
         global _db_serial
@@ -319,7 +322,8 @@ class Database:
         self.name = ('t_' + base)[:64 - len(suffix)] + suffix
         self.server = server
         server.sql(f'DROP DATABASE IF EXISTS `{self.name}`; CREATE DATABASE `{self.name}`')
-        server.load(self.name, SCHEMA)
+        for path in MIGRATIONS:
+            server.load(self.name, path)
 
     @property
     def dsn(self):

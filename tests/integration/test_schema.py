@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sql/schema.sql and the claim query: the query store.c sends (read from its source) is a
+"""The schema (sql/migrations) and the claim query: the query store.c sends (read from its source) is a
 range scan of claim_prio_idx in index order (not a walk over the done rows), loading the schema
 again keeps the data, and a row inserted with only a payload is ready to claim at once."""
 
@@ -179,7 +179,8 @@ def it_loading_the_schema_twice_keeps_the_data(t):
     db.insert_items(10)
     before = db.sql('SELECT id, payload, state, visible_at FROM work_items ORDER BY id')
     create = db.sql('SHOW CREATE TABLE work_items')
-    db.server.load(db.name, harness.SCHEMA)
+    for path in harness.MIGRATIONS:
+        db.server.load(db.name, path)
     check_eq(db.sql('SELECT id, payload, state, visible_at FROM work_items ORDER BY id'), before,
              'rows after loading the schema again')
     check_eq(db.sql('SHOW CREATE TABLE work_items'), create, 'table after loading the schema again')

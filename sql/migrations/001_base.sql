@@ -1,4 +1,8 @@
--- claimd schema. Loading it again is harmless: every statement is idempotent.
+-- claimd schema, migration 1: the base. Every migration is idempotent (loading one again is
+-- harmless) and records itself in claimd_schema; claimd refuses to start on a database whose
+-- schema is older than it needs. Apply them with `claimd --migrate` (as a user allowed to
+-- create and alter tables and triggers), or in order with the mariadb client:
+--     cat migrations/*.sql | mariadb mydb
 --
 -- One table holds the work. Users insert rows with plain SQL:
 --     INSERT INTO work_items (payload) VALUES ('...');
@@ -14,11 +18,18 @@
 -- no matter how many done rows the table keeps. Priorities go from -10 to 10: which of
 -- them have due rows is one lookup each (and the idle poll one range each).
 
+-- Which migrations a database has had (claimd --migrate, or each file's last statement).
+CREATE TABLE IF NOT EXISTS claimd_schema (
+    version     INT UNSIGNED NOT NULL,
+    name        VARCHAR(255) NOT NULL,
+    applied_at  DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+    PRIMARY KEY (version)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
+
 CREATE TABLE IF NOT EXISTS work_items (
     id            BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
     queue         VARCHAR(64) NOT NULL DEFAULT 'default',
     payload       MEDIUMBLOB NULL,
-    content_type  VARCHAR(255) NULL DEFAULT NULL,
     state         ENUM('ready', 'claimed', 'done', 'dead') NOT NULL DEFAULT 'ready',
     attempts      INT UNSIGNED NOT NULL DEFAULT 0,
     max_attempts  INT UNSIGNED NOT NULL DEFAULT 5,
@@ -36,9 +47,6 @@ CREATE TABLE IF NOT EXISTS work_items (
     claimed_at    DATETIME(6) NULL DEFAULT NULL,
     finished_at   DATETIME(6) NULL DEFAULT NULL,
     last_error    TEXT NULL DEFAULT NULL,
-    result        MEDIUMBLOB NULL DEFAULT NULL,
-    result_type   VARCHAR(255) NULL DEFAULT NULL,
-    progress      VARCHAR(1024) NULL DEFAULT NULL,
     created_at    DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
     group_live    VARCHAR(255) AS (IF(state IN ('ready', 'claimed') AND period_s IS NULL,
                                       group_key, NULL)) STORED,
@@ -50,7 +58,7 @@ CREATE TABLE IF NOT EXISTS work_items (
     CONSTRAINT priority_range CHECK (priority BETWEEN -10 AND 10)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
 
--- Columns added after the first release, for tables created by an older schema.sql.
+-- Columns added after the first release, for tables made before numbered migrations.
 --   period_s   recurring: after each successful run the row is ready again period_s seconds
 --              after it finished (0 = at once) instead of done
 --   timeout_s  this row's handler time limit, overriding claimd --timeout
@@ -81,20 +89,6 @@ ALTER TABLE work_items
     ADD COLUMN IF NOT EXISTS group_live VARCHAR(255) AS
         (IF(state IN ('ready', 'claimed') AND period_s IS NULL, group_key, NULL)) STORED,
     ADD KEY IF NOT EXISTS group_idx (queue, group_live, id);
-
--- What a job says of itself (the HTTP API and the dashboard show them):
---   content_type  the payload's type as its producer gave it (an HTTP POST's Content-Type),
---                 handed to the handler; NULL for rows inserted without one
---   result        what a successful run returned (a pipe: reply's "result", an exec:
---                 handler's stdout with --exec-result, a so: plugin's set_result), at most
---                 64 KiB; result_type says what it is (application/json for pipe:)
---   progress      the last progress a running handler reported: JSON text, at most 1 KiB,
---                 written at most once a second per row; cleared when the row is claimed
-ALTER TABLE work_items
-    ADD COLUMN IF NOT EXISTS content_type VARCHAR(255) NULL DEFAULT NULL AFTER payload,
-    ADD COLUMN IF NOT EXISTS result MEDIUMBLOB NULL DEFAULT NULL AFTER last_error,
-    ADD COLUMN IF NOT EXISTS result_type VARCHAR(255) NULL DEFAULT NULL AFTER result,
-    ADD COLUMN IF NOT EXISTS progress VARCHAR(1024) NULL DEFAULT NULL AFTER result_type;
 
 -- Per-queue settings, one row per queue that has any (a queue without a row has the defaults).
 --   paused  1: no new starts on any supervisor (claimctl pause NAME, or
@@ -178,3 +172,5 @@ BEGIN
     END IF;
 END//
 DELIMITER ;
+
+INSERT IGNORE INTO claimd_schema (version, name) VALUES (1, 'base');

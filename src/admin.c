@@ -1,0 +1,225 @@
+/* admin — what claimd does instead of running: bring the schema up to date (--migrate),
+ * check a set-up (--doctor), and the start-up check of the database (preflight). */
+#include "admin.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "store/store.h"
+
+static int connect_store(const struct config *cfg, struct store **ret, char *err, size_t errlen)
+{
+	struct store *s = NULL;
+	int r = store_new(&cfg->dsn, "admin", &s);
+
+	if (r == 0)
+		r = store_connect(s, err, errlen);
+	if (r < 0) {
+		store_free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+static void needs_migration(unsigned have)
+{
+	fprintf(stderr, "claimd: the database's schema is version %u, this claimd needs version "
+		"%u: run `claimd --migrate` with the same settings (as a user allowed to create and "
+		"alter tables and triggers), or load migrations %03u to %03u of share/claimd/"
+		"migrations with the mariadb client, in order\n", have, store_nmigrations,
+		have + 1, store_nmigrations);
+}
+
+int admin_preflight(const struct config *cfg)
+{
+	struct store *s = NULL;
+	char err[600] = "";
+	unsigned have = 0;
+	int r = connect_store(cfg, &s, err, sizeof(err));
+
+	if (r == -ENOTCONN) {
+		fprintf(stderr, "claimd: the database does not answer yet (%s); starting anyway, "
+			"the workers connect when it does\n", err);
+		return 0;
+	}
+	if (r < 0) {
+		fprintf(stderr, "claimd: the database refused the connection: %s\n",
+			*err ? err : strerror(-r));
+		return -1;
+	}
+	r = store_schema_version(s, &have, err, sizeof(err));
+	store_free(s);
+	if (r < 0) {
+		fprintf(stderr, "claimd: cannot read the schema's version: %s\n", err);
+		return -1;
+	}
+	if (have < store_nmigrations) {
+		needs_migration(have);
+		return -1;
+	}
+	if (have > store_nmigrations)
+		fprintf(stderr, "claimd: the database's schema is version %u, newer than this "
+			"claimd's %u: starting anyway\n", have, store_nmigrations);
+	return 0;
+}
+
+int admin_migrate(const struct config *cfg)
+{
+	struct store *s = NULL;
+	char err[800] = "";
+	unsigned have = 0;
+	int r = connect_store(cfg, &s, err, sizeof(err));
+
+	if (r < 0) {
+		fprintf(stderr, "claimd --migrate: cannot connect: %s\n", err);
+		return 2;
+	}
+	r = store_schema_version(s, &have, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "claimd --migrate: %s\n", err);
+		store_free(s);
+		return 1;
+	}
+	if (have >= store_nmigrations)
+		printf("the schema is at version %u: nothing to do\n", have);
+	for (unsigned i = have; i < store_nmigrations; i++) {
+		const struct store_migration *m = &store_migrations[i];
+		r = store_migrate(s, m, err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "claimd --migrate: %s\n", err);
+			store_free(s);
+			return 1;
+		}
+		printf("applied migration %03u_%s\n", m->version, m->name);
+	}
+	store_free(s);
+	return 0;
+}
+
+/* ---- --doctor ---- */
+
+struct report {
+	int fails, warns;
+};
+
+static void say(struct report *rep, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void say(struct report *rep, const char *kind, const char *fmt, ...)
+{
+	va_list ap;
+
+	rep->fails += !strcmp(kind, "FAIL");
+	rep->warns += !strcmp(kind, "warn");
+	printf("%-4s ", kind);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+/* A claimd at the control socket answers a status request. */
+static void check_control(struct report *rep, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char reply[8] = "";
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = { 3, 0 };
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (write(fd, "status\n", 7) == 7 && read(fd, reply, 3) == 3 && !memcmp(reply, "ok\n", 3))
+			say(rep, "ok", "a claimd answers on the control socket %s", path);
+		else
+			say(rep, "warn", "something at %s does not answer as claimd does", path);
+	} else {
+		say(rep, "info", "no claimd answers on the control socket %s (%s): not running, "
+		    "or --control differs", path, strerror(errno));
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+/* GET /healthz on the --http address. */
+static void check_http(struct report *rep, const struct config *cfg)
+{
+	char reply[256] = "";
+	struct timeval tv = { 3, 0 };
+	int fd = socket(cfg->http_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ssize_t n = -1;
+
+	if (fd >= 0 && connect(fd, (const struct sockaddr *)&cfg->http_addr, cfg->http_addrlen) == 0) {
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (write(fd, "GET /healthz HTTP/1.0\r\n\r\n", 25) == 25)
+			n = read(fd, reply, sizeof(reply) - 1);
+	}
+	if (n > 0) {
+		reply[n] = '\0';
+		reply[strcspn(reply, "\r\n")] = '\0';
+		say(rep, strstr(reply, " 200 ") ? "ok" : "warn", "http %s: /healthz says %s", cfg->http,
+		    reply);
+	} else {
+		say(rep, "info", "nothing answers on http %s (claimd not running?)", cfg->http);
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+int admin_doctor(const struct config *cfg)
+{
+	struct report rep = { 0, 0 };
+	struct store_doctor d;
+	struct store *s = NULL;
+	char err[800] = "";
+	unsigned have = 0;
+	struct timeval now;
+
+	say(&rep, "ok", "settings read%s%s", *cfg->config_file ? " from " : "", cfg->config_file);
+	if (connect_store(cfg, &s, err, sizeof(err)) < 0) {
+		say(&rep, "FAIL", "cannot connect as claimd would: %s", err);
+		goto local;
+	}
+	say(&rep, "ok", "connected to the database%s", dsn_may_use_tls(&cfg->dsn) ?
+	    " (TLS asked for by the DSN)" : "");
+	if (store_schema_version(s, &have, err, sizeof(err)) < 0)
+		say(&rep, "FAIL", "cannot read the schema's version: %s", err);
+	else if (have < store_nmigrations)
+		say(&rep, "FAIL", "the schema is version %u, claimd needs %u: run claimd --migrate",
+		    have, store_nmigrations);
+	else
+		say(&rep, "ok", "the schema is version %u (claimd needs %u)", have, store_nmigrations);
+	if (store_doctor(s, &d, err, sizeof(err)) < 0) {
+		say(&rep, "FAIL", "cannot read the server's settings: %s", err);
+	} else {
+		gettimeofday(&now, NULL);
+		double skew = d.server_time - ((double)now.tv_sec + now.tv_usec / 1e6);
+		say(&rep, d.missing[0] ? "FAIL" : "ok", "%s%s", d.missing[0] ?
+		    "privileges missing: " : "every privilege claimd uses (tried in a transaction "
+		    "rolled back)", d.missing);
+		say(&rep, strcmp(d.isolation, "READ-COMMITTED") ? "warn" : "ok",
+		    "isolation level of claimd's sessions: %s", d.isolation);
+		say(&rep, "info", "binary log: %s, format %s, row image %s", d.log_bin ? "on" : "off", d.binlog_format,
+		    d.binlog_row_image);
+		say(&rep, skew > 1 || skew < -1 ? "warn" : "ok", "clock: the server is %.3f s %s "
+		    "this host (claimd uses the server's clock; other tools may not)",
+		    skew < 0 ? -skew : skew, skew < 0 ? "behind" : "ahead of");
+		say(&rep, "info", "server %s", d.version);
+	}
+	store_free(s);
+local:
+	check_control(&rep, cfg->control);
+	if (*cfg->http)
+		check_http(&rep, cfg);
+	printf("%d problem%s, %d warning%s\n", rep.fails, rep.fails == 1 ? "" : "s", rep.warns,
+	       rep.warns == 1 ? "" : "s");
+	return rep.fails ? 1 : 0;
+}

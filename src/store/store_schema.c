@@ -1,0 +1,136 @@
+/* store_schema — the database's schema version and applying migrations. */
+#include "store/store.h"
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/sqlsplit.h"
+
+int store_schema_version(struct store *s, unsigned *ret, char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_schema_version", NULL, 0, NULL, err, errlen);
+	MYSQL_RES *res;
+	MYSQL_ROW row;
+
+	if (r < 0)
+		return r;
+	if (mysql_query(s->conn, "SELECT MAX(version) FROM claimd_schema") != 0) {
+		if (mysql_errno(s->conn) == 1146) {   /* no such table: before migrations */
+			*ret = 0;
+			return 0;
+		}
+		return sq_fail_msg(-EIO, err, errlen, "store_schema_version: mysql error %u: %s",
+				   mysql_errno(s->conn), mysql_error(s->conn));
+	}
+	res = mysql_store_result(s->conn);
+	row = res ? mysql_fetch_row(res) : NULL;
+	*ret = row && row[0] ? (unsigned)strtoul(row[0], NULL, 10) : 0;
+	mysql_free_result(res);
+	return 0;
+}
+
+int store_migrate(struct store *s, const struct store_migration *m, char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_migrate", NULL, 0, NULL, err, errlen);
+	struct sqlsplit sp;
+	const char *p;
+	size_t len;
+	unsigned line;
+
+	if (r < 0)
+		return r;
+	sqlsplit_init(&sp, m->text, m->len);
+	while ((r = sqlsplit_next(&sp, &p, &len, &line)) == 1) {
+		MYSQL_RES *res;
+		if (mysql_real_query(s->conn, p, (unsigned long)len) != 0)
+			return sq_fail_msg(mysql_errno(s->conn) == 2006 || mysql_errno(s->conn) == 2013 ?
+					   -ENOTCONN : -EIO, err, errlen,
+					   "migration %03u_%s, the statement at line %u: mysql error %u: %s",
+					   m->version, m->name, line, mysql_errno(s->conn),
+					   mysql_error(s->conn));
+		res = mysql_store_result(s->conn);
+		mysql_free_result(res);
+	}
+	if (r < 0)
+		return sq_fail_msg(-EINVAL, err, errlen, "migration %03u_%s: an unterminated quote "
+				   "or comment near line %u", m->version, m->name, sp.line);
+	return 0;
+}
+
+/* What claimd does to each table, tried inside a transaction that is rolled back. */
+static const struct {
+	const char *what, *sql;
+} uses[] = {
+	{ "SELECT on work_items", "SELECT id FROM work_items LIMIT 0" },
+	{ "INSERT on work_items", "INSERT INTO work_items (queue, payload, state) "
+	  "VALUES ('claimd-doctor', '', 'done')" },
+	{ "UPDATE on work_items", "UPDATE work_items SET attempts = attempts "
+	  "WHERE id = LAST_INSERT_ID()" },
+	{ "DELETE on work_items", "DELETE FROM work_items WHERE id = LAST_INSERT_ID()" },
+	{ "INSERT, UPDATE on queues", "INSERT INTO queues (name) VALUES ('claimd-doctor') "
+	  "ON DUPLICATE KEY UPDATE paused = paused" },
+	{ "SELECT, DELETE on queues", "DELETE FROM queues WHERE name = 'claimd-doctor'" },
+	{ "INSERT, UPDATE on work_groups", "INSERT INTO work_groups (queue, group_key) "
+	  "VALUES ('claimd-doctor', 'g') ON DUPLICATE KEY UPDATE last_seq = last_seq" },
+	{ "SELECT, DELETE on work_groups", "DELETE FROM work_groups WHERE queue = 'claimd-doctor'" },
+	{ "INSERT, UPDATE on supervisors", "INSERT INTO supervisors (id, host, pid, version, "
+	  "queues, started_at, seen_at, workers) VALUES ('claimd-doctor', '', 0, '', '', NOW(6), "
+	  "NOW(6), '{}') ON DUPLICATE KEY UPDATE seen_at = NOW(6)" },
+	{ "SELECT, DELETE on supervisors", "DELETE FROM supervisors WHERE id = 'claimd-doctor'" },
+	{ "SELECT on claimd_schema", "SELECT version FROM claimd_schema LIMIT 0" },
+};
+
+static void text_of(MYSQL_ROW row, int i, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "%s", row && row[i] ? row[i] : "");
+}
+
+int store_doctor(struct store *s, struct store_doctor *ret, char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_doctor", NULL, 0, NULL, err, errlen);
+	MYSQL_RES *res;
+	MYSQL_ROW row;
+	size_t k = 0;
+
+	if (r < 0)
+		return r;
+	memset(ret, 0, sizeof(*ret));
+	if (mysql_query(s->conn, "SELECT UNIX_TIMESTAMP(NOW(6)), @@log_bin, @@binlog_format, "
+			"@@binlog_row_image, VERSION()") != 0)
+		return sq_fail_msg(-EIO, err, errlen, "mysql error %u: %s", mysql_errno(s->conn),
+				   mysql_error(s->conn));
+	res = mysql_store_result(s->conn);
+	row = res ? mysql_fetch_row(res) : NULL;
+	ret->server_time = row && row[0] ? strtod(row[0], NULL) : 0;
+	ret->log_bin = row && row[1] && row[1][0] == '1';
+	text_of(row, 2, ret->binlog_format, sizeof(ret->binlog_format));
+	text_of(row, 3, ret->binlog_row_image, sizeof(ret->binlog_row_image));
+	text_of(row, 4, ret->version, sizeof(ret->version));
+	mysql_free_result(res);
+	/* MariaDB before 11.1 names it tx_isolation, MySQL 8 only transaction_isolation. */
+	if (mysql_query(s->conn, "SHOW SESSION VARIABLES WHERE Variable_name IN "
+			"('transaction_isolation', 'tx_isolation')") != 0)
+		return sq_fail_msg(-EIO, err, errlen, "mysql error %u: %s", mysql_errno(s->conn),
+				   mysql_error(s->conn));
+	res = mysql_store_result(s->conn);
+	row = res ? mysql_fetch_row(res) : NULL;
+	text_of(row, 1, ret->isolation, sizeof(ret->isolation));
+	mysql_free_result(res);
+	if (mysql_query(s->conn, "START TRANSACTION") != 0)
+		return sq_fail_msg(-EIO, err, errlen, "START TRANSACTION: %s", mysql_error(s->conn));
+	for (size_t i = 0; i < sizeof(uses) / sizeof(uses[0]); i++) {
+		if (mysql_query(s->conn, uses[i].sql) == 0) {
+			mysql_free_result(mysql_store_result(s->conn));
+			continue;
+		}
+		k += (size_t)snprintf(ret->missing + k, sizeof(ret->missing) - k, "%s%s (%u)",
+				      k ? "; " : "", uses[i].what, mysql_errno(s->conn));
+		if (k >= sizeof(ret->missing))
+			k = sizeof(ret->missing) - 1;
+	}
+	mysql_query(s->conn, "ROLLBACK");
+	return 0;
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""The schema's versions: claimd refuses a database whose schema is older than it needs and
+says what to run; claimd --migrate applies what is missing, in order, keeping the rows (also
+on a database made before migrations existed); claimd --doctor reports the set-up and the
+privileges claimd's user lacks."""
+
+import os
+import subprocess
+
+import harness
+from harness import CLAIMD_BIN, check, check_eq
+from test_cli import run_claimd
+
+
+def _empty_db(t, name):
+    server = harness.shared_server()
+    db = f't_{name}_{os.getpid()}'
+    server.sql(f'DROP DATABASE IF EXISTS `{db}`; CREATE DATABASE `{db}`')
+    t.defer(server.sql, f'DROP DATABASE IF EXISTS `{db}`')
+    return server, db, server.dsn(db)
+
+
+def _migrate(t, dsn):
+    r = subprocess.run([CLAIMD_BIN, '--migrate', '--dsn', dsn], capture_output=True, text=True,
+                       timeout=60)
+    return r.returncode, r.stdout, r.stderr
+
+
+def it_refuses_an_old_schema_and_migrates_it(t):
+    server, db, dsn = _empty_db(t, 'migrate')
+    rc, _, err, left = run_claimd(t, ['--dsn', dsn, '--handler', 'noop'])
+    check(rc == 2 and 'schema is version 0' in err and 'claimd --migrate' in err,
+          f'an empty database: {rc} {err!r}')
+    check_eq(left, [], 'processes left')
+    rc, out, err = _migrate(t, dsn)
+    check_eq((rc, out.splitlines()), (0, ['applied migration 001_base',
+                                          'applied migration 002_results']),
+             f'claimd --migrate ({err})')
+    rc, out, _ = _migrate(t, dsn)
+    check(rc == 0 and 'nothing to do' in out, f'again: {out!r}')
+    c = t.claimd(None, '--workers', '1', '--handler', 'noop', dsn=dsn)
+    c.wait_ready()
+    check_eq(c.stop(), 0, 'claimd runs on the migrated schema')
+
+
+def it_migrates_an_older_database_keeping_its_rows(t):
+    server, db, dsn = _empty_db(t, 'older')
+    server.load(db, harness.MIGRATIONS[0])
+    server.sql("INSERT INTO work_items (payload) VALUES ('kept 1'), ('kept 2')", db=db)
+    rc, _, err, _ = run_claimd(t, ['--dsn', dsn, '--handler', 'noop'])
+    check(rc == 2 and 'version 1, this claimd needs version 2' in err, f'at version 1: {err!r}')
+    rc, out, err = _migrate(t, dsn)
+    check_eq((rc, out.strip()), (0, 'applied migration 002_results'), f'--migrate ({err})')
+    check_eq(server.sql('SELECT payload, result FROM work_items ORDER BY id', db=db),
+             [('kept 1', None), ('kept 2', None)], 'the rows, with the new column')
+    # A database from before migrations: the tables, but no claimd_schema.
+    server.sql('DROP TABLE claimd_schema', db=db)
+    rc, _, err, _ = run_claimd(t, ['--dsn', dsn, '--handler', 'noop'])
+    check(rc == 2 and 'version 0' in err, f'before migrations: {err!r}')
+    rc, out, err = _migrate(t, dsn)
+    check_eq(rc, 0, f'--migrate from before migrations ({err})')
+    check_eq(server.sql('SELECT COUNT(*) FROM work_items', db=db), [('2',)], 'rows kept')
+    check_eq(server.sql('SELECT version FROM claimd_schema ORDER BY version', db=db),
+             [('1',), ('2',)], 'the versions recorded')
+
+
+def it_doctor_reports_the_set_up_and_missing_privileges(t):
+    db = t.database()
+    r = subprocess.run([CLAIMD_BIN, '--doctor', '--dsn', db.dsn,
+                        '--control', os.path.join(t.tmpdir, 'none.sock')],
+                       capture_output=True, text=True, timeout=60)
+    check_eq(r.returncode, 0, f'doctor on a good set-up: {r.stdout}')
+    for want in ('ok   connected to the database', 'ok   the schema is version 2',
+                 'ok   every privilege claimd uses', 'isolation level of claimd',
+                 'binary log:', 'clock: the server is', 'no claimd answers on the control'):
+        check(want in r.stdout, f'doctor says {want!r}: {r.stdout}')
+    # A user that may only read.
+    user = f'ro_{os.getpid()}'
+    db.server.sql(f"CREATE USER IF NOT EXISTS {user}@localhost IDENTIFIED BY 'ro-pass';"
+                  f"GRANT SELECT ON `{db.name}`.* TO {user}@localhost")
+    t.defer(db.server.sql, f'DROP USER IF EXISTS {user}@localhost')
+    sock = db.dsn.split('socket=', 1)[1]
+    r = subprocess.run([CLAIMD_BIN, '--doctor', '--dsn',
+                        f'mysql://{user}@localhost/{db.name}?socket={sock}',
+                        '--control', os.path.join(t.tmpdir, 'none.sock')],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, CLAIMD_DB_PASSWORD='ro-pass'))
+    check(r.returncode == 1 and 'FAIL privileges missing: INSERT on work_items' in r.stdout,
+          f'doctor with a read-only user: {r.stdout}')
+
+
+def it_works_with_the_grants_the_readme_lists(t):
+    server, db, _ = _empty_db(t, 'grants')
+    readme = open(os.path.join(harness.SOURCE_ROOT, 'README.md')).read()
+    grants = [line for line in readme.splitlines() if line.startswith('GRANT ')]
+    check_eq(len(grants), 2, 'the README lists the two users\' grants')
+    users = {}
+    for line in grants:
+        name = line.split("TO '", 1)[1].split("'", 1)[0]
+        user = f'{name}_{os.getpid()}'
+        privs = line.split(' ON ', 1)[0]
+        server.sql(f"CREATE USER IF NOT EXISTS {user}@localhost IDENTIFIED BY 'pw';"
+                   f"{privs} ON `{db}`.* TO {user}@localhost")
+        t.defer(server.sql, f'DROP USER IF EXISTS {user}@localhost')
+        sock = server.dsn(db).split('socket=', 1)[1]
+        users[name] = f'mysql://{user}@localhost/{db}?socket={sock}'
+    env = dict(os.environ, CLAIMD_DB_PASSWORD='pw')
+    r = subprocess.run([CLAIMD_BIN, '--migrate', '--dsn', users['admin']], capture_output=True,
+                       text=True, timeout=60, env=env)
+    check_eq(r.returncode, 0, f'--migrate as the README admin: {r.stderr}')
+    r = subprocess.run([CLAIMD_BIN, '--doctor', '--dsn', users['claimd'], '--control',
+                        os.path.join(t.tmpdir, 'none.sock')], capture_output=True, text=True,
+                       timeout=60, env=env)
+    check(r.returncode == 0 and 'ok   every privilege' in r.stdout,
+          f'--doctor as the README claimd user: {r.stdout}')
+
+
+if __name__ == '__main__':
+    harness.main()
