@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "store/store.h"
 
 static int connect_store(const struct config *cfg, struct store **ret, char *err, size_t errlen)
@@ -72,58 +73,94 @@ int admin_preflight(const struct config *cfg)
 	return 0;
 }
 
+/* An error of --migrate or --doctor: on stderr, and with --json also as {"error": ...}. */
+static void admin_error(const struct config *cfg, const char *what, const char *err)
+{
+	struct buf b;
+
+	fprintf(stderr, "claimd %s: %s\n", what, err);
+	if (!cfg->json)
+		return;
+	buf_init(&b);
+	buf_puts(&b, "{\"error\":");
+	buf_json_str(&b, err);
+	buf_puts(&b, "}\n");
+	fwrite(b.data, 1, b.len, stdout);
+	buf_free(&b);
+}
+
 int admin_migrate(const struct config *cfg)
 {
 	struct store *s = NULL;
 	char err[800] = "";
 	unsigned have = 0;
-	int r = connect_store(cfg, &s, err, sizeof(err));
+	int r = connect_store(cfg, &s, err, sizeof(err)), rc = 0;
+	struct buf b;
 
 	if (r < 0) {
-		fprintf(stderr, "claimd --migrate: cannot connect: %s\n", err);
+		admin_error(cfg, "--migrate", err);
 		return 2;
 	}
 	r = store_schema_version(s, &have, err, sizeof(err));
 	if (r < 0) {
-		fprintf(stderr, "claimd --migrate: %s\n", err);
+		admin_error(cfg, "--migrate", err);
 		store_free(s);
 		return 1;
 	}
-	if (have >= store_nmigrations)
+	buf_init(&b);
+	buf_printf(&b, "{\"from\":%u,\"applied\":[", have);
+	if (have >= store_nmigrations && !cfg->json)
 		printf("the schema is at version %u: nothing to do\n", have);
 	for (unsigned i = have; i < store_nmigrations; i++) {
 		const struct store_migration *m = &store_migrations[i];
 		r = store_migrate(s, m, err, sizeof(err));
 		if (r < 0) {
-			fprintf(stderr, "claimd --migrate: %s\n", err);
-			store_free(s);
-			return 1;
+			admin_error(cfg, "--migrate", err);
+			rc = 1;
+			break;
 		}
-		printf("applied migration %03u_%s\n", m->version, m->name);
+		if (cfg->json)
+			buf_printf(&b, "%s\"%03u_%s\"", i > have ? "," : "", m->version, m->name);
+		else
+			printf("applied migration %03u_%s\n", m->version, m->name);
+		have = m->version;
 	}
+	buf_printf(&b, "],\"version\":%u}\n", have);
+	if (cfg->json && rc == 0)
+		fwrite(b.data, 1, b.len, stdout);
+	buf_free(&b);
 	store_free(s);
-	return 0;
+	return rc;
 }
 
 /* ---- --doctor ---- */
 
 struct report {
 	int fails, warns;
+	struct buf *json;   /* --json: the checks so far, else NULL */
 };
 
 static void say(struct report *rep, const char *kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void say(struct report *rep, const char *kind, const char *fmt, ...)
 {
+	char text[1200];
 	va_list ap;
 
 	rep->fails += !strcmp(kind, "FAIL");
 	rep->warns += !strcmp(kind, "warn");
-	printf("%-4s ", kind);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	printf("\n");
+	if (!rep->json) {
+		printf("%-4s %s\n", kind, text);
+		return;
+	}
+	buf_puts(rep->json, rep->json->len ? ",{\"level\":" : "{\"level\":");
+	buf_json_str(rep->json, !strcmp(kind, "FAIL") ? "fail" : kind);
+	buf_puts(rep->json, ",\"text\":");
+	buf_json_str(rep->json, text);
+	buf_puts(rep->json, "}");
 }
 
 /* A claimd at the control socket answers a status request. */
@@ -176,13 +213,15 @@ static void check_http(struct report *rep, const struct config *cfg)
 
 int admin_doctor(const struct config *cfg)
 {
-	struct report rep = { 0, 0 };
+	struct buf json;
+	struct report rep = { 0, 0, cfg->json ? &json : NULL };
 	struct store_doctor d;
 	struct store *s = NULL;
 	char err[800] = "";
 	unsigned have = 0;
 	struct timeval now;
 
+	buf_init(&json);
 	say(&rep, "ok", "settings read%s%s", *cfg->config_file ? " from " : "", cfg->config_file);
 	if (connect_store(cfg, &s, err, sizeof(err)) < 0) {
 		say(&rep, "FAIL", "cannot connect as claimd would: %s", err);
@@ -207,8 +246,8 @@ int admin_doctor(const struct config *cfg)
 		    "rolled back)", d.missing);
 		say(&rep, strcmp(d.isolation, "READ-COMMITTED") ? "warn" : "ok",
 		    "isolation level of claimd's sessions: %s", d.isolation);
-		say(&rep, "info", "binary log: %s, format %s, row image %s", d.log_bin ? "on" : "off", d.binlog_format,
-		    d.binlog_row_image);
+		say(&rep, "info", "binary log: %s, format %s, row image %s", d.log_bin ? "on" : "off",
+		    d.binlog_format, d.binlog_row_image);
 		say(&rep, skew > 1 || skew < -1 ? "warn" : "ok", "clock: the server is %.3f s %s "
 		    "this host (claimd uses the server's clock; other tools may not)",
 		    skew < 0 ? -skew : skew, skew < 0 ? "behind" : "ahead of");
@@ -219,7 +258,12 @@ local:
 	check_control(&rep, cfg->control);
 	if (*cfg->http)
 		check_http(&rep, cfg);
-	printf("%d problem%s, %d warning%s\n", rep.fails, rep.fails == 1 ? "" : "s", rep.warns,
-	       rep.warns == 1 ? "" : "s");
+	if (rep.json)
+		printf("{\"checks\":[%.*s],\"problems\":%d,\"warnings\":%d}\n", (int)json.len,
+		       json.data ? json.data : "", rep.fails, rep.warns);
+	else
+		printf("%d problem%s, %d warning%s\n", rep.fails, rep.fails == 1 ? "" : "s",
+		       rep.warns, rep.warns == 1 ? "" : "s");
+	buf_free(&json);
 	return rep.fails ? 1 : 0;
 }

@@ -53,6 +53,10 @@ int main(int argc, char **argv)
 		store_library_end();
 		return r;
 	}
+	if (cfg.fork_fd < 0 && handler_spec_check(cfg.handler, err, sizeof(err)) < 0) {
+		fprintf(stderr, "claimd: %s\n", err);
+		return 2;
+	}
 	/* Handlers run as the user claimd runs as: root only when asked for. */
 	if (cfg.fork_fd < 0 && geteuid() == 0 && (!*cfg.user || !strcmp(cfg.user, "root")) &&
 	    strcmp(cfg.handler, "noop") != 0 && !cfg.allow_root) {

@@ -327,9 +327,13 @@ static void test_stdin_and_usage(void)
 	CHECK(ctl_from_argv(1, status, &r, err, sizeof(err)) == 0 && !ctl_wants_stdin(&r),
 	      "status does not want stdin");
 	for (int v = 0; v < CTL_VERB_COUNT; v++) {
-		char want[64];
-		snprintf(want, sizeof(want), "claimctl [--control PATH] %s", ctl_verb_name(v));
+		char want[64], name[32], json[] = "--json", *argv[3] = { name, json, NULL };
+		snprintf(name, sizeof(name), "%s", ctl_verb_name(v));
+		snprintf(want, sizeof(want), "  %s", ctl_verb_name(v));
 		CHECK(strstr(ctl_usage(), want), "usage lacks '%s'", want);
+		/* Every verb takes --json (it may still want its arguments). */
+		CHECK(ctl_from_argv(2, argv, &r, err, sizeof(err)) == 0 ||
+		      !strstr(err, "unknown option"), "%s --json: %s", argv[0], err);
 	}
 }
 

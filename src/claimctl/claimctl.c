@@ -1,7 +1,10 @@
 /* claimctl — talks to a running claimd over its control socket: turns its command line into
- * one request (common/ctl: the grammar and the usage text live there), sends it, and prints
- * the reply's body on stdout, or its error on stderr. */
+ * one request (common/ctl: the grammar and the commands' usage live there), sends it, and
+ * prints the reply's body on stdout, or its error on stderr. doctor and migrate are not
+ * requests: claimctl runs claimd --doctor or --migrate, which read the settings as the
+ * service does. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,14 @@
 #include "common/ctl.h"
 
 #define REPLY_MAX (64u * 1024 * 1024)
+
+/* The exit codes (documented in the usage and claimctl(1)). */
+enum {
+	EXIT_DONE = 0,
+	EXIT_REFUSED = 1,      /* claimd answered with an error */
+	EXIT_USAGE = 2,        /* a bad command line */
+	EXIT_UNREACHABLE = 3,  /* no answer from claimd on the control socket */
+};
 
 static int connect_to(const char *path)
 {
@@ -75,7 +86,7 @@ static int read_all(int fd, struct buf *b, size_t max)
 	return 0;
 }
 
-/* Prints the reply: its body on stdout (exit 0), or its error on stderr (exit 1). */
+/* Prints the reply: its body on stdout (EXIT_DONE), or its error on stderr (EXIT_REFUSED). */
 static int show_reply(const struct buf *reply)
 {
 	const char *body;
@@ -84,20 +95,20 @@ static int show_reply(const struct buf *reply)
 
 	if (reply->len == 0) {
 		fprintf(stderr, "claimctl: claimd closed the connection without an answer\n");
-		return 1;
+		return EXIT_UNREACHABLE;
 	}
 	r = ctl_reply_parse(reply->data, reply->len, &body, &len);
 	if (r < 0) {
 		fprintf(stderr, "claimctl: claimd's answer is not in the control protocol: %.*s\n",
 			(int)(reply->len > 200 ? 200 : reply->len), reply->data);
-		return 1;
+		return EXIT_UNREACHABLE;
 	}
 	if (r == 0) {
 		fprintf(stderr, "claimctl: %.*s\n", (int)len, body);
-		return 1;
+		return EXIT_REFUSED;
 	}
 	fwrite(body, 1, len, stdout);
-	return 0;
+	return EXIT_DONE;
 }
 
 /* Sends request (one line) to the supervisor at path and prints its reply. Returns the exit
@@ -108,11 +119,11 @@ static int ask(const char *path, const struct buf *request)
 	int fd = connect_to(path), r;
 
 	if (fd < 0)
-		return 1;
+		return EXIT_UNREACHABLE;
 	if (write_all(fd, request->data, request->len) < 0) {
 		fprintf(stderr, "claimctl: write: %s\n", strerror(errno));
 		close(fd);
-		return 1;
+		return EXIT_UNREACHABLE;
 	}
 	shutdown(fd, SHUT_WR);
 	buf_init(&reply);
@@ -120,7 +131,7 @@ static int ask(const char *path, const struct buf *request)
 	close(fd);
 	if (r < 0) {
 		fprintf(stderr, "claimctl: reading the answer: %s\n", strerror(-r));
-		r = 1;
+		r = EXIT_UNREACHABLE;
 	} else {
 		r = show_reply(&reply);
 	}
@@ -128,29 +139,127 @@ static int ask(const char *path, const struct buf *request)
 	return r;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: claimctl [--control PATH] [--json] COMMAND [ARGS]\n"
+		"       claimctl doctor|migrate [CLAIMD OPTIONS]\n"
+		"       claimctl --version | -h\n\n"
+		"Commands, answered by the claimd at the control socket:\n%s\n"
+		"Commands that run claimd here (claimd --doctor, --migrate) with the options\n"
+		"given, reading the settings as the service does (--config, CLAIMD_*):\n"
+		"  doctor [--config PATH] [--dsn DSN] ...\n"
+		"      check the set-up: the database, schema, privileges, isolation level,\n"
+		"      binary log, clocks, the control socket and HTTP\n"
+		"  migrate [--config PATH] [--dsn DSN] ...\n"
+		"      bring the database's schema up to this claimd's\n\n"
+		"Options go anywhere on the line:\n"
+		"  --control PATH  claimd's control socket; by default $CLAIMD_CONTROL,\n"
+		"                  $XDG_RUNTIME_DIR/claimd.sock or /tmp/claimd-UID.sock, as for claimd\n"
+		"  --json          the answer in JSON (every command; lists as arrays)\n"
+		"  --version       claimctl's version\n"
+		"  -h, --help      this text\n\n"
+		"Exit status: 0 done; 1 claimd refused or failed the request (the reason on\n"
+		"stderr); 2 a bad command line; 3 no answer from claimd on the control socket.\n"
+		"doctor and migrate exit as claimd does: 0 fine, 1 a problem found, 2 bad\n"
+		"settings or no connection.\n", ctl_usage());
+}
+
+/* doctor and migrate: claimd from the directory claimctl is in, else from PATH, with
+ * --doctor or --migrate, --json and --control when given, and the rest of the line. */
+static int run_claimd(char *mode, char *control, bool json, int argc, char **argv)
+{
+	char self[4096], path[4096 + 16];
+	char **args = calloc((size_t)argc + 6, sizeof(*args));
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int k = 0;
+
+	if (!args) {
+		fprintf(stderr, "claimctl: out of memory\n");
+		return EXIT_USAGE;
+	}
+	path[0] = '\0';
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(path, sizeof(path), "%s/claimd", self);
+		}
+	}
+	if (!*path || access(path, X_OK) != 0)
+		snprintf(path, sizeof(path), "claimd");
+	args[k++] = path;
+	args[k++] = mode;
+	if (json)
+		args[k++] = "--json";
+	if (*control) {
+		args[k++] = "--control";
+		args[k++] = control;
+	}
+	for (int i = 0; i < argc; i++)
+		args[k++] = argv[i];
+	args[k] = NULL;
+	execvp(path, args);
+	fprintf(stderr, "claimctl: cannot run %s: %s\n", path, strerror(errno));
+	free(args);
+	return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
 	char control[CONFIG_PATH_MAX] = "", err[512] = "";
 	struct ctl_request req;
 	struct buf request, payload;
-	int i = 1, r;
+	char **rest = calloc((size_t)argc + 1, sizeof(*rest));
+	bool json = false;
+	int nrest = 0, r;
 
-	if (i + 1 < argc && !strcmp(argv[i], "--control")) {
-		snprintf(control, sizeof(control), "%s", argv[i + 1]);
-		i += 2;
+	if (!rest) {
+		fprintf(stderr, "claimctl: out of memory\n");
+		return EXIT_USAGE;
 	}
-	if (i < argc && (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))) {
-		fputs(ctl_usage(), stdout);
-		return 0;
+	/* claimctl's own options, anywhere; the rest is the command and its arguments. */
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--control") || !strncmp(a, "--control=", 10)) {
+			const char *v = a[9] == '=' ? a + 10 : i + 1 < argc ? argv[++i] : NULL;
+			if (!v || !*v) {
+				fprintf(stderr, "claimctl: --control needs a path\n");
+				return EXIT_USAGE;
+			}
+			if (strlen(v) >= sizeof(control)) {
+				fprintf(stderr, "claimctl: --control path too long\n");
+				return EXIT_USAGE;
+			}
+			snprintf(control, sizeof(control), "%s", v);
+		} else if (!strcmp(a, "--json")) {
+			json = true;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return EXIT_DONE;
+		} else if (!strcmp(a, "--version")) {
+			printf("claimctl %s\n", CLAIMD_VERSION);
+			return EXIT_DONE;
+		} else {
+			rest[nrest++] = argv[i];
+		}
 	}
-	if (i >= argc) {
-		fprintf(stderr, "claimctl: no command given\n%s", ctl_usage());
-		return 2;
+	if (nrest == 0) {
+		fprintf(stderr, "claimctl: no command given (see claimctl --help)\n");
+		return EXIT_USAGE;
 	}
-	if (ctl_from_argv(argc - i, argv + i, &req, err, sizeof(err)) < 0) {
+	if (!strcmp(rest[0], "doctor") || !strcmp(rest[0], "migrate")) {
+		static char doctor[] = "--doctor", migrate[] = "--migrate";
+		return run_claimd(rest[0][0] == 'd' ? doctor : migrate, control, json, nrest - 1,
+				  rest + 1);
+	}
+	if (json)
+		rest[nrest++] = "--json";
+	if (ctl_from_argv(nrest, rest, &req, err, sizeof(err)) < 0) {
 		fprintf(stderr, "claimctl: %s (see claimctl --help)\n", err);
-		return 2;
+		return EXIT_USAGE;
 	}
+	free(rest);
 	buf_init(&payload);
 	if (ctl_wants_stdin(&req)) {
 		r = read_all(0, &payload, CTL_PAYLOAD_MAX);
@@ -159,7 +268,7 @@ int main(int argc, char **argv)
 				"%u bytes)\n", ctl_verb_name(req.verb),
 				r == -EFBIG ? "too long" : strerror(-r), CTL_PAYLOAD_MAX);
 			buf_free(&payload);
-			return 2;
+			return EXIT_USAGE;
 		}
 		req.payload = (const unsigned char *)(payload.data ? payload.data : "");
 		req.payload_len = payload.len;
@@ -168,7 +277,7 @@ int main(int argc, char **argv)
 	if (!*control && config_default_control(control, sizeof(control)) < 0) {
 		fprintf(stderr, "claimctl: default control socket path too long; use --control\n");
 		buf_free(&payload);
-		return 2;
+		return EXIT_USAGE;
 	}
 	buf_init(&request);
 	r = ctl_encode(&req, &request, err, sizeof(err));
@@ -176,7 +285,7 @@ int main(int argc, char **argv)
 	if (r < 0) {
 		fprintf(stderr, "claimctl: %s\n", r == -ENOMEM ? "out of memory" : err);
 		buf_free(&request);
-		return 2;
+		return EXIT_USAGE;
 	}
 	r = ask(control, &request);
 	buf_free(&request);

@@ -100,6 +100,8 @@ const struct option_def config_defs[] = {
 	{ "doctor", K_MODE, NULL, AT(doctor), 0, 1, A_RESTART,
 	  "check what claimd needs, as it would connect, then exit: the schema, privileges,\n"
 	  "isolation level, binary log, clock skew, the control socket and HTTP" },
+	{ "json", K_MODE, NULL, AT(json), 0, 1, A_RESTART,
+	  "with --migrate or --doctor: the report as one JSON object on stdout" },
 	{ "example-config", K_ACTION, NULL, NONE, CONFIG_EXAMPLE, 0, A_RESTART,
 	  "print an example config file (every key, commented, with its help)" },
 	{ "fork-server-fd", K_HIDDEN, "FD", AT(fork_fd), 0, INT_MAX, A_RESTART, NULL },
@@ -465,6 +467,14 @@ static int finish(struct parse *p)
 	}
 	snprintf(c->queue, sizeof(c->queue), "%s", c->queues[0]);
 	/* What the handler spec says is the handler module's to check (handler_check). */
+	if (c->json && !c->migrate && !c->doctor) {
+		snprintf(p->err, sizeof(p->err), "--json goes with --migrate or --doctor");
+		return -EINVAL;
+	}
+	if (c->migrate && c->doctor) {
+		snprintf(p->err, sizeof(p->err), "--migrate and --doctor are two runs: give one");
+		return -EINVAL;
+	}
 	if (!*c->handler && !c->migrate && !c->doctor) {
 		snprintf(p->err, sizeof(p->err), "--handler is required (noop, exec:CMD, pipe:CMD "
 			 "or so:LIB)");

@@ -68,6 +68,7 @@ struct config {
 	bool allow_root;    /* handlers may run as root */
 	bool migrate;       /* --migrate: bring the schema up to date and exit */
 	bool doctor;        /* --doctor: check the set-up and exit */
+	bool json;          /* --json: --migrate's and --doctor's report as one JSON object */
 	/* Set only in the fork server (hidden options the supervisor passes) and its workers. */
 	int fork_fd;      /* the fork server's socket; -1 in the supervisor */
 	int parent_pid;   /* the supervisor */

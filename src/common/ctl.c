@@ -109,14 +109,14 @@ static int check_retry(const struct ctl_request *r, char *err, size_t errlen)
 
 const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 	[CTL_STATUS] = { "status", BIT(CTL_F_JSON) | BIT(CTL_F_ALL), 0, { 0 }, 0, NULL,
-			 "status [--all] [--json]",
-			 "the worker pool and the queue counts (--json: one JSON object); --all:\n"
+			 "status [--all]",
+			 "the worker pool and the queue counts; --all:\n"
 			 "every claimd sharing the database and its pool (lost ones marked)", NULL },
 	[CTL_ADD] = { "add",
 		      BIT(CTL_F_QUEUE) | BIT(CTL_F_PAYLOAD) | BIT(CTL_F_RUN_AT) | BIT(CTL_F_DELAY) |
 		      BIT(CTL_F_PERIOD) | BIT(CTL_F_MAX_ATTEMPTS) | BIT(CTL_F_TIMEOUT) |
 		      BIT(CTL_F_DEDUPE) | BIT(CTL_F_PRIORITY) | BIT(CTL_F_GROUP) |
-		      BIT(CTL_F_CONTENT_TYPE),
+		      BIT(CTL_F_CONTENT_TYPE) | BIT(CTL_F_JSON),
 		      BIT(CTL_F_QUEUE), { CTL_F_PAYLOAD }, 1, "default",
 		      "add [--queue NAME] [--run-at 'YYYY-MM-DD HH:MM:SS']\n"
 		      "[--delay DUR] [--period DUR] [--max-attempts N] [--timeout DUR]\n"
@@ -125,40 +125,45 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 		      "through claimd, which wakes an idle worker for it; prints the new id (with\n"
 		      "--dedupe, the id of the row holding KEY if there is one); --priority -10..10,\n"
 		      "smaller first; --group KEY: one at a time, in order", check_add },
-	[CTL_RETRY] = { "retry", BIT(CTL_F_ID) | BIT(CTL_F_QUEUE) | BIT(CTL_F_DEAD), 0,
+	[CTL_RETRY] = { "retry", BIT(CTL_F_ID) | BIT(CTL_F_QUEUE) | BIT(CTL_F_DEAD) | BIT(CTL_F_JSON),
+			0,
 			{ CTL_F_ID }, 1, NULL, "retry ID | retry --queue NAME --dead",
 			"put a dead row (or every dead row of a queue) back to ready with its\n"
 			"attempts reset; prints how many rows", check_retry },
-	[CTL_PAUSE] = { "pause", BIT(CTL_F_QUEUE), BIT(CTL_F_QUEUE), { CTL_F_QUEUE }, 1, NULL,
+	[CTL_PAUSE] = { "pause", BIT(CTL_F_QUEUE) | BIT(CTL_F_JSON), BIT(CTL_F_QUEUE),
+			{ CTL_F_QUEUE }, 1, NULL,
 			"pause NAME", "stop new starts of the queue's items on every claimd sharing\n"
 			"the database (running items finish)", NULL },
-	[CTL_RESUME] = { "resume", BIT(CTL_F_QUEUE), BIT(CTL_F_QUEUE), { CTL_F_QUEUE }, 1, NULL,
+	[CTL_RESUME] = { "resume", BIT(CTL_F_QUEUE) | BIT(CTL_F_JSON), BIT(CTL_F_QUEUE),
+			 { CTL_F_QUEUE }, 1, NULL,
 			 "resume NAME", "start them again", NULL },
-	[CTL_LIMIT] = { "limit", BIT(CTL_F_QUEUE) | BIT(CTL_F_INTERVAL),
+	[CTL_LIMIT] = { "limit", BIT(CTL_F_QUEUE) | BIT(CTL_F_INTERVAL) | BIT(CTL_F_JSON),
 			BIT(CTL_F_QUEUE) | BIT(CTL_F_INTERVAL), { CTL_F_QUEUE }, 1, NULL,
 			"limit NAME --interval DUR",
 			"start the queue's items at least DUR apart across every claimd sharing the\n"
 			"database (0: no limit; a bare number is milliseconds here)", NULL },
 	[CTL_JOB] = { "job", BIT(CTL_F_ID) | BIT(CTL_F_JSON), BIT(CTL_F_ID), { CTL_F_ID }, 1, NULL,
-		      "job ID [--json]", "one row: its state, attempts, times, error and the\n"
+		      "job ID", "one row: its state, attempts, times, error and the\n"
 		      "start of its payload", NULL },
-	[CTL_CANCEL] = { "cancel", BIT(CTL_F_ID), BIT(CTL_F_ID), { CTL_F_ID }, 1, NULL, "cancel ID",
+	[CTL_CANCEL] = { "cancel", BIT(CTL_F_ID) | BIT(CTL_F_JSON), BIT(CTL_F_ID), { CTL_F_ID }, 1,
+			 NULL, "cancel ID",
 			 "delete a ready or dead row (a claimed one is refused)", NULL },
-	[CTL_QUEUES] = { "queues", BIT(CTL_F_JSON), 0, { 0 }, 0, NULL, "queues [--json]",
+	[CTL_QUEUES] = { "queues", BIT(CTL_F_JSON), 0, { 0 }, 0, NULL, "queues",
 			 "every queue: rows per state, the oldest ready row's age, paused, rate\n"
 			 "limit", NULL },
 	[CTL_SUPERVISORS] = { "supervisors", BIT(CTL_F_JSON), 0, { 0 }, 0, NULL,
-			      "supervisors [--json]", "every claimd sharing the database, as it last\n"
+			      "supervisors", "every claimd sharing the database, as it last\n"
 			      "said of itself (lost: not heard from for 15 s)", NULL },
 	[CTL_JOBS] = { "jobs", BIT(CTL_F_STATE) | BIT(CTL_F_QUEUE) | BIT(CTL_F_LIMIT) |
 		       BIT(CTL_F_BEFORE) | BIT(CTL_F_JSON), 0, { 0 }, 0, NULL,
-		       "jobs [--state STATE] [--queue NAME] [--limit N] [--before ID] [--json]",
+		       "jobs [--state STATE] [--queue NAME] [--limit N] [--before ID]",
 		       "the newest rows in a state (dead when not given), of one queue or all,\n"
 		       "with ids below --before; at most --limit (1..200, default 50)", check_jobs },
-	[CTL_RELOAD] = { "reload", 0, 0, { 0 }, 0, NULL, "reload",
+	[CTL_RELOAD] = { "reload", BIT(CTL_F_JSON), 0, { 0 }, 0, NULL, "reload",
 			 "read the settings again (config file, environment, command line) and\n"
 			 "apply what can change live, as SIGHUP does", NULL },
-	[CTL_WORKERS] = { "workers", BIT(CTL_F_COUNT), BIT(CTL_F_COUNT), { CTL_F_COUNT }, 1,
+	[CTL_WORKERS] = { "workers", BIT(CTL_F_COUNT) | BIT(CTL_F_JSON), BIT(CTL_F_COUNT),
+			  { CTL_F_COUNT }, 1,
 			  NULL, "workers N", "grow or shrink the pool to N workers (those that go\n"
 			  "retire after their item), as SIGTTIN and SIGTTOU do one at a time", NULL },
 };

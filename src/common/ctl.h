@@ -182,7 +182,8 @@ bool ctl_wants_stdin(const struct ctl_request *req);
 /* The verb's name ("add"), or "?". */
 const char *ctl_verb_name(enum ctl_verb v);
 
-/* claimctl's usage text for every verb. */
+/* Every verb's synopsis ("  status [--all]") and, indented below it, its help; for
+ * claimctl's usage. */
 const char *ctl_usage(void);
 
 /* A reply: "ok\n" + body, or "error: " + message (one line: line breaks become spaces) +

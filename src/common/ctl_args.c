@@ -158,35 +158,25 @@ bool ctl_wants_stdin(const struct ctl_request *req)
 
 const char *ctl_usage(void)
 {
-	static char text[4096];
+	static char text[6144];
 	size_t n = 0;
 
 	if (text[0])
 		return text;
 	for (int v = 0; v < CTL_VERB_COUNT && n < sizeof(text); v++) {
-		const char *syn = ctl_verbs[v].synopsis;
-		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s claimctl [--control PATH] ",
-				      v ? "      " : "usage:");
+		const char *syn = ctl_verbs[v].synopsis, *h = ctl_verbs[v].help;
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "  ");
 		while (*syn && n < sizeof(text)) {  /* continuation lines under the verb's words */
 			size_t k = strcspn(syn, "\n");
 			n += (size_t)snprintf(text + n, sizeof(text) - n, "%.*s\n%s", (int)k, syn,
-					      syn[k] ? "           " : "");
+					      syn[k] ? "      " : "");
 			syn += k + (syn[k] != 0);
 		}
-	}
-	n += (size_t)snprintf(text + n, sizeof(text) - n, "\n");
-	for (int v = 0; v < CTL_VERB_COUNT && n < sizeof(text); v++) {
-		const char *h = ctl_verbs[v].help;
-		n += (size_t)snprintf(text + n, sizeof(text) - n, "  %-8s ", ctl_verbs[v].name);
 		while (*h && n < sizeof(text)) {
 			size_t k = strcspn(h, "\n");
-			n += (size_t)snprintf(text + n, sizeof(text) - n, "%.*s\n%s", (int)k, h,
-					      h[k] ? "           " : "");
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "      %.*s\n", (int)k, h);
 			h += k + (h[k] != 0);
 		}
 	}
-	if (n < sizeof(text))
-		snprintf(text + n, sizeof(text) - n, "\nThe control socket defaults to $CLAIMD_CONTROL, "
-			 "$XDG_RUNTIME_DIR/claimd.sock or\n/tmp/claimd-UID.sock, as for claimd.\n");
 	return text;
 }

@@ -124,32 +124,14 @@ static void on_done(void *data, const struct ctl_request *req, const struct cmd_
 		free(call);
 		return;
 	}
-	switch (req->verb) {
-	case CTL_ADD:
-		buf_printf(&b, "{\"id\":%llu%s}\n", (unsigned long long)res->id,
-			   res->duplicate ? ",\"duplicate\":true" : "");
+	if (req->verb == CTL_ADD) {
 		snprintf(head, sizeof(head), "%llu", (unsigned long long)res->id);
 		http_add_header(r, "X-Job-Id", head);
 		snprintf(head, sizeof(head), "/v1/jobs/%llu", (unsigned long long)res->id);
 		http_add_header(r, "Location", head);
 		status = res->duplicate ? 200 : 202;
-		break;
-	case CTL_RETRY:
-		buf_printf(&b, "{\"retried\":%lld}\n", res->rows);
-		break;
-	case CTL_CANCEL:
-		buf_printf(&b, "{\"id\":%llu,\"deleted\":true}\n", (unsigned long long)req->id);
-		break;
-	case CTL_PAUSE:
-	case CTL_RESUME:
-		buf_puts(&b, "{\"queue\":");
-		buf_json_str(&b, req->queue);
-		buf_printf(&b, ",\"paused\":%s}\n", req->verb == CTL_PAUSE ? "true" : "false");
-		break;
-	default:  /* job, queues, status: their JSON form */
-		cmd_render_text(req, res, &b);
-		break;
 	}
+	cmd_render(req, res, &b);   /* the request has json set: its JSON form */
 	api_respond_buf(r, status, &b);
 	free(call);
 }
@@ -375,17 +357,17 @@ void api_handle(void *data, struct http_request *r)
 	case R_QUEUES: run(h, call, CTL_QUEUES, pn, pv, 1, false); break;
 	case R_JOBS: run(h, call, CTL_JOBS, pn, pv, 1, false); break;
 	/* with a queue or an id in the path */
-	case R_ADD: run(h, call, CTL_ADD, pn + 1, pv + 1, 1, true); break;
-	case R_PAUSE: run(h, call, CTL_PAUSE, pn + 1, pv + 1, 1, false); break;
-	case R_RESUME: run(h, call, CTL_RESUME, pn + 1, pv + 1, 1, false); break;
-	case R_RETRY: run(h, call, CTL_RETRY, pn + 1, pv + 1, 1, false); break;
+	case R_ADD: run(h, call, CTL_ADD, pn, pv, 2, true); break;
+	case R_PAUSE: run(h, call, CTL_PAUSE, pn, pv, 2, false); break;
+	case R_RESUME: run(h, call, CTL_RESUME, pn, pv, 2, false); break;
+	case R_RETRY: run(h, call, CTL_RETRY, pn, pv, 2, false); break;
 	case R_EVENTS:
 		call->events = true;
 		run(h, call, CTL_JOB, pn, pv, 2, false);
 		break;
 	default:  /* R_JOB */
 		if (!strcmp(m, "DELETE"))
-			run(h, call, CTL_CANCEL, pn + 1, pv + 1, 1, false);
+			run(h, call, CTL_CANCEL, pn, pv, 2, false);
 		else
 			run(h, call, CTL_JOB, pn, pv, 2, false);
 	}

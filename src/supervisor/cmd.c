@@ -227,7 +227,12 @@ static void retry_after(struct call *call)
 
 static void rows_text(const struct ctl_request *req, const struct cmd_result *res, struct buf *out)
 {
-	buf_printf(out, "%lld\n", res->rows);
+	if (!req->json)
+		buf_printf(out, "%lld\n", res->rows);
+	else if (req->verb == CTL_RETRY)
+		buf_printf(out, "{\"retried\":%lld}\n", res->rows);
+	else
+		buf_printf(out, "{\"id\":%llu,\"deleted\":true}\n", (unsigned long long)req->id);
 }
 
 /* ---- pause, resume, limit ---- */
@@ -250,7 +255,14 @@ static void pause_after(struct call *call)
 static void pause_text(const struct ctl_request *req, const struct cmd_result *res,
 		       struct buf *out)
 {
-	buf_printf(out, "queue %s %s\n", req->queue, req->verb == CTL_PAUSE ? "paused" : "resumed");
+	if (!req->json) {
+		buf_printf(out, "queue %s %s\n", req->queue,
+			   req->verb == CTL_PAUSE ? "paused" : "resumed");
+		return;
+	}
+	buf_puts(out, "{\"queue\":");
+	buf_json_str(out, req->queue);
+	buf_printf(out, ",\"paused\":%s}\n", req->verb == CTL_PAUSE ? "true" : "false");
 }
 
 static int limit_db(struct call *call, struct store *s, char *err, size_t errlen)
@@ -267,7 +279,13 @@ static void limit_after(struct call *call)
 static void limit_text(const struct ctl_request *req, const struct cmd_result *res,
 		       struct buf *out)
 {
-	buf_printf(out, "queue %s min_interval_ms %u\n", req->queue, req->interval_ms);
+	if (!req->json) {
+		buf_printf(out, "queue %s min_interval_ms %u\n", req->queue, req->interval_ms);
+		return;
+	}
+	buf_puts(out, "{\"queue\":");
+	buf_json_str(out, req->queue);
+	buf_printf(out, ",\"min_interval_ms\":%u}\n", req->interval_ms);
 }
 
 /* ---- job, cancel, queues ---- */
@@ -373,7 +391,17 @@ static void workers_now(struct call *call)
 static void summary_text(const struct ctl_request *req, const struct cmd_result *res,
 			 struct buf *out)
 {
-	buf_printf(out, "%s\n", res->summary);
+	if (!req->json) {
+		buf_printf(out, "%s\n", res->summary);
+		return;
+	}
+	if (req->verb == CTL_WORKERS)
+		buf_printf(out, "{\"workers\":%u,", req->count);
+	else
+		buf_puts(out, "{\"reloaded\":true,");
+	buf_puts(out, "\"summary\":");
+	buf_json_str(out, res->summary);
+	buf_puts(out, "}\n");
 }
 
 static void jobs_text(const struct ctl_request *req, const struct cmd_result *res,
@@ -455,8 +483,7 @@ static void run_db(struct call *call)
 	dbq_push(call->cmds->host.dbq, &call->job);
 }
 
-void cmd_render_text(const struct ctl_request *req, const struct cmd_result *res,
-		     struct buf *out)
+void cmd_render(const struct ctl_request *req, const struct cmd_result *res, struct buf *out)
 {
 	defs[req->verb].text(req, res, out);
 }

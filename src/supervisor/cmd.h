@@ -82,8 +82,8 @@ void cmd_run(struct cmds *c, const struct ctl_request *req, cmd_done_cb done, vo
  * with what there is; at stop. */
 void cmds_flush(struct cmds *c);
 
-/* The body of the ok reply to req for claimctl (see common/ctl.h), into out. */
-void cmd_render_text(const struct ctl_request *req, const struct cmd_result *res,
-		     struct buf *out);
+/* The body of the ok reply to req, into out: text for people, or with req->json its JSON
+ * form (claimctl --json, the HTTP API). */
+void cmd_render(const struct ctl_request *req, const struct cmd_result *res, struct buf *out);
 
 #endif

@@ -141,7 +141,11 @@ void cmd_add_now(struct call *call)
 
 void cmd_add_text(const struct ctl_request *req, const struct cmd_result *res, struct buf *out)
 {
-	buf_printf(out, "%llu\n", (unsigned long long)res->id);
+	if (req->json)
+		buf_printf(out, "{\"id\":%llu%s}\n", (unsigned long long)res->id,
+			   res->duplicate ? ",\"duplicate\":true" : "");
+	else
+		buf_printf(out, "%llu\n", (unsigned long long)res->id);
 }
 
 int cmd_adds_init(struct cmds *c)

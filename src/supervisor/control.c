@@ -126,7 +126,7 @@ static void on_done(void *data, const struct ctl_request *req, const struct cmd_
 	}
 	buf_init(&body);
 	buf_init(&out);
-	cmd_render_text(req, res, &body);
+	cmd_render(req, res, &body);
 	ctl_reply_ok(&out, body.data ? body.data : "", body.len);
 	if (buf_failed(&body) || buf_failed(&out))
 		reply_error(c, "out of memory");

@@ -69,6 +69,14 @@ static int parse_spec(const char *spec, const struct handler_kind **ret, const c
 	return -EINVAL;
 }
 
+int handler_spec_check(const char *spec, char *err, size_t errlen)
+{
+	const struct handler_kind *k;
+	const char *arg;
+
+	return parse_spec(spec, &k, &arg, err, errlen);
+}
+
 int handler_check(const char *spec, char *err, size_t errlen)
 {
 	const struct handler_kind *k;

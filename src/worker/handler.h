@@ -49,6 +49,8 @@ void handler_free(struct handler *h);
  * executable, and for so: that the library loads and speaks this ABI (it is loaded and
  * unloaded, so its constructors run, but not its init). Returns 0 or -EINVAL with err. */
 int handler_check(const char *spec, char *err, size_t errlen);
+/* The spec's form alone (a known kind, with its argument): nothing is loaded or run. */
+int handler_spec_check(const char *spec, char *err, size_t errlen);
 
 /* True for kinds that finish inside handler_run, before it returns (noop): the worker can run
  * a whole batch without going back to the loop. */

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """claimd rejects bad command lines with exit 2 and one clear line, starting nothing;
-claimctl says clearly when there is no daemon to talk to."""
+claimctl says clearly when there is no daemon to talk to, takes its options anywhere, answers
+every command in JSON with --json, and exits with the codes its usage documents."""
 
+import json
 import os
 import subprocess
 import tempfile
@@ -94,22 +96,98 @@ def it_takes_the_dsn_from_CLAIMD_DSN(t):
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 
-def it_claimctl_without_daemon_exits_1_and_names_the_socket(t):
+def it_claimctl_without_daemon_exits_3_and_names_the_socket(t):
     path = os.path.join(tempfile.gettempdir(), f'claimd-test-nosuch-{os.getpid()}.sock')
     r = run_claimctl('--control', path, 'status', '--json')
-    check_eq(r.returncode, 1, f'claimctl exit code (stderr {r.stderr.strip()!r})')
+    check_eq(r.returncode, 3, f'claimctl exit code (stderr {r.stderr.strip()!r})')
     check_eq(r.stdout, '', 'claimctl stdout')
     check(path in r.stderr, f'claimctl message does not name the socket {path}: {r.stderr.strip()!r}')
     env = dict(os.environ, CLAIMD_CONTROL=path)
     r = run_claimctl('status', env=env)
-    check_eq(r.returncode, 1, f'claimctl (CLAIMD_CONTROL) exit code (stderr {r.stderr.strip()!r})')
+    check_eq(r.returncode, 3, f'claimctl (CLAIMD_CONTROL) exit code (stderr {r.stderr.strip()!r})')
     check(path in r.stderr, f'claimctl does not use/name $CLAIMD_CONTROL {path}: {r.stderr.strip()!r}')
 
 
 def it_claimctl_rejects_an_unknown_command(t):
     r = run_claimctl('--control', '/nonexistent/c.sock', 'frobnicate')
-    check(r.returncode != 0, 'claimctl frobnicate exit code is 0')
+    check_eq(r.returncode, 2, 'claimctl frobnicate exit code')
     check('frobnicate' in r.stderr, f'message does not name the command: {r.stderr.strip()!r}')
+    for args in (['status', '--frob'], ['job'], ['job', 'x'], ['workers'], ['--control']):
+        r = run_claimctl(*args)
+        check(r.returncode == 2 and r.stderr.startswith('claimctl: '),
+              f'claimctl {" ".join(args)}: {r.returncode} {r.stderr!r}')
+
+
+def it_claimctl_says_its_version_and_usage(t):
+    r = run_claimctl('--version')
+    out = subprocess.run([CLAIMD_BIN, '--version'], capture_output=True, text=True).stdout
+    check_eq((r.returncode, r.stdout.split()), (0, ['claimctl', out.split()[-1]]),
+             'claimctl --version names claimd\'s version')
+    for flag in ('-h', '--help'):
+        r = run_claimctl('status', flag)
+        check(r.returncode == 0 and 'Exit status: 0 done' in r.stdout and '  workers N' in r.stdout,
+              f'claimctl status {flag}: {r.stdout[:200]!r}')
+    r = run_claimctl()
+    check(r.returncode == 2 and 'no command' in r.stderr, f'claimctl alone: {r.stderr!r}')
+
+
+def it_claimctl_answers_every_command_in_json_with_options_anywhere(t):
+    db = t.database()
+    c = t.claimd(db, '--handler', 'noop', '--workers', '1')
+    c.wait_ready()
+    c.ctl('pause', 'held')
+    # Its row in the supervisors table is written at its first poll.
+    wait_for(lambda: c.ctl('supervisors').stdout.count(' live'), 10, 'its supervisors row',
+             until=lambda n: n == 1)
+    ctl = lambda *a: run_claimctl(*a, '--control', c.control)   # --control last
+    r = ctl('add', '--queue', 'held', 'p1', '--json')
+    check_eq(r.returncode, 0, f'add --json ({r.stderr})')
+    added = json.loads(r.stdout)['id']
+    db.server.sql(f"UPDATE work_items SET state = 'dead' WHERE id = {added}", db=db.name)
+    answers = {
+        'status': (['status'], lambda j: j['workers'] and 'held' in j['counts']),
+        'status --all': (['status', '--all'], lambda j: len(j['supervisors']) == 1),
+        'add': (['add', '--queue', 'held', '--dedupe', 'k', 'p2'], lambda j: j['id'] > added),
+        'add duplicate': (['add', '--queue', 'held', '--dedupe', 'k', 'p3'],
+                          lambda j: j['duplicate'] is True),
+        'job': (['job', str(added)], lambda j: j['id'] == added and j['state'] == 'dead'),
+        'jobs': (['jobs', '--queue', 'held'], lambda j: [x['id'] for x in j] == [added]),
+        'retry': (['retry', str(added)], lambda j: j == {'retried': 1}),
+        'cancel': (['cancel', str(added)], lambda j: j == {'id': added, 'deleted': True}),
+        'pause': (['pause', 'other'], lambda j: j == {'queue': 'other', 'paused': True}),
+        'resume': (['resume', 'other'], lambda j: j == {'queue': 'other', 'paused': False}),
+        'limit': (['limit', 'other', '--interval', '250ms'],
+                  lambda j: j == {'queue': 'other', 'min_interval_ms': 250}),
+        'queues': (['queues'], lambda j: {q['name'] for q in j} >= {'held', 'other'}),
+        'supervisors': (['supervisors'], lambda j: len(j) == 1),
+        'workers': (['workers', '2'], lambda j: j['workers'] == 2),
+        'reload': (['reload'], lambda j: j['reloaded'] is True and 'summary' in j),
+    }
+    for name, (args, ok) in answers.items():
+        for where in ('first', 'last'):
+            if name in ('add', 'retry', 'cancel') and where == 'last':
+                continue   # not idempotent: once is enough
+            argv = ['--json', *args] if where == 'first' else [*args, '--json']
+            r = ctl(*argv)
+            try:
+                j = json.loads(r.stdout)
+            except ValueError:
+                j = None
+            check(r.returncode == 0 and j is not None and ok(j),
+                  f'claimctl {" ".join(argv)}: {r.returncode} {r.stdout!r} {r.stderr!r}')
+    r = ctl('job', str(added), '--json')
+    check(r.returncode == 1 and f'no row {added}' in r.stderr and r.stdout == '',
+          f'a refused request exits 1: {r.returncode} {r.stderr!r}')
+    r = run_claimctl('doctor', '--dsn', db.dsn, '--json', '--control', c.control)
+    j = json.loads(r.stdout) if r.stdout.startswith('{') else {}
+    check(r.returncode == 0 and j.get('problems') == 0 and
+          any('a claimd answers on the control socket' in x['text'] for x in j['checks']),
+          f'claimctl doctor --json: {r.returncode} {r.stdout!r} {r.stderr!r}')
+    r = run_claimctl('migrate', '--dsn', db.dsn, '--json')
+    check_eq((r.returncode, r.stdout and json.loads(r.stdout)), (0, {'from': 2, 'applied': [],
+                                                                     'version': 2}),
+             f'claimctl migrate --json ({r.stderr})')
+    check_eq(c.stop(), 0, 'claimd exit code')
 
 
 if __name__ == '__main__':
