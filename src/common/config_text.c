@@ -38,7 +38,7 @@ const char *config_usage(void)
 			continue;
 		snprintf(head, sizeof(head), "  --%s%s%s", d->name, d->meta ? " " : "",
 			 d->meta ? d->meta : "");
-		if (strlen(head) > 24)
+		if (strlen(head) > 23)   /* two spaces at least before the help */
 			k += (size_t)snprintf(text + k, sizeof(text) - k, "%s\n", head), head[0] = '\0';
 		char pad[64];
 		snprintf(pad, sizeof(pad), "%-25s", head);

@@ -382,12 +382,12 @@ class Claimd:
     """A claimd process, started in its own session (so its process group and session hold its
     workers and handlers), with its own control socket and its stdout+stderr in a log file."""
 
-    def __init__(self, dsn, args, dir, env=None, name='claimd'):
+    def __init__(self, dsn, args, dir, env=None, name='claimd', binary=None):
         self.name = name
         self.dir = dir
         self.control = os.path.join(dir, f'{name}.sock')
         self.log_path = os.path.join(dir, f'{name}.log')
-        self.argv = [CLAIMD_BIN]
+        self.argv = [binary or CLAIMD_BIN]
         if dsn is not None:
             self.argv += ['--dsn', dsn]
         self.argv += ['--control', self.control] + [str(a) for a in args]
@@ -639,13 +639,13 @@ class Test:
         self.defer(db.drop)
         return db
 
-    def claimd(self, db, *args, dsn=None, env=None, name=None):
-        """Start claimd with --dsn db.dsn (or dsn=...; db=None and dsn=None: no --dsn) and
-        --control in a temp dir, plus args."""
+    def claimd(self, db, *args, dsn=None, env=None, name=None, binary=None):
+        """Start claimd (this build's, or binary) with --dsn db.dsn (or dsn=...; db=None and
+        dsn=None: no --dsn) and --control in a temp dir, plus args."""
         name = name or f'claimd{len(self._claimds) + 1}'
         if dsn is None and db is not None:
             dsn = db.dsn
-        c = Claimd(dsn, args, self.tmpdir, env=env, name=name)
+        c = Claimd(dsn, args, self.tmpdir, env=env, name=name, binary=binary)
         self._claimds.append(c)
         self.defer(c.kill_all)
         return c
