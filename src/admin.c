@@ -227,8 +227,13 @@ int admin_doctor(const struct config *cfg)
 		say(&rep, "FAIL", "cannot connect as claimd would: %s", err);
 		goto local;
 	}
-	say(&rep, "ok", "connected to the database%s", dsn_may_use_tls(&cfg->dsn) ?
-	    " (TLS asked for by the DSN)" : "");
+	const char *cipher = store_tls_cipher(s);
+	if (cipher)
+		say(&rep, "ok", "connected to the database over TLS (%s)", cipher);
+	else
+		say(&rep, dsn_may_use_tls(&cfg->dsn) ? "warn" : "ok", "connected to the database "
+		    "without TLS%s", dsn_may_use_tls(&cfg->dsn) ? " (the DSN asks for it where the "
+		    "server offers it: it does not)" : "");
 	if (store_schema_version(s, &have, err, sizeof(err)) < 0)
 		say(&rep, "FAIL", "cannot read the schema's version: %s", err);
 	else if (have < store_nmigrations)

@@ -118,6 +118,8 @@ struct store_doctor {
 /* Fill *ret: the settings, then every kind of statement claimd uses, tried on each table in
  * a transaction that is rolled back. Returns 0 or a negative error. */
 int store_doctor(struct store *s, struct store_doctor *ret, char *err, size_t errlen);
+/* The TLS cipher of the store's connection, or NULL when it is not encrypted (or not open). */
+const char *store_tls_cipher(struct store *s);
 
 /* Call once in main before any thread or store exists. tls: whether any connection of this
  * process may use TLS. Without it, and when the client library sits on OpenSSL, OpenSSL is

@@ -88,6 +88,11 @@ static void text_of(MYSQL_ROW row, int i, char *out, size_t outlen)
 	snprintf(out, outlen, "%s", row && row[i] ? row[i] : "");
 }
 
+const char *store_tls_cipher(struct store *s)
+{
+	return s->conn ? mysql_get_ssl_cipher(s->conn) : NULL;
+}
+
 int store_doctor(struct store *s, struct store_doctor *ret, char *err, size_t errlen)
 {
 	int r = sq_check(s, "store_doctor", NULL, 0, NULL, err, errlen);

@@ -68,6 +68,11 @@ def it_connects_over_verified_tls_and_refuses_a_wrong_ca(t):
                  until=lambda n: int(n) >= 1)
         check_eq(c.stop(), 0, f'{mode}: exit code')
         server.sql('DELETE FROM work_items', db='claimd')
+    # --doctor says the connection is encrypted, and with which cipher.
+    r = subprocess.run([harness.CLAIMD_BIN, '--doctor', '--dsn', dsn, '--control',
+                        os.path.join(t.tmpdir, 'none.sock')], capture_output=True, text=True,
+                       env=env, timeout=60)
+    check('ok   connected to the database over TLS (' in r.stdout, f'doctor: {r.stdout!r}')
     # The server's certificate is not signed by this CA: refused at start, exit 2.
     rc, _, err, left = run_claimd(t, ['--dsn', f'{base}&ssl-mode=VERIFY_CA&ssl-ca={d}/other-ca.pem',
                                       '--handler', 'noop'], env_extra={})
