@@ -205,19 +205,15 @@ static int run_claimd(char *mode, char *control, bool json, int argc, char **arg
 	return EXIT_USAGE;
 }
 
-int main(int argc, char **argv)
+/* The command line (rest: room for argc + 1 of its words). Returns the exit code. */
+static int claimctl(int argc, char **argv, char **rest)
 {
 	char control[CONFIG_PATH_MAX] = "", err[512] = "";
 	struct ctl_request req;
 	struct buf request, payload;
-	char **rest = calloc((size_t)argc + 1, sizeof(*rest));
 	bool json = false;
 	int nrest = 0, r;
 
-	if (!rest) {
-		fprintf(stderr, "claimctl: out of memory\n");
-		return EXIT_USAGE;
-	}
 	/* claimctl's own options, anywhere; the rest is the command and its arguments. */
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -259,7 +255,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "claimctl: %s (see claimctl --help)\n", err);
 		return EXIT_USAGE;
 	}
-	free(rest);
 	buf_init(&payload);
 	if (ctl_wants_stdin(&req)) {
 		r = read_all(0, &payload, CTL_PAYLOAD_MAX);
@@ -289,5 +284,19 @@ int main(int argc, char **argv)
 	}
 	r = ask(control, &request);
 	buf_free(&request);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	char **rest = calloc((size_t)argc + 1, sizeof(*rest));
+	int r;
+
+	if (!rest) {
+		fprintf(stderr, "claimctl: out of memory\n");
+		return EXIT_USAGE;
+	}
+	r = claimctl(argc, argv, rest);
+	free(rest);
 	return r;
 }

@@ -38,8 +38,10 @@ const struct option_def config_defs[] = {
 	{ "queue", K_QUEUES, "NAME", AT(queues), 0, 0, A_RESTART,
 	  "a queue to serve (default \"default\"); repeat it (or a,b) for several;\n"
 	  "in the environment CLAIMD_QUEUES" },
-	{ "batch", K_UINT, "N", AT(batch), 1, 256, A_WORKERS,
-	  "rows a worker claims per round trip, 1..256 (default 1)" },
+	{ "batch", K_UINT_AUTO, "N|auto", AT(batch), 1, 256, A_WORKERS,
+	  "rows a worker claims per round trip, 1..256, or auto: sized from what its\n"
+	  "items have cost, many while they take microseconds, one when they take\n"
+	  "long (default auto)" },
 	{ "claimers", K_UINT, "N", AT(claimers), 1, 1024, A_SUPERVISOR,
 	  "claim transactions at once per supervisor (default: CPUs, at least 2)" },
 	{ "control", K_TEXT, "PATH", AT(control), 1, 0, A_RESTART,
@@ -135,7 +137,7 @@ static void set_defaults(struct config *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->workers = 4;
-	c->batch = 1;
+	c->batch = 0;   /* auto */
 	c->claimers = default_claimers();
 	c->lease_ms = 30000;
 	c->timeout_ms = 300000;
@@ -246,6 +248,16 @@ static int apply(struct parse *p, const struct option_def *d, enum source src, c
 		if (strlen(v) >= d->size)
 			return fail(p, "longer than %zu bytes", d->size - 1);
 		memcpy(field, v, strlen(v) + 1);
+		return 0;
+	case K_UINT_AUTO:
+		if (!strcmp(v, "auto")) {
+			*(unsigned *)field = 0;
+			return 0;
+		}
+		if (config_parse_uint(v, d->min, d->max, &u) < 0)
+			return fail(p, "'%s' is not auto or a number from %lu to %lu", v, d->min,
+				    d->max);
+		*(unsigned *)field = u;
 		return 0;
 	case K_UINT:
 	case K_HIDDEN:

@@ -39,7 +39,7 @@ struct config {
 	char queue_list[CONFIG_QUEUES_MAX * (CONFIG_QUEUE_MAX + 1)]; /* "a,b" for people */
 	char control[CONFIG_PATH_MAX];
 	unsigned workers;
-	unsigned batch;
+	unsigned batch;     /* rows per claim, 1..256; 0: auto (worker/prefetch.h) */
 	unsigned claimers;      /* claim transactions at once per supervisor */
 	unsigned lease_ms;
 	unsigned timeout_ms;

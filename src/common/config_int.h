@@ -12,6 +12,7 @@
 enum kind {
 	K_TEXT,      /* a string of at most the field's size */
 	K_UINT,      /* min..max */
+	K_UINT_AUTO, /* "auto" (0) or min..max */
 	K_DURATION,  /* milliseconds; 0 allowed when min is 0 */
 	K_FLAG,      /* true/false (a bare flag on the command line) */
 	K_QUEUES,    /* a list, "a,b" or the option repeated */

@@ -65,6 +65,15 @@ void batch_release_unstarted(struct batch *b, struct outcomes *o)
 			(uint8_t)b->qi;
 }
 
+void batch_give_back_rest(struct batch *b, struct outcomes *o)
+{
+	size_t keep = b->next;
+
+	batch_release_unstarted(b, o);
+	store_items_clear(b->items + keep, b->n - keep);
+	b->n = b->next = keep;
+}
+
 int batch_take_slot(struct batch *b, struct store *s, unsigned *ret_wait_ms, char *err,
 		    size_t errlen)
 {

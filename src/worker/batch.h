@@ -36,6 +36,10 @@ int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 /* Every row not started yet goes back (a release outcome each), attempts given back. */
 void batch_release_unstarted(struct batch *b, struct outcomes *o);
 
+/* While a row runs: the rows after it go back (a release outcome each) and leave the batch,
+ * which ends with the running row. */
+void batch_give_back_rest(struct batch *b, struct outcomes *o);
+
 /* The next row's rate-limit start slot (its queue's min_interval_ms; none: *ret_wait_ms 0).
  * Returns 0 with how long to wait before starting it, or the store's error. */
 int batch_take_slot(struct batch *b, struct store *s, unsigned *ret_wait_ms, char *err,

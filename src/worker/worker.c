@@ -348,6 +348,9 @@ static void on_result(void *data, const struct handler_result *res)
 	if (w->state != WS_RUN)
 		return;  /* exiting: the channel is gone, nothing will be written */
 	uv_timer_stop(&w->progress_timer);
+	uv_timer_stop(&w->overrun_timer);
+	if (res->status != HANDLER_CANCELLED)
+		prefetch_ran(&w->pf, took);
 	switch (res->status) {
 	case HANDLER_OK:
 		x = outcomes_add(&w->out, it, OUTCOME_SUCCESS, 0, NULL, took);
@@ -379,6 +382,21 @@ static void on_result(void *data, const struct handler_result *res)
 		start_flush_timer(w);
 		worker_kick(w);
 	}
+}
+
+/* --batch auto: the running item has run far longer than its batch was sized for, and rows
+ * claimed with it wait: they go back now, for the other workers. */
+static void on_overrun(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+
+	if (w->state != WS_RUN || w->b.next >= w->b.n || w->stopping)
+		return;
+	log_debug("item id=%llu runs long: %zu prefetched items go back",
+		  (unsigned long long)worker_running_id(w), w->b.n - w->b.next);
+	batch_give_back_rest(&w->b, &w->out);
+	if (!worker_db_waiting(w))
+		write_and_claim(w, 0, NULL);
 }
 
 /* Start the next row of the batch (its rate-limit slot, if any, is taken). */
@@ -415,6 +433,9 @@ static void run_next(struct worker *w)
 	} else if (!handler_inline(w->handler)) {
 		/* Now that it runs: with its handler's pid. */
 		worker_report(w, w->stopping ? PROTO_W_STOPPING : PROTO_W_BUSY, it->id);
+		if (!w->cfg->batch && w->b.next < w->b.n)
+			uv_timer_start(&w->overrun_timer, on_overrun,
+				       prefetch_overrun_ns(&w->pf) / 1000000u, 0);
 	}
 }
 
@@ -467,7 +488,7 @@ static void step_claim(struct worker *w)
 {
 	size_t n = 0;
 
-	if (write_and_claim(w, w->cfg->batch, &n) < 0)
+	if (write_and_claim(w, prefetch_size(&w->pf, w->cfg->batch), &n) < 0)
 		return;
 	if (n == 0) {
 		worker_enter(w, WS_SLEEP);

@@ -16,6 +16,7 @@
 #include "worker/batch.h"
 #include "worker/handler.h"
 #include "worker/outcomes.h"
+#include "worker/prefetch.h"
 
 #define DB_BACKOFF_MIN_MS 100
 #define DB_BACKOFF_MAX_MS 5000
@@ -48,6 +49,7 @@ struct worker {
 	int exit_code;
 
 	struct batch b;           /* the rows claimed */
+	struct prefetch pf;       /* how many to claim next (--batch auto) */
 	uint64_t item_started_ns;
 	struct outcomes out;
 
@@ -64,6 +66,7 @@ struct worker {
 	bool wire_sent;
 	uv_timer_t kick_timer, db_timer, lease_timer, grace_timer, slot_timer, flush_timer;
 	uv_timer_t progress_timer;
+	uv_timer_t overrun_timer; /* --batch auto: the running item outlasts its batch's estimate */
 };
 
 

@@ -123,7 +123,8 @@ static int worker_init(struct worker *w, const struct config *cfg)
 	if (r < 0)
 		return r;
 	uv_timer_t *timers[] = { &w->kick_timer, &w->db_timer, &w->lease_timer, &w->grace_timer,
-				 &w->slot_timer, &w->flush_timer, &w->progress_timer };
+				 &w->slot_timer, &w->flush_timer, &w->progress_timer,
+				 &w->overrun_timer };
 	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
 		uv_timer_init(&w->loop, timers[i]);
 		timers[i]->data = w;

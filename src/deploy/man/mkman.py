@@ -6,6 +6,7 @@ src/common/config.c and src/common/ctl.c), then scdoc.
     mkman.py TEMPLATE OUTPUT CLAIMD CLAIMCTL SCDOC VERSION
 """
 
+import os
 import re
 import subprocess
 import sys
@@ -17,8 +18,10 @@ def esc(text):
 
 
 def help_of(binary):
-    return subprocess.run([binary, '--help'], check=True, capture_output=True,
-                          text=True).stdout.splitlines()
+    # A sanitized build's leak report must not make --help fail here.
+    env = dict(os.environ, ASAN_OPTIONS='detect_leaks=0')
+    return subprocess.run([binary, '--help'], check=True, capture_output=True, text=True,
+                          env=env).stdout.splitlines()
 
 
 def claimd_options(claimd):
