@@ -56,6 +56,7 @@ static void make_msg(unsigned type, int n, struct proto_msg *m)
 		break;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED:
+	case PROTO_HOLDING:
 		if (type == PROTO_CLAIMED) {
 			for (int i = 0; i < PLACE_SIZE; i++)
 				m->u.items.cursor.b[i] = (uint8_t)(0xB1 + i);
@@ -104,7 +105,8 @@ static int msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 		return a->u.state.state == b->u.state.state && a->u.state.item_id == b->u.state.item_id &&
 		       a->u.state.handler_pid == b->u.state.handler_pid;
 	case PROTO_CLAIMED:
-	case PROTO_FINISHED: return items_equal(a, b);
+	case PROTO_FINISHED:
+	case PROTO_HOLDING: return items_equal(a, b);
 	case PROTO_STOP: return a->u.stop.grace_ms == b->u.stop.grace_ms;
 	case PROTO_WAKE:
 		return memcmp(a->u.wake.cursor.b, b->u.wake.cursor.b, PLACE_SIZE) == 0;
@@ -114,8 +116,9 @@ static int msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 
 static size_t body_size(unsigned type, unsigned n)
 {
-	static const unsigned fixed[] = { 0, 4, 8, 8, 13, 26, 2, 20, 4, 0 };
-	return fixed[type] + n * (type == PROTO_CLAIMED ? 16u : type == PROTO_FINISHED ? 26u : 0u);
+	static const unsigned fixed[] = { 0, 4, 8, 8, 13, 26, 2, 20, 4, 0, 2 };
+	return fixed[type] + n * (type == PROTO_CLAIMED || type == PROTO_HOLDING ? 16u :
+				  type == PROTO_FINISHED ? 26u : 0u);
 }
 
 /* Decodes exactly len bytes from a heap copy, so a read past the end shows under ASan/valgrind. */
@@ -156,6 +159,8 @@ static const struct rt_case rt_cases[] = {
 	{ "round_trips_wake", PROTO_WAKE, DEFAULT_N },
 	{ "round_trips_stop", PROTO_STOP, DEFAULT_N },
 	{ "round_trips_want", PROTO_WANT, DEFAULT_N },
+	{ "round_trips_holding", PROTO_HOLDING, DEFAULT_N },
+	{ "round_trips_holding_max_items", PROTO_HOLDING, PROTO_MAX_ITEMS },
 };
 
 static const char *run_round_trip(const struct rt_case *c)
@@ -167,7 +172,8 @@ static const char *run_round_trip(const struct rt_case *c)
 	int len, r;
 
 	make_msg(c->type, c->n, &in);
-	n = c->type == PROTO_CLAIMED || c->type == PROTO_FINISHED ? in.u.items.n : 0;
+	n = c->type == PROTO_CLAIMED || c->type == PROTO_FINISHED || c->type == PROTO_HOLDING ?
+	    in.u.items.n : 0;
 	want = PROTO_HEADER_SIZE + body_size(c->type, n);
 	len = proto_encode(&in, buf, sizeof(buf));
 	if (len < 0 || (size_t)len != want)
@@ -181,12 +187,12 @@ static const char *run_round_trip(const struct rt_case *c)
 /* ---- byte order: golden frames ---- */
 
 static const uint8_t golden_hello[] = {
-	0xC1, 0xD0, 0x03, 0x02, 0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x00, 0x08,
+	0xC1, 0xD0, 0x04, 0x02, 0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x00, 0x08,
 	0x0A, 0x0B, 0x0C, 0x0D, 0x00, 0x00, 0x00, 0x07,
 };
 
 static const uint8_t golden_finished[] = {
-	0xC1, 0xD0, 0x03, 0x06, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x1C,
+	0xC1, 0xD0, 0x04, 0x06, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x1C,
 	0x00, 0x01,
 	0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
 	0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF, 0x00,

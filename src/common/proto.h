@@ -22,7 +22,7 @@
 #include "common/place.h"
 
 #define PROTO_MAGIC 0xC1D0u
-#define PROTO_VERSION 3u
+#define PROTO_VERSION 4u
 #define PROTO_HEADER_SIZE 12u
 #define PROTO_MAX_ITEMS 256u
 #define PROTO_MAX_QUEUES 16u /* a FINISHED item's queue is an index below this */
@@ -47,7 +47,11 @@ enum proto_type {
 	                 * CLAIMED), starting after cursor */
 	PROTO_STOP,     /* supervisor -> worker: { u32 grace_ms } drain and exit */
 	PROTO_WANT,     /* worker -> supervisor: {} ready for more work: asks for a WAKE */
-	PROTO_TYPE_MAX = PROTO_WANT,
+	PROTO_HOLDING,  /* worker -> supervisor: { u16 n, n * { u64 id, u64 token } }: rows locked
+	                 * by a claim about to commit, with the tokens it writes; should the
+	                 * worker die from here on, the supervisor releases them (fenced: nothing
+	                 * happens to rows the commit did not reach). CLAIMED follows the commit. */
+	PROTO_TYPE_MAX = PROTO_HOLDING,
 };
 
 /* What a worker tells the supervisor it is doing. */
@@ -95,7 +99,7 @@ struct proto_msg {
 			struct place cursor; /* CLAIMED only */
 			uint32_t claim_us;   /* CLAIMED only */
 			struct proto_item items[PROTO_MAX_ITEMS];
-		} items; /* CLAIMED, FINISHED */
+		} items; /* CLAIMED, FINISHED, HOLDING */
 		struct { struct place cursor; } wake;
 		struct { uint32_t grace_ms; } stop;
 	} u;

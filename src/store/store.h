@@ -163,6 +163,14 @@ int store_claim(struct store *s, const char *queue, unsigned max, unsigned lease
 
 void store_items_clear(struct store_item *items, size_t n);
 
+/* Called by store_claim between its round trips: the rows it locked, with the ids and tokens
+ * its commit writes, before that commit is sent. Whoever must release them should this
+ * process die is told here, for a death after the commit is sent and before its answer
+ * would leave them claimed until their lease ends. (locked may be NULL: none.) */
+void store_set_claim_hook(struct store *s,
+			  void (*locked)(void *arg, const struct store_item *items, size_t n),
+			  void *arg);
+
 /* A failed run of a claimed row (fenced). If the row's attempts >= max_attempts it becomes
  * 'dead' (visible_at NULL, finished_at NOW(6)); otherwise 'ready', visible at
  * NOW(6) + retry_ms. error (may be NULL) is stored in last_error, cut to 4000 bytes on a

@@ -441,6 +441,8 @@ static int claim_once(struct store *s, const struct claim_args *a, size_t *ret_n
 	r = claim_lock(s, a, &n, ret_completed, &next, err, errlen);
 	if (r < 0)
 		goto fail;
+	if (n > 0 && s->locked)
+		s->locked(s->locked_arg, s->scratch, n);
 	r = claim_commit(s, a, n, err, errlen);
 	if (r < 0)
 		goto fail;
@@ -452,6 +454,14 @@ fail:
 	s->cursor.set = false;
 	sq_abort(s);
 	return r;
+}
+
+void store_set_claim_hook(struct store *s,
+			  void (*locked)(void *arg, const struct store_item *items, size_t n),
+			  void *arg)
+{
+	s->locked = locked;
+	s->locked_arg = arg;
 }
 
 static int scratch_reserve(struct store *s, size_t n)

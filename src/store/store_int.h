@@ -113,6 +113,9 @@ struct store {
 	struct claim_cursor cursor;
 	struct prio_set prios;
 	unsigned seed;
+	/* store_set_claim_hook */
+	void (*locked)(void *arg, const struct store_item *items, size_t n);
+	void *locked_arg;
 };
 
 /* What sq_run() read: rows affected (or returned) per statement, and up to two result sets. */

@@ -1,5 +1,6 @@
 #include "supervisor/held.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "common/log.h"
@@ -32,8 +33,9 @@ void held_remove(struct held *h, uint64_t id, uint64_t token)
 
 struct release_job {
 	struct dbq_job j;
-	struct store_ref *refs;
+	struct store_ref *refs;   /* the running row (if any) last */
 	size_t n;
+	bool running;             /* refs[n - 1] was running */
 	void (*done)(void *data, int rc);
 	void *data;
 };
@@ -41,9 +43,16 @@ struct release_job {
 static int release_run(struct dbq_job *j, struct store *st, char *err, size_t errlen)
 {
 	struct release_job *rj = container_of(j, struct release_job, j);
+	size_t others = rj->n - rj->running;
+	int r = 0, k;
 
-	return store_release(st, rj->refs, rj->n, true, "its worker died while running it", err,
-			     errlen);
+	if (others > 0)
+		r = store_release(st, rj->refs, others, false, NULL, err, errlen);
+	if (r < 0 || !rj->running)
+		return r;
+	k = store_release(st, rj->refs + others, 1, true, "its worker died while running it", err,
+			  errlen);
+	return k < 0 ? k : r + k;
 }
 
 static void on_released(struct dbq_job *j)
@@ -61,7 +70,8 @@ static void on_released(struct dbq_job *j)
 	free(rj);
 }
 
-void held_release(struct held *h, struct dbq *dbq, void (*done)(void *data, int rc), void *data)
+void held_release(struct held *h, uint64_t running, struct dbq *dbq,
+		  void (*done)(void *data, int rc), void *data)
 {
 	struct release_job *rj;
 
@@ -79,6 +89,15 @@ void held_release(struct held *h, struct dbq *dbq, void (*done)(void *data, int 
 	rj->j.must_finish = true;
 	rj->refs = h->refs;
 	rj->n = h->n;
+	for (size_t i = 0; running && i < rj->n; i++) {
+		if (rj->refs[i].id != running)
+			continue;
+		struct store_ref t = rj->refs[i];
+		rj->refs[i] = rj->refs[rj->n - 1];
+		rj->refs[rj->n - 1] = t;
+		rj->running = true;
+		break;
+	}
 	rj->done = done;
 	rj->data = data;
 	*h = (struct held){ NULL, 0, 0 };

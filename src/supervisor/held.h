@@ -19,10 +19,13 @@ struct held {
 void held_add(struct held *h, uint64_t id, uint64_t token);
 void held_remove(struct held *h, uint64_t id, uint64_t token);
 
-/* Release every row in h (h is empty after): a database job that must not be lost. done(data,
- * rc) follows on the loop, rc the rows released (< 0: given up). Nothing to release: nothing
- * is done and done is not called. */
-void held_release(struct held *h, struct dbq *dbq, void (*done)(void *data, int rc), void *data);
+/* Release every row in h (h is empty after): a database job that must not be lost. The row
+ * running (its id; 0: none) counts the attempt, and goes dead if it was its last: it may be
+ * what killed the worker. The others get theirs back: not started, or finished with their
+ * outcome not yet written, they run again. done(data, rc) follows on the loop, rc the rows
+ * released (< 0: given up). Nothing to release: nothing is done and done is not called. */
+void held_release(struct held *h, uint64_t running, struct dbq *dbq,
+		  void (*done)(void *data, int rc), void *data);
 
 void held_free(struct held *h);
 

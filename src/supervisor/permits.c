@@ -48,6 +48,11 @@ static void grant(struct permits *p, unsigned slot)
 	p->ops->grant(p->data, slot, &now_at);
 }
 
+void permits_rewind(struct permits *p)
+{
+	p->head_scan_at = 0;
+}
+
 static void want_remove(struct permits *p, unsigned slot)
 {
 	size_t k = 0;

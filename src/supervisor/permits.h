@@ -60,6 +60,10 @@ void permits_claimed(struct permits *p, unsigned slot, const struct place *reach
 /* slot's worker is gone: its permit comes back, it waits for none. */
 void permits_drop(struct permits *p, unsigned slot);
 
+/* Rows behind the cursor became claimable (a dead worker's, released): the next permit
+ * scans from the head. */
+void permits_rewind(struct permits *p);
+
 /* There is work: a waiting worker gets a permit, else an idle one (but except, -1 for none). */
 void permits_wake_one(struct permits *p, int except);
 

@@ -50,8 +50,10 @@ static void on_released(void *data, int rc)
 {
 	struct pool *p = data;
 
-	if (rc > 0)
+	if (rc > 0) {
+		permits_rewind(&p->permits);  /* they are behind the cursor */
 		pool_wake_one(p);
+	}
 	p->o.on_change(p->o.data);
 }
 
@@ -74,13 +76,16 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 	struct pool *p = sl->pool;
 	size_t n = m->u.items.n;
 
+	/* The rows of a claim, before its commit (CLAIMED follows it). A failed commit leaves
+	 * them here: releasing them later is fenced, and does nothing. */
+	if (m->type == PROTO_HOLDING) {
+		for (size_t i = 0; i < n; i++)
+			held_add(&sl->held, m->u.items.items[i].id, m->u.items.items[i].token);
+		return;
+	}
 	jobstats_add(p->o.stats, m, pool_now_ms(p) / 1000u);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && m->type == PROTO_FINISHED; i++) {
 		const struct proto_item *it = &m->u.items.items[i];
-		if (m->type == PROTO_CLAIMED) {
-			held_add(&sl->held, it->id, it->token);
-			continue;
-		}
 		held_remove(&sl->held, it->id, it->token);
 		if (it->outcome == PROTO_OUT_DONE)
 			sl->done++;
@@ -122,6 +127,7 @@ static void slot_on_msg(void *data, const struct proto_msg *m)
 		break;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED:
+	case PROTO_HOLDING:
 		on_items(sl, m);
 		break;
 	case PROTO_WANT:
@@ -257,6 +263,8 @@ static void on_worker_gone(struct child *c)
 	struct slot *sl = child_data(c);
 	struct pool *p = sl->pool;
 	uint64_t lived = sl->exited_at - sl->started;
+	/* The row its handler ran, as it said before starting it (a no-op never dies of one). */
+	uint64_t running = p->o.inline_handler ? 0 : sl->item;
 	int status = child_status(c);
 	unsigned delay = 0;
 
@@ -270,16 +278,19 @@ static void on_worker_gone(struct child *c)
 	sl->item = 0;
 	sl->pid = 0;
 	permits_drop(&p->permits, sl->idx);
-	held_release(&sl->held, p->o.dbq, on_released, p);
+	held_release(&sl->held, running, p->o.dbq, on_released, p);
 	if (p->stopping) {
 		p->o.on_change(p->o.data);
 		return;
 	}
 	if (pool_size_gone(sl))
 		return;   /* retired, or replaced with a new one (pool_size.c) */
-	/* A worker that stopped cleanly (exit 0) did not crash. */
+	/* A worker that stopped cleanly (exit 0) did not crash; one that finished an item
+	 * first was killed at work (a kill storm, the OOM killer), not dying of its start-up or
+	 * its handler: it is replaced at once, however short its life. */
 	bool crashed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-	sl->quick_deaths = crashed && lived < QUICK_DEATH_MS ? sl->quick_deaths + 1 : 0;
+	bool worked = sl->done + sl->failed > sl->finished_before;
+	sl->quick_deaths = crashed && !worked && lived < QUICK_DEATH_MS ? sl->quick_deaths + 1 : 0;
 	if (sl->quick_deaths > 1) {
 		delay = backoff_nth(RESPAWN_MIN_MS, RESPAWN_MAX_MS, sl->quick_deaths - 2);
 		log_warn("worker slot=%u keeps dying (%u times in a row, each within %d s); "
@@ -343,6 +354,7 @@ void pool_spawn(struct slot *sl)
 	}
 	sl->pid = pid;
 	sl->started = pool_now_ms(p);
+	sl->finished_before = sl->done + sl->failed;
 	sl->wstate = PROTO_W_STARTING;
 	sl->rtt_valid = false;
 	sl->last_ack = 0;

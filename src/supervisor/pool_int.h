@@ -38,6 +38,7 @@ struct slot {
 	uint64_t item, item_since;
 	pid_t handler_pid;       /* its handler's process group, 0: none */
 	uint64_t done, failed, dead;
+	uint64_t finished_before;  /* done + failed when its process started */
 	unsigned restarts, quick_deaths;
 	double rtt_ms;
 	bool rtt_valid;

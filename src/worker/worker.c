@@ -215,6 +215,23 @@ void worker_answer_permit(struct worker *w, size_t n)
 	worker_send(w, &m);
 }
 
+/* The store's claim hook: the rows a claim locked, told to the supervisor (HOLDING) before
+ * the commit goes out. */
+void worker_on_locked(void *data, const struct store_item *items, size_t n)
+{
+	struct worker *w = data;
+	struct proto_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_HOLDING;
+	m.u.items.n = (uint16_t)(n > PROTO_MAX_ITEMS ? PROTO_MAX_ITEMS : n);
+	for (size_t i = 0; i < m.u.items.n; i++) {
+		m.u.items.items[i].id = items[i].id;
+		m.u.items.items[i].token = items[i].token;
+	}
+	worker_send(w, &m);
+}
+
 static void ask_for_work(struct worker *w)
 {
 	struct proto_msg m;
@@ -282,54 +299,6 @@ static unsigned retry_delay_ms(const struct worker *w, uint32_t attempt)
 	double d = backoff_nth(w->cfg->retry_base_ms, RETRY_CAP_MS, attempt ? attempt - 1 : 0);
 
 	return (unsigned)(d * (0.75 + 0.5 * ((double)rand() / RAND_MAX)));  /* +-25 % */
-}
-
-/* ---- progress ---- */
-
-/* The running row's progress to the database now (fenced; a failure is logged, not acted
- * on: the next report or the outcome writes it). */
-static void write_progress(struct worker *w)
-{
-	const struct store_item *it = &w->b.items[w->b.next - 1];
-	struct store_ref ref = { .id = it->id, .token = it->token };
-	char err[STORE_ERR_MAX] = "";
-	int r;
-
-	w->progress_at = uv_now(&w->loop);
-	if (worker_db_waiting(w))
-		return;
-	r = store_progress(w->store, ref, w->progress, err, sizeof(err));
-	if (r < 0)
-		log_warn("item id=%llu: cannot write its progress: %s", (unsigned long long)it->id, err);
-	else
-		w->progress_dirty = false;
-}
-
-static void on_progress_timer(uv_timer_t *t)
-{
-	struct worker *w = t->data;
-
-	if (w->state == WS_RUN && w->progress_dirty)
-		write_progress(w);
-}
-
-/* The handler says how far it is: written at once, or PROGRESS_EVERY_MS after the last
- * write (the latest then); what is left at the end goes with the outcome. */
-static void on_progress(void *data, const char *json, size_t len)
-{
-	struct worker *w = data;
-	uint64_t now = uv_now(&w->loop);
-
-	if (w->state != WS_RUN || len > HANDLER_PROGRESS_MAX)
-		return;
-	memcpy(w->progress, json, len);
-	w->progress[len] = '\0';
-	w->progress_dirty = true;
-	if (!w->progress_at || now - w->progress_at >= PROGRESS_EVERY_MS)
-		write_progress(w);
-	else if (!uv_is_active((uv_handle_t *)&w->progress_timer))
-		uv_timer_start(&w->progress_timer, on_progress_timer,
-			       w->progress_at + PROGRESS_EVERY_MS - now, 0);
 }
 
 static uint32_t us32(uint64_t ns)
@@ -410,7 +379,7 @@ static void run_next(struct worker *w)
 		.timeout_ms = it->timeout_ms ? it->timeout_ms : w->cfg->timeout_ms,
 		.enqueued_at_ms = it->enqueued_at_ms,
 		.group = it->group, .seq = it->group_seq, .content_type = it->content_type,
-		.on_progress = on_progress,
+		.on_progress = worker_on_progress,
 	};
 	int r;
 
@@ -425,6 +394,10 @@ static void run_next(struct worker *w)
 		on_result(w, &res);
 		return;
 	}
+	/* Which row runs, said before it starts: should it kill this worker, the supervisor
+	 * counts the attempt against that row alone. */
+	if (!handler_inline(w->handler))
+		worker_report(w, w->stopping ? PROTO_W_STOPPING : PROTO_W_BUSY, it->id);
 	r = handler_run(w->handler, &job, on_result, w);
 	if (r < 0) {
 		struct handler_result res = { .status = HANDLER_FAILED };

@@ -79,6 +79,10 @@ void worker_report(struct worker *w, uint8_t wire, uint64_t item);
 void worker_send(struct worker *w, struct proto_msg *m);
 /* worker_send for outcomes_init (data: the worker). */
 void worker_send_out(void *data, struct proto_msg *m);
+/* The store's claim hook (store_set_claim_hook). */
+void worker_on_locked(void *data, const struct store_item *items, size_t n);
+/* The handler's on_progress (worker_progress.c). */
+void worker_on_progress(void *data, const char *json, size_t len);
 /* The log line of a finished item (--log-items): outcomes.finished. */
 void worker_log_item(void *data, const struct outcome *x, unsigned outcome);
 /* Answer a claim permit (CLAIMED) with the first n rows of the batch. */

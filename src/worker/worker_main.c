@@ -140,6 +140,7 @@ static int worker_init(struct worker *w, const struct config *cfg)
 	if (r < 0)
 		return r;
 	store_set_dedupe_window(w->store, cfg->dedupe_window_ms / 1000);
+	store_set_claim_hook(w->store, worker_on_locked, w);
 	r = chan_open(&w->loop, cfg->worker_fd, &worker_chan_ops, w, &w->chan);
 	if (r < 0) {
 		log_error("cannot open the supervisor channel on fd %d: %s", cfg->worker_fd,

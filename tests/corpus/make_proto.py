@@ -7,9 +7,9 @@ import os
 import random
 import struct
 
-VERSION = 3
+VERSION = 4
 PLACE = 20  # PLACE_SIZE
-ACK, HELLO, PING, STATE, CLAIMED, FINISHED, WAKE, STOP, WANT = range(1, 10)
+ACK, HELLO, PING, STATE, CLAIMED, FINISHED, WAKE, STOP, WANT, HOLDING = range(1, 11)
 
 
 def frame(type_, body, id_=1, version=VERSION, length=None, magic=0xC1D0):
@@ -26,6 +26,13 @@ def claimed(n, claim_us=1500):
     for i in range(n):
         body += struct.pack('>QQ', 1000 + i, 0xABCD0000 + i)
     return frame(CLAIMED, body, id_=7)
+
+
+def holding(n):
+    body = struct.pack('>H', n)
+    for i in range(n):
+        body += struct.pack('>QQ', 1000 + i, 0xABCD0001 + i)
+    return frame(HOLDING, body, id_=9)
 
 
 def finished(outcomes, queues=None):
@@ -53,6 +60,9 @@ def main():
         'claimed_3': claimed(3),
         'claimed_256': claimed(256),
         'claimed_count_mismatch': claimed(3)[:-16],
+        'holding_3': holding(3),
+        'holding_256': holding(256),
+        'holding_count_mismatch': holding(3)[:-8],
         'finished_0': finished([]),
         'finished_256': finished([i % 6 for i in range(256)]),
         'finished_all_outcomes': finished([0, 1, 2, 3, 4, 5]),

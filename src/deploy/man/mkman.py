@@ -27,7 +27,7 @@ def help_of(binary):
 def claimd_options(claimd):
     out, entry = [], None
     for line in help_of(claimd):
-        m = re.match(r'^  (--[a-z-]+)(?: ([A-Z:]+))?(?:\s{2,}(.*))?$', line)
+        m = re.match(r'^  (--[a-z-]+)(?: (\S+))?(?:\s{2,}(.*))?$', line)
         if m:
             name, arg, text = m.groups()
             out.append('*' + esc(name) + '*' + (' _' + esc(arg) + '_' if arg else ''))
