@@ -68,8 +68,12 @@ const struct option_def config_defs[] = {
 	  "on SIGTERM/SIGINT, the time in-flight items get (default 30s)" },
 	{ "heartbeat", K_DURATION, "DUR", AT(heartbeat_ms), 1, UINT_MAX, A_SUPERVISOR,
 	  "heartbeat interval (default 1s)" },
+	{ "wake", K_WAKE, "MODE", AT(wake), 0, 2, A_RESTART,
+	  "how idle workers learn of new rows: binlog, from the server's row-based binary\n"
+	  "log as it is written (needs REPLICATION SLAVE); poll, every --poll-interval;\n"
+	  "auto, the binary log where the server offers it, else polling (default auto)" },
 	{ "poll-interval", K_DURATION, "DUR", AT(poll_ms), 1, UINT_MAX, A_SUPERVISOR,
-	  "idle poll interval, one poller per supervisor (default 100ms)" },
+	  "idle poll interval, one poller per supervisor, while it polls (default 100ms)" },
 	{ "retry-base", K_DURATION, "DUR", AT(retry_base_ms), 1, UINT_MAX, A_WORKERS,
 	  "retry back-off base: base*2^(attempt-1) +-25% (default 1s)" },
 	{ "keep-done", K_DURATION, "DUR", AT(keep_done_ms), 0, UINT_MAX, A_SUPERVISOR,
@@ -238,6 +242,7 @@ static int apply(struct parse *p, const struct option_def *d, enum source src, c
 {
 	static const char *const levels[] = { "error", "warn", "info", "debug" };
 	static const char *const formats[] = { "text", "logfmt", "json" };
+	static const char *const wakes[] = { "auto", "binlog", "poll" };
 	void *field = (char *)p->c + d->off;
 	unsigned u;
 
@@ -296,6 +301,10 @@ static int apply(struct parse *p, const struct option_def *d, enum source src, c
 	case K_FORMAT:
 		if (pick(v, formats, 3, &p->c->log_format) < 0)
 			return fail(p, "'%s' is not text, logfmt or json", v);
+		return 0;
+	case K_WAKE:
+		if (pick(v, wakes, 3, &p->c->wake) < 0)
+			return fail(p, "'%s' is not auto, binlog or poll", v);
 		return 0;
 	case K_SET_LEVEL:
 		p->c->log_level = (int)d->min;

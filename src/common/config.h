@@ -27,6 +27,7 @@
 #define CONFIG_FILE_MAX 4096
 
 enum config_log_format { CONFIG_LOG_TEXT, CONFIG_LOG_LOGFMT, CONFIG_LOG_JSON }; /* log.h's */
+enum config_wake { CONFIG_WAKE_AUTO, CONFIG_WAKE_BINLOG, CONFIG_WAKE_POLL };
 
 struct config {
 	char config_file[CONFIG_FILE_MAX];  /* "" = none */
@@ -48,6 +49,7 @@ struct config {
 	unsigned grace_ms;
 	unsigned heartbeat_ms;
 	unsigned poll_ms;
+	int wake;               /* enum config_wake */
 	unsigned retry_base_ms;
 	unsigned keep_done_ms;  /* 0 = keep done rows for ever */
 	unsigned dedupe_window_ms;

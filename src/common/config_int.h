@@ -19,6 +19,7 @@ enum kind {
 	K_LISTEN,    /* HOST:PORT */
 	K_LEVEL,     /* error, warn, info, debug */
 	K_FORMAT,    /* text, logfmt, json */
+	K_WAKE,      /* auto, binlog, poll */
 	K_SET_LEVEL, /* --verbose, --quiet: a level, flags only */
 	K_ACTION,    /* --help, --version, --config: flags only */
 	K_HIDDEN,    /* the fork server's options: flags only, not in the usage */

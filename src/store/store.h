@@ -121,6 +121,31 @@ int store_doctor(struct store *s, struct store_doctor *ret, char *err, size_t er
 /* The TLS cipher of the store's connection, or NULL when it is not encrypted (or not open). */
 const char *store_tls_cipher(struct store *s);
 
+/* ---- the binary log (store_binlog.c) ---- */
+
+struct store_binlog;
+
+/* Follow the server's binary log on a connection of its own, as replica server_id, from the
+ * GTID position from ("" or NULL: from now), with a heartbeat event every heartbeat_s when
+ * nothing happens. Returns 0; -ENOTSUP when the server writes no row-based binary log,
+ * -EACCES when the user may not read it (REPLICATION SLAVE), -ESPIPE when the server no
+ * longer has the log from that position, -ENOTCONN or -EIO otherwise; err says why. */
+int store_binlog_open(const struct dsn *dsn, const char *from, unsigned server_id,
+		      unsigned heartbeat_s, struct store_binlog **ret, char *err, size_t errlen);
+/* Block for the next event. *ret_changes: 1 when it changed rows of work_items or queues in
+ * the DSN's database by a statement not marked quiet (it may have made a row claimable).
+ * Returns 0, or a negative error (the stream is gone: close it, open again). */
+int store_binlog_read(struct store_binlog *b, unsigned *ret_changes, char *err, size_t errlen);
+/* Where the stream got to (a GTID position), to open it again from. */
+const char *store_binlog_position(const struct store_binlog *b);
+/* From another thread: make a store_binlog_read that blocks return an error. */
+void store_binlog_interrupt(struct store_binlog *b);
+void store_binlog_close(struct store_binlog *b);
+
+/* A thread of its own that uses a store: at its start and its end. */
+void store_thread_init(void);
+void store_thread_end(void);
+
 /* Call once in main before any thread or store exists. tls: whether any connection of this
  * process may use TLS. Without it, and when the client library sits on OpenSSL, OpenSSL is
  * initialised without openssl.cnf, error strings and its cipher/digest name tables, which a
@@ -206,6 +231,12 @@ int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsign
 /* Cheap, non-locking: is any row of queue claimable now? One statement. Returns 1, 0, or a
  * negative error. */
 int store_poll(struct store *s, const char *queue, char *err, size_t errlen);
+/* When a row of queues[0..n) (not paused) can next be claimed: a ready row's due time, a
+ * claimed row's lease end, whichever is first. One statement of an index lookup per queue
+ * and priority, however many rows there are. Returns 1 when a row is claimable now, 0 with
+ * *ret_us the microseconds until one will be (-1: no row will be), or a negative error. */
+int store_poll_next(struct store *s, const char *const *queues, size_t n, int64_t *ret_us,
+		    char *err, size_t errlen);
 /* The same for any of queues[0..n). */
 int store_poll_any(struct store *s, const char *const *queues, size_t n, char *err,
 		   size_t errlen);

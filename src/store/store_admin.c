@@ -312,7 +312,7 @@ int store_dedupe_expire(struct store *s, unsigned limit, char *err, size_t errle
 	if (r < 0)
 		return r;
 	sq_reset(s);
-	sql_add(s, "UPDATE work_items SET dedupe_key = NULL, dedupe_until = NULL "
+	sql_add(s, QUIET "UPDATE work_items SET dedupe_key = NULL, dedupe_until = NULL "
 		"WHERE dedupe_until < NOW(6) LIMIT %u", limit ? limit : 1);
 	return run_count(s, "store_dedupe_expire", err, errlen);
 }
@@ -426,7 +426,7 @@ int store_take_slot(struct store *s, const char *queue, unsigned *ret_wait_ms, c
 	sq_reset(s);
 	/* The queue's next free slot is ours (now, if it has passed); the one after it moves on
 	 * by the interval. One autocommit UPDATE: the row is locked for microseconds. */
-	sql_add(s, "UPDATE queues SET next_start_at = (@claimd_slot := GREATEST("
+	sql_add(s, QUIET "UPDATE queues SET next_start_at = (@claimd_slot := GREATEST("
 		"COALESCE(next_start_at, NOW(6)), NOW(6))) + INTERVAL min_interval_ms * 1000 "
 		"MICROSECOND WHERE name = %s AND min_interval_ms > 0;"
 		"SELECT IF(ROW_COUNT() > 0, GREATEST(TIMESTAMPDIFF(MICROSECOND, NOW(6), "

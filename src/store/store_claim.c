@@ -64,7 +64,7 @@
  * it finished, with a fresh count of attempts. Visible at NOW(6) + period_s, recurring rows
  * are claimed least recently finished first. */
 #define COMPLETE \
-	"UPDATE work_items SET state = IF(period_s IS NULL, 'done', 'ready'), " \
+	QUIET "UPDATE work_items SET state = IF(period_s IS NULL, 'done', 'ready'), " \
 	"claim_token = claim_token + 1, " \
 	"finished_at = NOW(6), " \
 	"visible_at = IF(period_s IS NULL, NULL, NOW(6) + INTERVAL period_s SECOND), " \
@@ -400,7 +400,7 @@ static int claim_commit(struct store *s, const struct claim_args *a, size_t n,
 
 	sq_reset(s);
 	if (n > 0) {
-		sql_add(s, "UPDATE work_items SET state = 'claimed', claim_token = claim_token + 1, "
+		sql_add(s, QUIET "UPDATE work_items SET state = 'claimed', claim_token = claim_token + 1, "
 			"attempts = attempts + 1, claimed_by = %s, claimed_at = NOW(6), progress = NULL, "
 			"visible_at = NOW(6) + INTERVAL %llu MICROSECOND WHERE id IN (",
 			s->claimer_sql, (unsigned long long)a->lease_ms * 1000u);

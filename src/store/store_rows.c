@@ -140,7 +140,7 @@ int store_progress(struct store *s, struct store_ref ref, const char *json, char
 		return sq_fail_msg(-ENOMEM, err, errlen, "store_progress: out of memory");
 	sq_quote(s->conn, q, json, len);
 	sq_reset(s);
-	sql_add(s, "UPDATE work_items SET progress = %s WHERE ", q);
+	sql_add(s, QUIET "UPDATE work_items SET progress = %s WHERE ", q);
 	free(q);
 	sq_add_fence(s, &ref, 1);
 	return run_update(s, "store_progress", 1, err, errlen);
@@ -154,7 +154,8 @@ int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsign
 	if (r < 0 || n == 0)
 		return r;
 	sq_reset(s);
-	sql_add(s, "UPDATE work_items SET visible_at = NOW(6) + INTERVAL %llu MICROSECOND WHERE ",
+	sql_add(s, QUIET "UPDATE work_items SET visible_at = NOW(6) + INTERVAL %llu MICROSECOND "
+		"WHERE ",
 		(unsigned long long)lease_ms * 1000u);
 	sq_add_fence(s, refs, n);
 	return run_update(s, "store_extend", n, err, errlen);
@@ -191,4 +192,47 @@ int store_poll_any(struct store *s, const char *const *queues, size_t n, char *e
 		return sq_final(r);
 	mysql_free_result(rr.res);
 	return rr.rows[0] > 0;
+}
+
+#define STORE_POLL_QUEUES_MAX 16   /* 21 lookups each */
+
+int store_poll_next(struct store *s, const char *const *queues, size_t n, int64_t *ret_us,
+		    char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_poll_next", NULL, 0, NULL, err, errlen);
+	char q[2 * STORE_QUEUE_MAX + 3];
+	MYSQL_ROW row;
+	struct run rr;
+
+	*ret_us = -1;
+	if (r < 0)
+		return r;
+	if (n == 0 || n > STORE_POLL_QUEUES_MAX)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_poll_next: 1 to %d queues",
+				   STORE_POLL_QUEUES_MAX);
+	sq_reset(s);
+	/* The first entry of each (queue, priority) range of the index with a visible_at: one
+	 * lookup each (a GROUP BY would read them all). */
+	sql_add(s, "SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), MIN(v)) FROM (");
+	for (size_t i = 0; i < n; i++) {
+		if (strlen(queues[i]) > STORE_QUEUE_MAX)
+			return sq_fail_msg(-EINVAL, err, errlen, "store_poll_next: queue name too long");
+		sq_quote(s->conn, q, queues[i], strlen(queues[i]));
+		for (int p = STORE_PRIORITY_MIN; p <= STORE_PRIORITY_MAX; p++)
+			sql_add(s, "%s(SELECT visible_at v FROM work_items FORCE INDEX (claim_prio_idx) "
+				"WHERE queue = %s AND priority = %d AND visible_at IS NOT NULL AND "
+				NOT_PAUSED " ORDER BY visible_at LIMIT 1)",
+				i || p > STORE_PRIORITY_MIN ? " UNION ALL " : "", q, p, q);
+	}
+	sql_add(s, ") AS t");
+	r = sq_run(s, "store_poll_next", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	if (row && row[0]) {
+		long long us = strtoll(row[0], NULL, 10);
+		*ret_us = us > 0 ? us : 0;
+	}
+	mysql_free_result(rr.res);
+	return *ret_us == 0;
 }

@@ -96,6 +96,8 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 	 * one: it keeps the permit. Handing it to a sleeping worker costs a wake-up and a cold
 	 * connection per claim (8 workers did 0.87-0.89x the claims/s of 2; kept, the same).
 	 * The others' finished items do not wait for a permit (see the worker's flush timer). */
+	if (m->type == PROTO_CLAIMED && n == 0 && p->o.claimed_none)
+		p->o.claimed_none(p->o.data);
 	if (m->type == PROTO_CLAIMED)
 		permits_claimed(&p->permits, sl->idx, &m->u.items.cursor, n,
 				n > 0 && p->o.inline_handler);

@@ -27,6 +27,8 @@ struct pool_opts {
 	/* A worker is gone for good while stopping (or its rows were released): whether the
 	 * supervisor can exit is worth asking again. */
 	void (*on_change)(void *data);
+	/* A worker's claim found no row. May be NULL. */
+	void (*claimed_none)(void *data);
 	void *data;
 };
 

@@ -18,6 +18,7 @@ struct registry {
 	char *pool_json;           /* what the running job writes */
 	bool running, gone, delete_pushed;
 	uint64_t due_at;           /* the loop's clock */
+	unsigned interval_ms;      /* 0: REGISTRY_MS */
 	bool warned;
 };
 
@@ -109,9 +110,14 @@ bool registry_tick(struct registry *r)
 	while (b.len && b.data[b.len - 1] == '\n')
 		b.data[--b.len] = '\0';
 	r->pool_json = b.data;   /* the job's now */
-	r->due_at = now + REGISTRY_MS;
+	r->due_at = now + (r->interval_ms ? r->interval_ms : REGISTRY_MS);
 	push(r);
 	return true;
+}
+
+void registry_set_interval(struct registry *r, unsigned ms)
+{
+	r->interval_ms = ms;
 }
 
 void registry_stop(struct registry *r)

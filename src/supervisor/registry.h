@@ -12,6 +12,7 @@
 #include "supervisor/status.h"
 
 #define REGISTRY_MS 5000
+#define REGISTRY_PUSH_MS 10000   /* woken by the binary log, the supervisor polls no more */
 
 struct registry_opts {
 	uv_loop_t *loop;
@@ -28,6 +29,8 @@ struct registry;
 int registry_new(const struct registry_opts *o, struct registry **ret);
 /* The HTTP address it serves, for the others to see ("" or NULL: none). */
 void registry_set_http(struct registry *r, const char *address);
+/* Refresh the row every ms from the next refresh on (REGISTRY_MS at first). */
+void registry_set_interval(struct registry *r, unsigned ms);
 /* At a poll tick: refresh the row when it is due. Returns true if that took the tick. */
 bool registry_tick(struct registry *r);
 /* A clean stop: delete the row (a database job; the stop waits for it like for the others). */

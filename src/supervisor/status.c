@@ -76,9 +76,14 @@ void status_render_json(const struct status *st, struct buf *b)
 	buf_json_str(b, st->host);
 	buf_puts(b, ",\"queue\":");
 	buf_json_str(b, st->queue);
-	buf_printf(b, ",\"uptime_ms\":%llu,\"stopping\":%s,\"db\":\"%s\",\"workers\":[",
+	buf_printf(b, ",\"uptime_ms\":%llu,\"stopping\":%s,\"db\":\"%s\",\"wake\":",
 		   (unsigned long long)st->uptime_ms, st->stopping ? "true" : "false",
 		   st->db_up ? "up" : "down");
+	if (st->wake)
+		buf_json_str(b, st->wake);
+	else
+		buf_puts(b, "null");
+	buf_puts(b, ",\"workers\":[");
 	for (size_t i = 0; i < st->nworkers; i++) {
 		if (i)
 			buf_puts(b, ",");
@@ -95,9 +100,10 @@ void status_render_table(const struct status *st, struct buf *b)
 
 	if (st->fork_server_pid > 0)
 		snprintf(fsrv, sizeof(fsrv), "%d", st->fork_server_pid);
-	buf_printf(b, "claimd pid %d on %s, queue %s, up %llu s, database %s%s; fork server %s\n\n",
+	buf_printf(b, "claimd pid %d on %s, queue %s, up %llu s, database %s%s; fork server %s\n",
 		   st->pid, st->host, st->queue, (unsigned long long)(st->uptime_ms / 1000),
 		   st->db_up ? "up" : "DOWN", st->stopping ? ", STOPPING" : "", fsrv);
+	buf_printf(b, "idle workers are woken by: %s\n\n", st->wake ? st->wake : "poll");
 	buf_printf(b, "%-4s %-8s %-13s %-12s %-9s %8s %7s %8s %9s\n", "SLOT", "PID", "STATE",
 		   "ITEM", "FOR", "DONE", "FAILED", "RESTARTS", "RTT");
 	for (size_t i = 0; i < st->nworkers; i++) {

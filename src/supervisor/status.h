@@ -33,6 +33,7 @@ struct status {
 	uint64_t uptime_ms;
 	bool stopping;
 	bool db_up;
+	const char *wake;     /* how idle workers learn of work (idle_mode); NULL: not said */
 	const struct status_worker *workers;
 	size_t nworkers;
 	const struct store_count *counts;  /* sorted by queue */

@@ -20,6 +20,7 @@
 #include "supervisor/control.h"
 #include "supervisor/dbq.h"
 #include "supervisor/http.h"
+#include "supervisor/idle.h"
 #include "supervisor/maint.h"
 #include "supervisor/notify.h"
 #include "supervisor/pool.h"
@@ -45,8 +46,9 @@ struct sup {
 	struct api_host api;
 	struct jobstats stats;
 	const char *queues[CONFIG_QUEUES_MAX];  /* cfg->queues, for the poll */
-	struct dbq_job poll_job;
-	bool poll_inflight;
+	struct idle *idle;         /* how idle workers learn of work: the binary log or polls */
+	uint64_t maint_changes;    /* idle_changes() at the last maintenance pass */
+	unsigned maint_skipped;    /* passes skipped since */
 	uv_timer_t poll_timer, maint_timer, stop_timer, watchdog_timer;
 	bool ready_told;            /* READY=1 was sent (the pool served once) */
 	char status_told[200];      /* the last STATUS= sent */
@@ -57,26 +59,6 @@ struct sup {
 static uint64_t now_ms(const struct sup *s)
 {
 	return uv_now(s->loop);
-}
-
-/* ---- the idle poll ---- */
-
-static int poll_run(struct dbq_job *j, struct store *st, char *err, size_t errlen)
-{
-	struct sup *s = container_of(j, struct sup, poll_job);
-
-	return store_poll_any(st, s->queues, s->cfg->nqueues, err, errlen);
-}
-
-static void on_polled(struct dbq_job *j)
-{
-	struct sup *s = container_of(j, struct sup, poll_job);
-
-	s->poll_inflight = false;
-	if (j->rc > 0 && !s->stopping)
-		pool_wake_one(s->pool);
-	else if (j->rc < 0)
-		log_debug("idle poll failed: %s", j->err);
 }
 
 /* ---- systemd (notify.h) ---- */
@@ -108,8 +90,8 @@ static void on_watchdog(uv_timer_t *t)
 	notify_send("WATCHDOG=1");
 }
 
-/* One idle poll per interval for the whole pool, on the supervisor's own connection: an idle
- * worker is woken only when there is work. A maintenance step takes a tick's place. */
+/* A tick per --poll-interval: the registry's refresh, a maintenance step or the idle poll
+ * (idle.h), at most one of them. */
 static void on_poll(uv_timer_t *t)
 {
 	struct sup *s = t->data;
@@ -117,20 +99,23 @@ static void on_poll(uv_timer_t *t)
 	tell_systemd(s);
 	if (s->stopping || registry_tick(s->registry) || maint_tick(s->maint))
 		return;
-	/* (Under load the poll would only read the head of the claim ranges, where the entries
-	 * of rows just claimed wait for purge.) */
-	if (!pool_wants_poll(s->pool) || s->poll_inflight)
-		return;
-	s->poll_inflight = true;
-	s->poll_job.run = poll_run;
-	s->poll_job.done = on_polled;
-	dbq_push(s->dbq, &s->poll_job);
+	idle_tick(s->idle);
 }
+
+/* Pushed, and nothing changed since the last pass: maintenance can wait (rows only age,
+ * and a dedupe key whose window passed is freed by the insert that wants it), up to
+ * MAINT_IDLE_EVERY intervals; it counts in the idle load. */
+#define MAINT_IDLE_EVERY 2
 
 static void on_maint_timer(uv_timer_t *t)
 {
 	struct sup *s = t->data;
+	uint64_t changes = idle_changes(s->idle);
 
+	if (idle_push(s->idle) && changes == s->maint_changes && ++s->maint_skipped < MAINT_IDLE_EVERY)
+		return;
+	s->maint_changes = changes;
+	s->maint_skipped = 0;
 	maint_due(s->maint);
 }
 
@@ -200,6 +185,7 @@ static void begin_stop(struct sup *s, int signum)
 	notify_send("STOPPING=1");
 	log_info("signal %d: stopping; in-flight items get %u ms", signum, s->cfg->grace_ms);
 	registry_stop(s->registry);
+	idle_stop(s->idle);
 	uv_timer_stop(&s->poll_timer);
 	pool_stop(s->pool, s->cfg->grace_ms);
 	/* The workers cut their handlers at grace; give them kill-grace more to write. */
@@ -323,6 +309,30 @@ static uint64_t host_now(void *data)
 	return now_ms(data);
 }
 
+/* ---- what idle.h and the pool ask of us ---- */
+
+static bool host_wants(void *data)
+{
+	struct sup *s = data;
+
+	return pool_wants_poll(s->pool);
+}
+
+static void host_claimed_none(void *data)
+{
+	struct sup *s = data;
+
+	idle_claimed_none(s->idle);
+}
+
+/* Pushed, the registry's refresh takes a poll's place less often (idle load). */
+static void host_mode_changed(void *data, bool push)
+{
+	struct sup *s = data;
+
+	registry_set_interval(s->registry, push ? REGISTRY_PUSH_MS : REGISTRY_MS);
+}
+
 static struct status_worker *host_snapshot(void *data, struct status *st)
 {
 	struct sup *s = data;
@@ -332,6 +342,7 @@ static struct status_worker *host_snapshot(void *data, struct status *st)
 	st->uptime_ms = now_ms(s) - s->started;
 	st->stopping = s->stopping;
 	st->db_up = dbq_db_up(s->dbq);
+	st->wake = idle_mode(s->idle);
 	return pool_snapshot(s->pool, st);
 }
 
@@ -388,7 +399,8 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 {
 	struct pool_opts po = { .loop = s->loop, .cfg = cfg, .argc = argc, .argv = argv,
 				.inline_handler = handler_spec_inline(cfg->handler),
-				.stats = &s->stats, .on_change = on_change, .data = s };
+				.stats = &s->stats, .on_change = on_change,
+				.claimed_none = host_claimed_none, .data = s };
 	struct cmd_host host = { .loop = s->loop, .cfg = cfg, .data = s, .wake = host_wake,
 				 .snapshot = host_snapshot, .now_ms = host_now,
 				 .reload = host_reload, .resize = host_resize };
@@ -432,6 +444,12 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 				    .version = CLAIMD_VERSION, .snapshot = host_snapshot, .data = s };
 	if ((r = registry_new(&ro, &s->registry)) < 0)
 		return r;
+	struct idle_opts io = { .loop = s->loop, .cfg = cfg, .dbq = s->dbq, .queues = s->queues,
+				.wants = host_wants, .wake_one = host_wake,
+				.mode_changed = host_mode_changed, .data = s };
+	if ((r = idle_new(&io, &s->idle)) < 0)
+		return r;
+	s->maint_changes = UINT64_MAX;   /* the first pass runs */
 	host.dbq = po.dbq = s->dbq;
 	r = cmds_new(&host, &s->cmds);
 	if (r < 0)
@@ -476,6 +494,7 @@ static void sup_teardown(struct sup *s)
 	api_stop(&s->api);
 	http_close(s->http);
 	pool_free(s->pool);
+	idle_free(s->idle);
 	/* Let close callbacks (and a running database job) finish. */
 	uv_run(s->loop, UV_RUN_DEFAULT);
 	cmds_free(s->cmds);
@@ -513,6 +532,7 @@ int supervisor_main(struct config *cfg, int argc, char **argv)
 		 cfg->workers, cfg->nqueues > 1 ? "s" : "", cfg->queue_list, cfg->handler,
 		 cfg->control);
 	pool_start(s.pool);
+	idle_start(s.idle);
 	uv_timer_start(&s.poll_timer, on_poll, cfg->poll_ms, cfg->poll_ms);
 	uv_timer_start(&s.maint_timer, on_maint_timer, cfg->maintenance_ms, cfg->maintenance_ms);
 	if (notify_watchdog_ms())

@@ -8,7 +8,7 @@ import os
 import subprocess
 
 import harness
-from harness import CLAIMD_BIN, check, check_eq
+from harness import CLAIMD_BIN, check, check_eq, wait_for
 from test_cli import run_claimd
 
 
@@ -92,15 +92,16 @@ def it_doctor_reports_the_set_up_and_missing_privileges(t):
 def it_works_with_the_grants_the_readme_lists(t):
     server, db, _ = _empty_db(t, 'grants')
     readme = open(os.path.join(harness.SOURCE_ROOT, 'README.md')).read()
-    grants = [line for line in readme.splitlines() if line.startswith('GRANT ')]
-    check_eq(len(grants), 2, 'the README lists the two users\' grants')
+    grants = [line.split(';')[0] for line in readme.splitlines() if line.startswith('GRANT ')]
+    check_eq(len(grants), 3, 'the README lists the two users\' grants, and the optional one')
     users = {}
     for line in grants:
         name = line.split("TO '", 1)[1].split("'", 1)[0]
         user = f'{name}_{os.getpid()}'
-        privs = line.split(' ON ', 1)[0]
+        privs, on = line.split(' ON ', 1)[0], line.split(' ON ', 1)[1].split(' TO ', 1)[0]
+        on = on.replace('mydb.*', f'`{db}`.*')
         server.sql(f"CREATE USER IF NOT EXISTS {user}@localhost IDENTIFIED BY 'pw';"
-                   f"{privs} ON `{db}`.* TO {user}@localhost")
+                   f"{privs} ON {on} TO {user}@localhost")
         t.defer(server.sql, f'DROP USER IF EXISTS {user}@localhost')
         sock = server.dsn(db).split('socket=', 1)[1]
         users[name] = f'mysql://{user}@localhost/{db}?socket={sock}'
@@ -113,6 +114,12 @@ def it_works_with_the_grants_the_readme_lists(t):
                        timeout=60, env=env)
     check(r.returncode == 0 and 'ok   every privilege' in r.stdout,
           f'--doctor as the README claimd user: {r.stdout}')
+    # With the optional grant, that user's claimd is woken by the binary log.
+    c = t.claimd(None, '--workers', '1', '--handler', 'noop', dsn=users['claimd'], env=env)
+    c.wait_ready(workers=1)
+    wait_for(lambda: c.status().get('wake'), 15, 'woken by the binary log',
+             until=lambda w: w == 'binlog')
+    check_eq(c.stop(), 0, 'claimd as the README claimd user')
 
 
 if __name__ == '__main__':

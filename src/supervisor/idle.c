@@ -1,0 +1,221 @@
+#include "supervisor/idle.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "store/store.h"
+#include "supervisor/wake.h"
+
+struct idle {
+	struct idle_opts o;
+	struct wake *wake;
+	bool push;                 /* the binary log is followed now */
+	bool stopping;
+	char mode[480];
+	/* the one statement at a time: the poll (poll mode), or when the next row is due */
+	struct dbq_job job;
+	bool inflight, again;
+	bool job_push;             /* the mode the job runs in (read on the thread pool) */
+	int64_t next_us;           /* the job's answer (push mode) */
+	uint64_t safety_at;        /* push mode: the last poll */
+	uv_timer_t due_timer;
+	bool timer_open;
+	uint64_t changes;          /* changes the binary log told of */
+};
+
+static uint64_t now_ms(const struct idle *d)
+{
+	return uv_now(d->o.loop);
+}
+
+static void wake_if_wanted(struct idle *d)
+{
+	if (!d->stopping && d->o.wants(d->o.data))
+		d->o.wake_one(d->o.data);
+}
+
+/* ---- the statement ---- */
+
+static int job_run(struct dbq_job *j, struct store *st, char *err, size_t errlen)
+{
+	struct idle *d = container_of(j, struct idle, job);
+
+	if (!d->job_push)
+		return store_poll_any(st, d->o.queues, d->o.cfg->nqueues, err, errlen);
+	return store_poll_next(st, d->o.queues, d->o.cfg->nqueues, &d->next_us, err, errlen);
+}
+
+static void on_due(uv_timer_t *t)
+{
+	wake_if_wanted(t->data);
+}
+
+static void run_job(struct idle *d);
+
+static void job_done(struct dbq_job *j)
+{
+	struct idle *d = container_of(j, struct idle, job);
+
+	d->inflight = false;
+	if (j->rc < 0) {
+		log_debug("idle poll failed: %s", j->err);
+	} else if (j->rc > 0) {
+		wake_if_wanted(d);
+	} else if (d->job_push && d->push && d->next_us > 0 && !d->stopping) {
+		/* rounded up: not before the row is due by the server's clock */
+		uint64_t ms = (uint64_t)(d->next_us + 999) / 1000;
+		uv_timer_start(&d->due_timer, on_due, ms, 0);
+	}
+	if (d->again && !d->stopping) {
+		d->again = false;
+		run_job(d);
+	}
+}
+
+static void run_job(struct idle *d)
+{
+	if (d->inflight) {
+		d->again = true;
+		return;
+	}
+	d->inflight = true;
+	d->job_push = d->push;
+	d->job.run = job_run;
+	d->job.done = job_done;
+	dbq_push(d->o.dbq, &d->job);
+}
+
+/* ---- the binary log's news (wake.h) ---- */
+
+static void on_changed(void *data)
+{
+	struct idle *d = data;
+
+	d->changes++;
+	wake_if_wanted(d);
+}
+
+static void on_state(void *data, bool up, bool final, const char *why)
+{
+	struct idle *d = data;
+	const struct config *cfg = d->o.cfg;
+
+	if (up) {
+		if (!d->push)
+			log_info("woken by the binary log: idle workers start new rows as they are "
+				 "written; a poll every %d s all the same", IDLE_SAFETY_MS / 1000);
+		d->push = true;
+		snprintf(d->mode, sizeof(d->mode), "binlog");
+		d->safety_at = now_ms(d);
+		run_job(d);   /* what changed while the stream was down */
+	} else {
+		if (final && cfg->wake == CONFIG_WAKE_AUTO)
+			log_info("not woken by the binary log (%s): polling every %u ms", why,
+				 cfg->poll_ms);
+		else if (final)
+			log_error("--wake binlog: %s; polling every %u ms instead", why, cfg->poll_ms);
+		else
+			log_warn("the binary log stream is lost (%s): polling every %u ms until it is "
+				 "back", why, cfg->poll_ms);
+		d->push = false;
+		uv_timer_stop(&d->due_timer);
+		snprintf(d->mode, sizeof(d->mode), "poll (binlog: %.400s)", why);
+	}
+	if (d->o.mode_changed)
+		d->o.mode_changed(d->o.data, d->push);
+}
+
+/* ---- the interface ---- */
+
+int idle_new(const struct idle_opts *o, struct idle **ret)
+{
+	struct idle *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	d->o = *o;
+	uv_timer_init(o->loop, &d->due_timer);
+	d->due_timer.data = d;
+	d->timer_open = true;
+	snprintf(d->mode, sizeof(d->mode), "poll");
+	*ret = d;
+	return 0;
+}
+
+void idle_start(struct idle *d)
+{
+	struct wake_opts wo = { .loop = d->o.loop, .cfg = d->o.cfg, .changed = on_changed,
+				.state = on_state, .data = d };
+
+	if (d->o.cfg->wake == CONFIG_WAKE_POLL)
+		return;
+	snprintf(d->mode, sizeof(d->mode), "poll (binlog: connecting)");
+	if (wake_start(&wo, &d->wake) < 0)
+		log_error("cannot start following the binary log: out of memory; polling");
+}
+
+bool idle_tick(struct idle *d)
+{
+	uint64_t now = now_ms(d);
+
+	if (d->stopping || d->inflight)
+		return false;
+	if (d->push) {
+		if (now - d->safety_at < IDLE_SAFETY_MS)
+			return false;
+		d->safety_at = now;
+	} else if (!d->o.wants(d->o.data)) {
+		/* (Under load the poll would only read the head of the claim ranges, where the
+		 * entries of rows just claimed wait for purge.) */
+		return false;
+	}
+	run_job(d);
+	return true;
+}
+
+void idle_claimed_none(struct idle *d)
+{
+	if (d->push && !d->stopping)
+		run_job(d);
+}
+
+bool idle_push(const struct idle *d)
+{
+	return d->push;
+}
+
+uint64_t idle_changes(const struct idle *d)
+{
+	return d->changes;
+}
+
+const char *idle_mode(const struct idle *d)
+{
+	return d->mode;
+}
+
+void idle_stop(struct idle *d)
+{
+	if (!d || d->stopping)
+		return;
+	d->stopping = true;
+	uv_timer_stop(&d->due_timer);
+	wake_stop(d->wake);
+	d->wake = NULL;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+void idle_free(struct idle *d)
+{
+	if (!d)
+		return;
+	idle_stop(d);
+	uv_close((uv_handle_t *)&d->due_timer, on_timer_closed);
+}

@@ -1,0 +1,62 @@
+/* idle — how a supervisor's idle workers learn of work that is not theirs to know of (rows
+ * added by plain SQL or by another supervisor, rows that come due), in one of two modes:
+ *
+ * push (--wake auto or binlog, on a server with a row-based binary log): the binary log is
+ * followed (wake.h) and a change that may make a row claimable wakes an idle worker at once;
+ * when a worker's claim finds nothing, one statement asks when the next row comes due (a
+ * delayed row, a retry, a lease) and a timer wakes a worker then; a safety poll every
+ * IDLE_SAFETY_MS covers anything else.
+ *
+ * poll (--wake poll, or while the stream is not to be had): one poll per --poll-interval for
+ * the whole pool, on the supervisor's connection, while a worker is idle.
+ *
+ * Either way it takes a poll tick only when the registry and maintenance did not. */
+#ifndef CLAIMD_IDLE_H
+#define CLAIMD_IDLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/config.h"
+#include "supervisor/dbq.h"
+
+#define IDLE_SAFETY_MS 30000   /* push mode: a poll this often all the same */
+
+struct idle_opts {
+	uv_loop_t *loop;
+	const struct config *cfg;
+	struct dbq *dbq;
+	const char *const *queues;   /* cfg->queues as pointers, nqueues of them */
+	/* Whether an idle worker could be woken (and a permit is free). */
+	bool (*wants)(void *data);
+	/* Wake one. */
+	void (*wake_one)(void *data);
+	/* The mode changed (push up or down): the registry's refresh interval follows it. */
+	void (*mode_changed)(void *data, bool push);
+	void *data;
+};
+
+struct idle;
+
+int idle_new(const struct idle_opts *o, struct idle **ret);
+/* Start following the binary log (unless --wake poll). */
+void idle_start(struct idle *d);
+/* At a poll tick that nothing else took: the poll, if one is due. Returns whether it ran. */
+bool idle_tick(struct idle *d);
+/* A worker's claim found no row. */
+void idle_claimed_none(struct idle *d);
+/* Whether the binary log wakes the workers now. */
+bool idle_push(const struct idle *d);
+/* How many changes the binary log told of so far (while pushed, nothing changed in work_items
+ * or queues between two equal readings but what claimd's own quiet statements did). */
+uint64_t idle_changes(const struct idle *d);
+/* "binlog", "poll", or "poll (why the binary log is not used)". */
+const char *idle_mode(const struct idle *d);
+/* Stopping: no more polls or wake-ups; the binary log's thread ends. */
+void idle_stop(struct idle *d);
+/* After idle_stop, with the database queue idle. Accepts NULL. */
+void idle_free(struct idle *d);
+
+#endif
