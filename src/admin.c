@@ -251,8 +251,10 @@ int admin_doctor(const struct config *cfg)
 		    "rolled back)", d.missing);
 		say(&rep, strcmp(d.isolation, "READ-COMMITTED") ? "warn" : "ok",
 		    "isolation level of claimd's sessions: %s", d.isolation);
-		say(&rep, "info", "binary log: %s, format %s, row image %s", d.log_bin ? "on" : "off",
-		    d.binlog_format, d.binlog_row_image);
+		say(&rep, "info", "binary log: %s, format %s, row image %s%s", d.log_bin ? "on" : "off",
+		    d.binlog_format, d.binlog_row_image, d.log_bin && !strcmp(d.binlog_format, "ROW") ?
+		    " (--wake auto follows it, given REPLICATION SLAVE)" :
+		    " (no row-based log: claimd polls)");
 		say(&rep, skew > 1 || skew < -1 ? "warn" : "ok", "clock: the server is %.3f s %s "
 		    "this host (claimd uses the server's clock; other tools may not)",
 		    skew < 0 ? -skew : skew, skew < 0 ? "behind" : "ahead of");
