@@ -22,9 +22,18 @@ struct idle {
 	int64_t next_us;           /* the job's answer (push mode) */
 	uint64_t safety_at;        /* push mode: the last poll */
 	uv_timer_t due_timer;
-	bool timer_open;
+	unsigned open_timers;      /* idle_free: closing */
 	uint64_t changes;          /* changes the binary log told of */
+	/* A change is in the binary log before its commit is seen by others: a claim or the
+	 * statement that follows it may not see its rows yet, so it is asked again a few times
+	 * (RECHECK_FIRST_MS doubling) for RECHECK_WINDOW_MS after the change. */
+	uint64_t changed_at;       /* the loop's clock */
+	unsigned recheck_ms;       /* the next delay; 0: none since the change */
+	uv_timer_t recheck_timer;
 };
+
+#define RECHECK_FIRST_MS 2
+#define RECHECK_WINDOW_MS 500
 
 static uint64_t now_ms(const struct idle *d)
 {
@@ -55,6 +64,26 @@ static void on_due(uv_timer_t *t)
 
 static void run_job(struct idle *d);
 
+static void on_recheck(uv_timer_t *t)
+{
+	struct idle *d = t->data;
+
+	if (d->push && !d->stopping)
+		run_job(d);
+}
+
+/* Nothing due now: if a change came just before, its commit may not be visible yet. */
+static void maybe_recheck(struct idle *d)
+{
+	uint64_t since = now_ms(d) - d->changed_at;
+
+	if (!d->changes || since >= RECHECK_WINDOW_MS || uv_is_active((uv_handle_t *)&d->recheck_timer))
+		return;
+	d->recheck_ms = d->recheck_ms ? d->recheck_ms * 2 : RECHECK_FIRST_MS;
+	if (since + d->recheck_ms <= RECHECK_WINDOW_MS)
+		uv_timer_start(&d->recheck_timer, on_recheck, d->recheck_ms, 0);
+}
+
 static void job_done(struct dbq_job *j)
 {
 	struct idle *d = container_of(j, struct idle, job);
@@ -64,10 +93,11 @@ static void job_done(struct dbq_job *j)
 		log_debug("idle poll failed: %s", j->err);
 	} else if (j->rc > 0) {
 		wake_if_wanted(d);
-	} else if (d->job_push && d->push && d->next_us > 0 && !d->stopping) {
+	} else if (d->job_push && d->push && !d->stopping) {
 		/* rounded up: not before the row is due by the server's clock */
-		uint64_t ms = (uint64_t)(d->next_us + 999) / 1000;
-		uv_timer_start(&d->due_timer, on_due, ms, 0);
+		if (d->next_us > 0)
+			uv_timer_start(&d->due_timer, on_due, (uint64_t)(d->next_us + 999) / 1000, 0);
+		maybe_recheck(d);
 	}
 	if (d->again && !d->stopping) {
 		d->again = false;
@@ -95,6 +125,8 @@ static void on_changed(void *data)
 	struct idle *d = data;
 
 	d->changes++;
+	d->changed_at = now_ms(d);
+	d->recheck_ms = 0;
 	wake_if_wanted(d);
 }
 
@@ -122,6 +154,7 @@ static void on_state(void *data, bool up, bool final, const char *why)
 				 "back", why, cfg->poll_ms);
 		d->push = false;
 		uv_timer_stop(&d->due_timer);
+		uv_timer_stop(&d->recheck_timer);
 		snprintf(d->mode, sizeof(d->mode), "poll (binlog: %.400s)", why);
 	}
 	if (d->o.mode_changed)
@@ -139,7 +172,8 @@ int idle_new(const struct idle_opts *o, struct idle **ret)
 	d->o = *o;
 	uv_timer_init(o->loop, &d->due_timer);
 	d->due_timer.data = d;
-	d->timer_open = true;
+	uv_timer_init(o->loop, &d->recheck_timer);
+	d->recheck_timer.data = d;
 	snprintf(d->mode, sizeof(d->mode), "poll");
 	*ret = d;
 	return 0;
@@ -203,13 +237,17 @@ void idle_stop(struct idle *d)
 		return;
 	d->stopping = true;
 	uv_timer_stop(&d->due_timer);
+	uv_timer_stop(&d->recheck_timer);
 	wake_stop(d->wake);
 	d->wake = NULL;
 }
 
 static void on_timer_closed(uv_handle_t *h)
 {
-	free(h->data);
+	struct idle *d = h->data;
+
+	if (--d->open_timers == 0)
+		free(d);
 }
 
 void idle_free(struct idle *d)
@@ -217,5 +255,7 @@ void idle_free(struct idle *d)
 	if (!d)
 		return;
 	idle_stop(d);
+	d->open_timers = 2;
 	uv_close((uv_handle_t *)&d->due_timer, on_timer_closed);
+	uv_close((uv_handle_t *)&d->recheck_timer, on_timer_closed);
 }

@@ -4,8 +4,10 @@
  * push (--wake auto or binlog, on a server with a row-based binary log): the binary log is
  * followed (wake.h) and a change that may make a row claimable wakes an idle worker at once;
  * when a worker's claim finds nothing, one statement asks when the next row comes due (a
- * delayed row, a retry, a lease) and a timer wakes a worker then; a safety poll every
- * IDLE_SAFETY_MS covers anything else.
+ * delayed row, a retry, a lease) and a timer wakes a worker then; just after a change that
+ * statement is asked again a few times over half a second (the log has a change before
+ * other connections see its commit); a safety poll every IDLE_SAFETY_MS covers anything
+ * else.
  *
  * poll (--wake poll, or while the stream is not to be had): one poll per --poll-interval for
  * the whole pool, on the supervisor's connection, while a worker is idle.
