@@ -395,9 +395,9 @@ struct store_supervisor {
 };
 
 /* Insert or refresh sv's row (seen_at = now; started_at set on insert), workers_json its
- * pool; and delete rows lost for over a day. Returns 0 or a negative error. */
+ * pool; with sweep, also delete rows lost for over a day. Returns 0 or a negative error. */
 int store_supervisor_seen(struct store *s, const struct store_supervisor *sv,
-			  const char *workers_json, char *err, size_t errlen);
+			  const char *workers_json, bool sweep, char *err, size_t errlen);
 /* Delete row id (a clean stop). */
 int store_supervisor_gone(struct store *s, const char *id, char *err, size_t errlen);
 /* Every row, by host and pid, into a malloc'd array (free with store_supervisors_free). */

@@ -324,7 +324,7 @@ out:
 /* ---- supervisors ---- */
 
 int store_supervisor_seen(struct store *s, const struct store_supervisor *sv,
-			  const char *workers_json, char *err, size_t errlen)
+			  const char *workers_json, bool sweep, char *err, size_t errlen)
 {
 	int r = sq_check(s, "store_supervisor_seen", NULL, 0, NULL, err, errlen);
 	size_t wlen = strlen(workers_json);
@@ -347,9 +347,9 @@ int store_supervisor_seen(struct store *s, const struct store_supervisor *sv,
 	sql_add(s, "INSERT INTO supervisors (id, host, pid, version, queues, http, started_at, "
 		"seen_at, workers) VALUES (%s, %s, %u, %s, %s, NULLIF(%s, ''), NOW(6), NOW(6), %s) "
 		"ON DUPLICATE KEY UPDATE seen_at = NOW(6), workers = VALUES(workers), "
-		"queues = VALUES(queues), http = VALUES(http);"
-		"DELETE FROM supervisors WHERE seen_at < NOW(6) - INTERVAL 1 DAY LIMIT 100",
-		id, host, sv->pid, ver, qs, http, w);
+		"queues = VALUES(queues), http = VALUES(http)%s",
+		id, host, sv->pid, ver, qs, http, w, sweep ? ";DELETE FROM supervisors WHERE "
+		"seen_at < NOW(6) - INTERVAL 1 DAY LIMIT 100" : "");
 	free(w);
 	r = sq_run(s, "store_supervisor_seen", &rr, err, errlen);
 	return r < 0 ? sq_final(r) : 0;

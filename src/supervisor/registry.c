@@ -19,8 +19,11 @@ struct registry {
 	bool running, gone, delete_pushed;
 	uint64_t due_at;           /* the loop's clock */
 	unsigned interval_ms;      /* 0: REGISTRY_MS */
+	unsigned refreshes;        /* read on the thread pool, by the job only */
 	bool warned;
 };
+
+#define REGISTRY_SWEEP_EVERY 30   /* refreshes */
 
 static void push(struct registry *r);
 
@@ -30,7 +33,10 @@ static int seen_run(struct dbq_job *j, struct store *s, char *err, size_t errlen
 
 	if (r->gone)
 		return store_supervisor_gone(s, r->me.id, err, errlen);
-	return store_supervisor_seen(s, &r->me, r->pool_json, err, errlen);
+	bool sweep = r->refreshes++ % REGISTRY_SWEEP_EVERY == 0;
+
+	/* Rows lost for a day go now and then, not at every refresh (idle load). */
+	return store_supervisor_seen(s, &r->me, r->pool_json, sweep, err, errlen);
 }
 
 static void seen_done(struct dbq_job *j)
