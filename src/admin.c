@@ -228,12 +228,17 @@ int admin_doctor(const struct config *cfg)
 		goto local;
 	}
 	const char *cipher = store_tls_cipher(s);
+	char at[DSN_FIELD_MAX + 32] = "";
+	if (cfg->dsn.nhosts > 1) {
+		char srv[DSN_FIELD_MAX + 16];
+		snprintf(at, sizeof(at), " at %s", store_server(s, srv, sizeof(srv)));
+	}
 	if (cipher)
-		say(&rep, "ok", "connected to the database over TLS (%s)", cipher);
+		say(&rep, "ok", "connected to the database%s over TLS (%s)", at, cipher);
 	else
-		say(&rep, dsn_may_use_tls(&cfg->dsn) ? "warn" : "ok", "connected to the database "
-		    "without TLS%s", dsn_may_use_tls(&cfg->dsn) ? " (the DSN asks for it where the "
-		    "server offers it: it does not)" : "");
+		say(&rep, dsn_may_use_tls(&cfg->dsn) ? "warn" : "ok", "connected to the database%s "
+		    "without TLS%s", at, dsn_may_use_tls(&cfg->dsn) ? " (the DSN asks for it where "
+		    "the server offers it: it does not)" : "");
 	if (store_schema_version(s, &have, err, sizeof(err)) < 0)
 		say(&rep, "FAIL", "cannot read the schema's version: %s", err);
 	else if (have < store_nmigrations)

@@ -100,6 +100,10 @@ static const struct bad_case bad_cases[] = {
 	{ "escaped_nul", "mysql://h/d%00x", "control character" },
 	{ "raw_control", "mysql://h/d\tx", "control character" },
 	{ "escaped_newline_socket", "mysql://h/d?socket=/a%0A", "control character" },
+	{ "empty_host_in_list", "mysql://u@h1,,h2/d", "an empty host" },
+	{ "trailing_comma", "mysql://u@h1:1,/d", "an empty host" },
+	{ "bad_port_in_list", "mysql://u@h1:1,h2:x/d", "port" },
+	{ "too_many_hosts", "mysql://a,b,c,d,e,f,g,h,i/d", "more than 8 hosts" },
 };
 
 static int failures;
@@ -267,6 +271,44 @@ static int test_tls(void)
 	return fails;
 }
 
+/* Several hosts: each with its port, in order; host and port are the first's. */
+static void test_hosts(void)
+{
+	static const struct {
+		const char *in;
+		unsigned n;
+		const char *host[3];
+		unsigned port[3];
+	} cases[] = {
+		{ "mysql://u@h1:3306,h2:3307,h3/d", 3, { "h1", "h2", "h3" }, { 3306, 3307, 0 } },
+		{ "mysql://u@[::1]:1,[fe80::2],h/d", 3, { "::1", "fe80::2", "h" }, { 1, 0, 0 } },
+		{ "mysql://u@only:9/d", 1, { "only" }, { 9 } },
+		{ "mysql:///d?socket=/s", 1, { "" }, { 0 } },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct dsn d;
+		char err[256] = "";
+
+		if (dsn_parse(cases[i].in, &d, err, sizeof(err)) != 0) {
+			fail("hosts", "%s rejected: %s", cases[i].in, err);
+			continue;
+		}
+		if (d.nhosts != cases[i].n) {
+			fail("hosts", "%s: %u hosts, want %u", cases[i].in, d.nhosts, cases[i].n);
+			continue;
+		}
+		for (unsigned k = 0; k < d.nhosts; k++) {
+			check_str(cases[i].in, "hosts[k].host", d.hosts[k].host, cases[i].host[k]);
+			if (d.hosts[k].port != cases[i].port[k])
+				fail("hosts", "%s: host %u port %u, want %u", cases[i].in, k,
+				     d.hosts[k].port, cases[i].port[k]);
+		}
+		check_str(cases[i].in, "host", d.host, cases[i].host[0]);
+		if (d.port != cases[i].port[0])
+			fail("hosts", "%s: port %u, want the first's", cases[i].in, d.port);
+	}
+}
+
 int main(void)
 {
 	if (test_tls())
@@ -284,6 +326,7 @@ int main(void)
 		test_prefixes(bad_cases[i].name, bad_cases[i].in);
 	}
 	test_lengths();
+	test_hosts();
 	if (dsn_parse(NULL, &d, NULL, 0) != -EINVAL)
 		fail("null_input", "NULL DSN not rejected");
 	if (failures) {

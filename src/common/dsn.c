@@ -103,7 +103,7 @@ static int parse_port(struct span sp, unsigned *ret, char *err, size_t errlen)
 }
 
 /* host, "[v6addr]", host:port or [v6addr]:port; may be empty. */
-static int parse_hostport(struct span sp, struct dsn *d, char *err, size_t errlen)
+static int parse_hostport(struct span sp, struct dsn_host *d, char *err, size_t errlen)
 {
 	struct span host = sp, port = { NULL, 0 };
 	bool has_port = false;
@@ -138,6 +138,38 @@ static int parse_hostport(struct span sp, struct dsn *d, char *err, size_t errle
 	return 0;
 }
 
+/* hostport[,hostport...]: commas outside "[...]" separate hosts. */
+static int parse_hosts(struct span sp, struct dsn *d, char *err, size_t errlen)
+{
+	size_t start = 0;
+	int depth = 0;
+
+	d->nhosts = 0;
+	for (size_t i = 0; i <= sp.len; i++) {
+		struct span one;
+		if (i < sp.len && sp.p[i] == '[')
+			depth = 1;
+		else if (i < sp.len && sp.p[i] == ']')
+			depth = 0;
+		if (i < sp.len && (sp.p[i] != ',' || depth))
+			continue;
+		one.p = sp.p + start;
+		one.len = i - start;
+		if (one.len == 0 && (sp.len > 0))
+			return set_err(err, errlen, "an empty host in the host list \"%.*s\"",
+				       (int)sp.len, sp.p);
+		if (d->nhosts == DSN_HOSTS_MAX)
+			return set_err(err, errlen, "more than %d hosts", DSN_HOSTS_MAX);
+		if (parse_hostport(one, &d->hosts[d->nhosts], err, errlen) < 0)
+			return -EINVAL;
+		d->nhosts++;
+		start = i + 1;
+	}
+	memcpy(d->host, d->hosts[0].host, sizeof(d->host));
+	d->port = d->hosts[0].port;
+	return 0;
+}
+
 /* [user@]hostport. A ':' in the user part means a password: refused. */
 static int parse_authority(struct span sp, struct dsn *d, char *err, size_t errlen)
 {
@@ -145,7 +177,7 @@ static int parse_authority(struct span sp, struct dsn *d, char *err, size_t errl
 	struct span user, rest;
 
 	if (!at)
-		return parse_hostport(sp, d, err, errlen);
+		return parse_hosts(sp, d, err, errlen);
 	user.p = sp.p;
 	user.len = (size_t)(at - sp.p);
 	rest.p = at + 1;
@@ -159,7 +191,7 @@ static int parse_authority(struct span sp, struct dsn *d, char *err, size_t errl
 		return set_err(err, errlen, "empty user before '@' (leave out the '@' for the default)");
 	if (decode(user, d->user, "user", err, errlen) < 0)
 		return -EINVAL;
-	return parse_hostport(rest, d, err, errlen);
+	return parse_hosts(rest, d, err, errlen);
 }
 
 /* The query parameters: their name ('_' may stand for '-') and where each goes. */

@@ -4,6 +4,10 @@
  *     mysql://user@localhost/db?socket=/run/mysqld/mysqld.sock
  *     mysql://app@db.example:3306/jobs
  *     mysql://app@db.example/jobs?ssl-mode=VERIFY_IDENTITY&ssl-ca=/etc/ssl/db-ca.pem
+ *     mysql://app@db1:3306,db2:3306,db3:3306/jobs
+ *
+ * Several hosts, comma-separated: the store connects to the first that answers (and, on a
+ * Galera node, is synced), in the order given, so that every claimd writes to the same one.
  *
  * A password is never part of a DSN (it would show in argv and in ps); dsn_parse rejects
  * "user:password@". The password comes from the environment (CLAIMD_DB_PASSWORD) or a file
@@ -15,6 +19,7 @@
 #include <stddef.h>
 
 #define DSN_FIELD_MAX 256
+#define DSN_HOSTS_MAX 8
 
 /* TLS to the server (?ssl-mode=), as MySQL's clients name the modes. */
 enum dsn_ssl_mode {
@@ -26,10 +31,17 @@ enum dsn_ssl_mode {
 	DSN_SSL_VERIFY_IDENTITY, /* and issued to the host claimd connects to */
 };
 
-struct dsn {
-	char user[DSN_FIELD_MAX];          /* "" = the client library's default */
+struct dsn_host {
 	char host[DSN_FIELD_MAX];          /* "" = localhost */
 	unsigned port;                     /* 0 = default (3306) */
+};
+
+struct dsn {
+	char user[DSN_FIELD_MAX];          /* "" = the client library's default */
+	char host[DSN_FIELD_MAX];          /* hosts[0]'s */
+	unsigned port;
+	struct dsn_host hosts[DSN_HOSTS_MAX]; /* in the order to try them */
+	unsigned nhosts;                   /* at least 1 */
 	char db[DSN_FIELD_MAX];            /* required */
 	char socket[DSN_FIELD_MAX];        /* "" = none; used when host is localhost or empty */
 	char password_file[DSN_FIELD_MAX]; /* "" = none */

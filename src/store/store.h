@@ -166,6 +166,9 @@ void store_free(struct store *s);
  * database, unreadable password_file: retrying will not help until someone fixes it). */
 int store_connect(struct store *s, char *err, size_t errlen);
 bool store_connected(const struct store *s);
+/* "host:port" of the server connected to (the DSN's hosts, in their order: the first that
+ * answers and, a Galera node, is synced), or "" before the first connection. */
+const char *store_server(const struct store *s, char *buf, size_t len);
 
 /* In one transaction: mark done[0..ndone) complete (fenced; state 'done', finished_at =
  * NOW(6), visible_at NULL), then claim up to max rows of queue whose visible_at <= NOW(6),

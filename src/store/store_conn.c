@@ -390,37 +390,105 @@ static void set_options(MYSQL *c)
 	mysql_options(c, MYSQL_INIT_COMMAND, "SET SESSION autocommit = 1, innodb_lock_wait_timeout = 5");
 }
 
+/* A Galera node takes writes when synced (wsrep_local_state 4); a server without Galera
+ * has no such status. Returns 0, or -EAGAIN with the reason. */
+static int check_synced(struct store *s, char *err, size_t errlen)
+{
+	MYSQL_RES *res;
+	MYSQL_ROW row;
+	int r = 0;
+
+	if (mysql_query(s->conn, "SHOW GLOBAL STATUS LIKE 'wsrep_local_state'") != 0)
+		return db_error(s, "store_connect", err, errlen);
+	res = mysql_store_result(s->conn);
+	row = res ? mysql_fetch_row(res) : NULL;
+	if (row && row[1] && strcmp(row[1], "4") != 0)
+		r = sq_fail_msg(-EAGAIN, err, errlen, "a Galera node not synced "
+				"(wsrep_local_state %s, not 4)", row[1]);
+	mysql_free_result(res);
+	return r;
+}
+
+static int connect_one(struct store *s, const struct dsn_host *h, const char *pw, char *err,
+		       size_t errlen)
+{
+	const struct dsn *d = &s->dsn;
+	const char *host = h->host[0] ? h->host : "localhost";
+	const char *sock = strcmp(host, "localhost") == 0 && d->socket[0] ? d->socket : NULL;
+	int r;
+
+	s->conn = mysql_init(NULL);
+	if (!s->conn)
+		return sq_fail_msg(-ENOMEM, err, errlen, "store_connect: out of memory");
+	set_options(s->conn);
+	set_tls(s->conn, d);
+	if (!mysql_real_connect(s->conn, host, d->user[0] ? d->user : NULL, pw, d->db, h->port,
+				sock, CLIENT_MULTI_STATEMENTS | CLIENT_FOUND_ROWS)) {
+		r = db_error(s, "store_connect", err, errlen);
+		return r == -ENOTCONN ? r : -EIO;
+	}
+	if (d->nhosts > 1 && (r = check_synced(s, err, errlen)) < 0)
+		return r == -EAGAIN ? -ENOTCONN : r;
+	return 0;
+}
+
 int store_connect(struct store *s, char *err, size_t errlen)
 {
 	const struct dsn *d = &s->dsn;
-	const char *host = d->host[0] ? d->host : "localhost";
-	const char *sock = strcmp(host, "localhost") == 0 && d->socket[0] ? d->socket : NULL;
-	char pw[1024];
+	unsigned n = d->nhosts ? d->nhosts : 1;
+	char pw[1024], one[STORE_ERR_MAX], name[DSN_FIELD_MAX + 8];
+	struct buf why;
 	int r;
 
 	drop(s);
 	r = read_password(s, pw, sizeof(pw), err, errlen);
 	if (r < 0)
 		return r;
-	s->conn = mysql_init(NULL);
-	if (!s->conn) {
-		r = sq_fail_msg(-ENOMEM, err, errlen, "store_connect: out of memory");
-		goto fail;
+	buf_init(&why);
+	/* In the DSN's order every time: every claimd prefers the same server. */
+	for (unsigned i = 0; i < n; i++) {
+		struct dsn_host h0 = { .port = d->port };
+		const struct dsn_host *h = d->nhosts ? &d->hosts[i] : &h0;
+
+		if (!d->nhosts)
+			memcpy(h0.host, d->host, sizeof(h0.host));
+		s->host = i;
+		one[0] = '\0';
+		r = connect_one(s, h, pw, one, sizeof(one));
+		if (r == 0) {
+			sq_quote(s->conn, s->claimer_sql, s->claimer, strlen(s->claimer));
+			explicit_bzero(pw, sizeof(pw));
+			buf_free(&why);
+			return 0;
+		}
+		drop(s);
+		if (n == 1 || r == -ENOMEM) {
+			snprintf(err, errlen, "%s", one);
+			break;
+		}
+		buf_printf(&why, "%s%s: %s", i ? "; " : "", store_server(s, name, sizeof(name)), one);
+		if (i == n - 1) {
+			snprintf(err, errlen, "no server of %u answers: %s", n, why.data ? why.data : "");
+			r = -ENOTCONN;
+		}
 	}
-	set_options(s->conn);
-	set_tls(s->conn, d);
-	if (!mysql_real_connect(s->conn, host, d->user[0] ? d->user : NULL, pw, d->db, d->port,
-				sock, CLIENT_MULTI_STATEMENTS | CLIENT_FOUND_ROWS)) {
-		r = db_error(s, "store_connect", err, errlen);
-		r = r == -ENOTCONN ? r : -EIO;
-		goto fail;
-	}
-	sq_quote(s->conn, s->claimer_sql, s->claimer, strlen(s->claimer));
 	explicit_bzero(pw, sizeof(pw));
-	return 0;
-fail:
-	explicit_bzero(pw, sizeof(pw));
-	drop(s);
+	buf_free(&why);
 	return r;
+}
+
+const char *store_server(const struct store *s, char *buf, size_t len)
+{
+	const struct dsn *d = &s->dsn;
+	const char *host = d->nhosts ? d->hosts[s->host].host : d->host;
+	unsigned port = d->nhosts ? d->hosts[s->host].port : d->port;
+
+	if (!host[0])
+		host = "localhost";
+	if (strchr(host, ':'))
+		snprintf(buf, len, "[%s]:%u", host, port ? port : 3306);
+	else
+		snprintf(buf, len, "%s:%u", host, port ? port : 3306);
+	return buf;
 }
 

@@ -107,6 +107,7 @@ struct prio_set {
 struct store {
 	MYSQL *conn;                 /* NULL when not connected */
 	struct dsn dsn;
+	unsigned host;               /* the index in dsn.hosts connected to (or last tried) */
 	char claimer[256];
 	char claimer_sql[2 * 255 + 3]; /* quoted for the current connection */
 	struct buf sql;              /* the statement(s) being built */
