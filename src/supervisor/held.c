@@ -70,19 +70,19 @@ static void on_released(struct dbq_job *j)
 	free(rj);
 }
 
-void held_release(struct held *h, uint64_t running, struct dbq *dbq,
+bool held_release(struct held *h, uint64_t running, struct dbq *dbq,
 		  void (*done)(void *data, int rc), void *data)
 {
 	struct release_job *rj;
 
 	if (h->n == 0)
-		return;
+		return false;
 	rj = calloc(1, sizeof(*rj));
 	if (!rj) {
 		log_error("out of memory: %zu claims of a dead worker come back after their lease",
 			  h->n);
 		h->n = 0;
-		return;
+		return false;
 	}
 	rj->j.run = release_run;
 	rj->j.done = on_released;
@@ -102,6 +102,7 @@ void held_release(struct held *h, uint64_t running, struct dbq *dbq,
 	rj->data = data;
 	*h = (struct held){ NULL, 0, 0 };
 	dbq_push(dbq, &rj->j);
+	return true;
 }
 
 void held_free(struct held *h)

@@ -4,6 +4,7 @@
 #ifndef CLAIMD_HELD_H
 #define CLAIMD_HELD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,8 +24,9 @@ void held_remove(struct held *h, uint64_t id, uint64_t token);
  * running (its id; 0: none) counts the attempt, and goes dead if it was its last: it may be
  * what killed the worker. The others get theirs back: not started, or finished with their
  * outcome not yet written, they run again. done(data, rc) follows on the loop, rc the rows
- * released (< 0: given up). Nothing to release: nothing is done and done is not called. */
-void held_release(struct held *h, uint64_t running, struct dbq *dbq,
+ * released (< 0: given up). Returns whether it will be: nothing to release (or no memory),
+ * nothing is done and done is not called. */
+bool held_release(struct held *h, uint64_t running, struct dbq *dbq,
 		  void (*done)(void *data, int rc), void *data);
 
 void held_free(struct held *h);

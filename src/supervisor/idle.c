@@ -23,6 +23,7 @@ struct idle {
 	uint64_t safety_at;        /* push mode: the last poll */
 	uv_timer_t due_timer;
 	unsigned open_timers;      /* idle_free: closing */
+	bool freeing;              /* idle_free was called: freed once closed and no job runs */
 	uint64_t changes;          /* changes the binary log told of */
 	/* A change is in the binary log before its commit is seen by others: a claim or the
 	 * statement that follows it may not see its rows yet, so it is asked again a few times
@@ -84,11 +85,21 @@ static void maybe_recheck(struct idle *d)
 		uv_timer_start(&d->recheck_timer, on_recheck, d->recheck_ms, 0);
 }
 
+static void maybe_free(struct idle *d)
+{
+	if (d->open_timers == 0 && !d->inflight)
+		free(d);
+}
+
 static void job_done(struct dbq_job *j)
 {
 	struct idle *d = container_of(j, struct idle, job);
 
 	d->inflight = false;
+	if (d->freeing) {
+		maybe_free(d);   /* idle_free came while the statement ran */
+		return;
+	}
 	if (j->rc < 0) {
 		log_debug("idle poll failed: %s", j->err);
 	} else if (j->rc > 0) {
@@ -246,8 +257,8 @@ static void on_timer_closed(uv_handle_t *h)
 {
 	struct idle *d = h->data;
 
-	if (--d->open_timers == 0)
-		free(d);
+	d->open_timers--;
+	maybe_free(d);
 }
 
 void idle_free(struct idle *d)
@@ -255,6 +266,7 @@ void idle_free(struct idle *d)
 	if (!d)
 		return;
 	idle_stop(d);
+	d->freeing = true;
 	d->open_timers = 2;
 	uv_close((uv_handle_t *)&d->due_timer, on_timer_closed);
 	uv_close((uv_handle_t *)&d->recheck_timer, on_timer_closed);

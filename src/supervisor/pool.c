@@ -46,15 +46,19 @@ static const char *slot_state_name(const struct slot *sl)
 
 /* ---- the rows a worker holds ---- */
 
+static void pool_unref(struct pool *p);
+
 static void on_released(void *data, int rc)
 {
 	struct pool *p = data;
 
-	if (rc > 0) {
+	if (rc > 0 && !p->freeing) {
 		permits_rewind(&p->permits);  /* they are behind the cursor */
 		pool_wake_one(p);
 	}
-	p->o.on_change(p->o.data);
+	if (!p->freeing)
+		p->o.on_change(p->o.data);
+	pool_unref(p);
 }
 
 /* ---- messages from workers ---- */
@@ -280,7 +284,8 @@ static void on_worker_gone(struct child *c)
 	sl->item = 0;
 	sl->pid = 0;
 	permits_drop(&p->permits, sl->idx);
-	held_release(&sl->held, running, p->o.dbq, on_released, p);
+	if (held_release(&sl->held, running, p->o.dbq, on_released, p))
+		p->open_handles++;   /* until on_released */
 	if (p->stopping) {
 		p->o.on_change(p->o.data);
 		return;
@@ -515,16 +520,19 @@ bool pool_empty(const struct pool *p)
 	return true;
 }
 
-static void on_handle_closed(uv_handle_t *h)
+static void pool_unref(struct pool *p)
 {
-	struct pool *p = h->data;
-
 	if (--p->open_handles > 0)
 		return;
 	for (unsigned i = 0; p->slots && i < p->nslots; i++)
 		free(p->slots[i]);
 	free(p->slots);
 	free(p);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	pool_unref(h->data);
 }
 
 static void close_handle(struct pool *p, uv_handle_t *h)
@@ -537,6 +545,7 @@ void pool_free(struct pool *p)
 {
 	if (!p)
 		return;
+	p->freeing = true;
 	for (unsigned i = 0; p->slots && i < p->nslots; i++) {
 		struct slot *sl = p->slots[i];
 		if (sl->chan)
@@ -548,7 +557,7 @@ void pool_free(struct pool *p)
 	child_reaper_free(p->reaper);
 	forker_stop(&p->forker);
 	permits_fini(&p->permits);
-	/* Freed when its timers are closed. */
+	/* Freed when its timers are closed and no release of a dead worker's claims runs. */
 	close_handle(p, (uv_handle_t *)&p->hb_timer);
 }
 

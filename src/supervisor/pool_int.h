@@ -58,7 +58,8 @@ struct pool {
 	struct forker forker;       /* the fork server the workers come from */
 	struct child_reaper *reaper;
 	uv_timer_t hb_timer;
-	int open_handles;           /* hb_timer and the respawn timers */
+	int open_handles;           /* hb_timer, the respawn timers, the releases running */
+	bool freeing;               /* pool_free was called */
 	bool stopping;
 };
 
