@@ -12,6 +12,11 @@ void batch_clear(struct batch *b)
 	b->n = b->next = 0;
 }
 
+static uint64_t lease_ok(uint64_t sent_ns, unsigned lease_ms)
+{
+	return sent_ns + (lease_ms - BATCH_LEASE_MARGIN(lease_ms)) * 1000000u;
+}
+
 int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 		struct outcomes *o, unsigned max, size_t *ret_n, char *err, size_t errlen)
 {
@@ -23,6 +28,11 @@ int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 
 	*ret_n = 0;
 	r = outcomes_write_slow(o, s, err, errlen);
+	if (o->lost) {
+		log_warn("%zu failed or deferred items had lost their claim (lease expired: another "
+			 "worker may hold them now); their outcomes were not written", o->lost);
+		o->lost = 0;
+	}
 	if (r < 0)
 		return r;
 	ndone = outcomes_done_refs(o, done);
@@ -51,6 +61,7 @@ int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 	if (max > 0) {
 		b->n = n;
 		b->claimed_ns = b->pause_seen_ns = uv_hrtime();  /* the claim skips paused queues */
+		b->lease_ok_ns = lease_ok(t0, cfg->lease_ms);
 		took = (b->claimed_ns - t0) / 1000u;
 		b->claim_us = took > UINT32_MAX ? UINT32_MAX : (uint32_t)took;
 	}
@@ -107,6 +118,7 @@ int batch_extend(struct batch *b, bool running, const struct outcomes *o, struct
 		 unsigned lease_ms, char *err, size_t errlen)
 {
 	struct store_ref refs[PROTO_MAX_ITEMS + OUTCOMES_MAX];
+	uint64_t t0 = uv_hrtime();
 	size_t n = 0;
 	int r;
 
@@ -116,7 +128,11 @@ int batch_extend(struct batch *b, bool running, const struct outcomes *o, struct
 	if (n == 0)
 		return 0;
 	r = store_extend(s, refs, n, lease_ms, err, errlen);
+	/* Some no longer ours (which, the statement does not say): none is used any more. */
+	if (r >= 0)
+		b->lease_ok_ns = (size_t)r < n ? 0 : lease_ok(t0, lease_ms);
 	if (r >= 0 && (size_t)r < n)
-		log_warn("lease extension: %zu of %zu held items are no longer ours", n - (size_t)r, n);
+		log_warn("lease extension: %zu of %zu held items are no longer ours: the batch "
+			 "ends", n - (size_t)r, n);
 	return r < 0 ? r : 0;
 }

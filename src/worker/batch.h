@@ -23,7 +23,20 @@ struct batch {
 	uint64_t claimed_ns;      /* when the claim of the batch ended (uv_hrtime) */
 	uint32_t claim_us;        /* how long it took */
 	uint64_t pause_seen_ns;   /* when a claim or a check last saw the queues not paused */
+	/* Until when (uv_hrtime) the rows' leases are surely ours: when the last claim or
+	 * renewal was sent, plus the lease less BATCH_LEASE_MARGIN of it. */
+	uint64_t lease_ok_ns;
 };
+
+/* A tenth of the lease: a worker stops using its rows this much before the server may let
+ * another worker claim them (clocks run at slightly different rates). */
+#define BATCH_LEASE_MARGIN(lease_ms) ((uint64_t)(lease_ms) / 10u)
+
+/* Whether the leases of the batch's rows may have ended (fence.h). */
+static inline bool batch_lease_lapsed(const struct batch *b, uint64_t now_ns)
+{
+	return now_ns >= b->lease_ok_ns;
+}
 
 /* Write every outcome of o (the slow ones one by one, then the successes with the claim);
  * with max > 0 also claim up to max rows in the same transaction, from the queue that had
@@ -52,7 +65,8 @@ int batch_paused(struct batch *b, struct store *s, struct outcomes *o, char *err
 		 size_t errlen);
 
 /* Extend the leases of every row held: from the running one (running) or the next one on,
- * and those whose outcome is not written yet. Returns 0 or the store's error. */
+ * and those whose outcome is not written yet; lease_ok_ns follows (0 when some were no
+ * longer ours). Returns 0 or the store's error. */
 int batch_extend(struct batch *b, bool running, const struct outcomes *o, struct store *s,
 		 unsigned lease_ms, char *err, size_t errlen);
 

@@ -138,6 +138,8 @@ int outcomes_write_slow(struct outcomes *o, struct store *s, char *err, size_t e
 			o->list[keep++] = *x;
 			continue;
 		}
+		if (out == PROTO_OUT_LOST && x->kind != OUTCOME_RELEASE)
+			o->lost++;
 		report(o, x, &out, 1);
 		outcome_free(x);
 	}

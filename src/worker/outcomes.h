@@ -47,6 +47,8 @@ struct outcomes {
 	uint64_t since_ns;     /* when the oldest came (uv_hrtime) */
 	size_t result_bytes;   /* of the results waiting */
 	bool urgent;           /* one is due at once */
+	size_t lost;           /* failures and deferrals refused since the caller last looked:
+				* the row was no longer ours (its lease had ended) */
 	void (*send)(void *data, struct proto_msg *m);
 	/* Each outcome as it is reported, or NULL: x, and what became of its row
 	 * (enum proto_outcome). */

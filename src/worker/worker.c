@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include "common/log.h"
+#include "worker/fence.h"
 
 #define RETRY_CAP_MS (3600u * 1000u)
 
@@ -55,50 +56,6 @@ void worker_kick(struct worker *w)
 {
 	if (w->state != WS_EXIT)
 		uv_timer_start(&w->kick_timer, on_kick, 0, 0);
-}
-
-void worker_send(struct worker *w, struct proto_msg *m)
-{
-	int r = chan_send(w->chan, m);
-
-	if (r < 0 && w->state != WS_EXIT)
-		log_warn("cannot send %s to supervisor: %s", proto_type_name(m->type), strerror(-r));
-}
-
-void worker_send_out(void *data, struct proto_msg *m)
-{
-	worker_send(data, m);
-}
-
-void worker_log_item(void *data, const struct outcome *x, unsigned outcome)
-{
-	const struct worker *w = data;
-
-	log_info("item id=%llu queue=%s attempt=%u outcome=%s run_ms=%.3f wait_ms=%.3f",
-		 (unsigned long long)x->ref.id, w->cfg->queues[x->queue < w->cfg->nqueues ?
-		 x->queue : 0], x->attempt, proto_outcome_name(outcome), x->run_us / 1000.0,
-		 x->wait_us / 1000.0);
-}
-
-/* Tell the supervisor what we do (STATE), when it changed. The handler's pid lets the
- * supervisor kill the handler's whole process group should this worker die. */
-void worker_report(struct worker *w, uint8_t wire, uint64_t item)
-{
-	uint32_t hpid = (uint32_t)handler_pid(w->handler);
-	struct proto_msg m;
-
-	if (w->wire_sent && w->wire == wire && w->wire_item == item && w->wire_hpid == hpid)
-		return;
-	w->wire = wire;
-	w->wire_item = item;
-	w->wire_hpid = hpid;
-	w->wire_sent = true;
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_STATE;
-	m.u.state.state = wire;
-	m.u.state.item_id = item;
-	m.u.state.handler_pid = hpid;
-	worker_send(w, &m);
 }
 
 uint64_t worker_running_id(const struct worker *w)
@@ -189,7 +146,12 @@ void worker_on_db_timer(uv_timer_t *t)
 			db_failed(w, -ENOTCONN, "connect", err);
 			return;
 		}
-		log_info("connected to the database");
+		char at[DSN_FIELD_MAX + 16];
+		if (w->cfg->dsn.nhosts > 1)
+			log_info("connected to the database at %s",
+				 store_server(w->store, at, sizeof(at)));
+		else
+			log_info("connected to the database");
 	}
 	/* The back-off is reset by the next statement that succeeds, not here: a server that
 	 * accepts connections but fails every claim (a missing table) must not be hammered. */
@@ -318,6 +280,19 @@ static void on_result(void *data, const struct handler_result *res)
 		return;  /* exiting: the channel is gone, nothing will be written */
 	uv_timer_stop(&w->progress_timer);
 	uv_timer_stop(&w->overrun_timer);
+	fence_disarm();
+	if (fence_fired()) {
+		struct handler_result fenced = { .status = HANDLER_FAILED };
+		log_warn("item id=%llu: its lease ended without a renewal (the database did not "
+			 "answer): its handler was killed, so that no other worker runs it at the "
+			 "same time", (unsigned long long)it->id);
+		snprintf(fenced.error, sizeof(fenced.error), "killed: its lease could not be "
+			 "renewed in time (the database did not answer)");
+		res = &fenced;
+		x = outcomes_add(&w->out, it, OUTCOME_FAILURE, retry_delay_ms(w, it->attempt),
+				 res->error, took);
+		goto added;
+	}
 	if (res->status != HANDLER_CANCELLED)
 		prefetch_ran(&w->pf, took);
 	switch (res->status) {
@@ -343,6 +318,7 @@ static void on_result(void *data, const struct handler_result *res)
 		x = outcomes_add(&w->out, it, OUTCOME_FAILURE, retry_delay_ms(w, it->attempt),
 				 res->error, took);
 	}
+added:
 	x->queue = (uint8_t)w->b.qi;
 	x->run_us = us32(took);
 	x->wait_us = us32(it->waited_us * 1000u + (w->item_started_ns - w->b.claimed_ns));
@@ -406,6 +382,7 @@ static void run_next(struct worker *w)
 	} else if (!handler_inline(w->handler)) {
 		/* Now that it runs: with its handler's pid. */
 		worker_report(w, w->stopping ? PROTO_W_STOPPING : PROTO_W_BUSY, it->id);
+		fence_arm(w->b.lease_ok_ns, handler_pid(w->handler));
 		if (!w->cfg->batch && w->b.next < w->b.n)
 			uv_timer_start(&w->overrun_timer, on_overrun,
 				       prefetch_overrun_ns(&w->pf) / 1000000u, 0);
@@ -500,6 +477,13 @@ static void step_batch(struct worker *w)
 		}
 	}
 	while (w->b.next < w->b.n) {
+		if (batch_lease_lapsed(&w->b, uv_hrtime())) {
+			/* Perhaps claimed by another worker meanwhile: none of them runs here. */
+			log_warn("the leases of %zu prefetched items may have ended (the database did "
+				 "not answer in time): they go back unrun", w->b.n - w->b.next);
+			batch_release_unstarted(&w->b, &w->out);
+			break;
+		}
 		if (take_slot(w) != 0)
 			return;
 		run_next(w);
@@ -583,5 +567,7 @@ void worker_on_lease_timer(uv_timer_t *t)
 			 sizeof(err));
 	if (r < 0)
 		db_failed(w, r, "extending leases", err);
+	else if (w->state == WS_RUN && !handler_inline(w->handler))
+		fence_arm(w->b.lease_ok_ns, handler_pid(w->handler));
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/proc.h"
+#include "worker/fence.h"
 #include "worker/worker.h"
 #include "worker/worker_int.h"
 
@@ -117,6 +118,9 @@ static int worker_init(struct worker *w, const struct config *cfg)
 	if (cfg->log_items)
 		w->out.finished = worker_log_item;
 	srand((unsigned)(getpid() ^ uv_hrtime()));
+	if ((r = fence_init()) < 0)
+		log_warn("cannot set the lease fence's timer (%s): a handler is not stopped when "
+			 "its lease ends", strerror(-r));
 	gethostname(host, sizeof(host) - 1);
 	snprintf(w->claimer, sizeof(w->claimer), "%s/w%d:%d", host, cfg->worker_slot, (int)getpid());
 	r = uv_loop_init(&w->loop);
