@@ -106,10 +106,12 @@ bool sq_parse_u64(const char *p, unsigned long len, uint64_t *ret)
  * CR_COMMANDS_OUT_OF_SYNC (the session's state is unknown: start over), 2055
  * CR_SERVER_LOST_EXTENDED, 1053 ER_SERVER_SHUTDOWN, 1927 ER_CONNECTION_KILLED, 4031
  * disconnected for inactivity. */
+/* 1047 is what a Galera node out of the primary component answers ("WSREP has not yet
+ * prepared node for application use"): a new connection goes to a node that is synced. */
 static bool conn_lost(unsigned e)
 {
 	static const unsigned lost[] = { 2002, 2003, 2005, 2006, 2012, 2013, 2014, 2055,
-					 1053, 1927, 4031 };
+					 1053, 1927, 4031, 1047 };
 	size_t i;
 
 	for (i = 0; i < sizeof(lost) / sizeof(lost[0]); i++)
