@@ -29,12 +29,18 @@ struct idle {
 	 * statement that follows it may not see its rows yet, so it is asked again a few times
 	 * (RECHECK_FIRST_MS doubling) for RECHECK_WINDOW_MS after the change. */
 	uint64_t changed_at;       /* the loop's clock */
+	/* Every worker busy for PAUSE_AFTER_MS: the stream is closed until one is idle. */
+	uint64_t busy_since;       /* the loop's clock; 0: a worker is idle */
+	bool paused;
+	uv_timer_t watch_timer;    /* every WATCH_MS while pushed: idle_watch */
 	unsigned recheck_ms;       /* the next delay; 0: none since the change */
 	uv_timer_t recheck_timer;
 };
 
 #define RECHECK_FIRST_MS 2
 #define RECHECK_WINDOW_MS 500
+#define PAUSE_AFTER_MS 2000
+#define WATCH_MS 250
 
 static uint64_t now_ms(const struct idle *d)
 {
@@ -129,6 +135,11 @@ static void run_job(struct idle *d)
 	dbq_push(d->o.dbq, &d->job);
 }
 
+static void on_watch(uv_timer_t *t)
+{
+	idle_watch(t->data);
+}
+
 /* ---- the binary log's news (wake.h) ---- */
 
 static void on_changed(void *data)
@@ -147,10 +158,13 @@ static void on_state(void *data, bool up, bool final, const char *why)
 	const struct config *cfg = d->o.cfg;
 
 	if (up) {
+		log_debug("the binary log stream is open");
 		if (!d->push)
 			log_info("woken by the binary log: idle workers start new rows as they are "
 				 "written; a poll every %d s all the same", IDLE_SAFETY_MS / 1000);
 		d->push = true;
+		if (!uv_is_active((uv_handle_t *)&d->watch_timer))
+			uv_timer_start(&d->watch_timer, on_watch, WATCH_MS, WATCH_MS);
 		snprintf(d->mode, sizeof(d->mode), "binlog");
 		d->safety_at = now_ms(d);
 		run_job(d);   /* what changed while the stream was down */
@@ -166,6 +180,7 @@ static void on_state(void *data, bool up, bool final, const char *why)
 		d->push = false;
 		uv_timer_stop(&d->due_timer);
 		uv_timer_stop(&d->recheck_timer);
+		uv_timer_stop(&d->watch_timer);
 		snprintf(d->mode, sizeof(d->mode), "poll (binlog: %.400s)", why);
 	}
 	if (d->o.mode_changed)
@@ -185,6 +200,8 @@ int idle_new(const struct idle_opts *o, struct idle **ret)
 	d->due_timer.data = d;
 	uv_timer_init(o->loop, &d->recheck_timer);
 	d->recheck_timer.data = d;
+	uv_timer_init(o->loop, &d->watch_timer);
+	d->watch_timer.data = d;
 	snprintf(d->mode, sizeof(d->mode), "poll");
 	*ret = d;
 	return 0;
@@ -221,10 +238,45 @@ bool idle_tick(struct idle *d)
 	return true;
 }
 
+/* A worker is idle (or about to be): the stream is wanted again. Opened, it is "up" again,
+ * and that asks once what changed while it was closed (on_state). */
+static void resume(struct idle *d)
+{
+	d->busy_since = 0;
+	if (!d->paused)
+		return;
+	d->paused = false;
+	d->changes++;   /* unknown while closed: maintenance must not take it for quiet */
+	log_debug("a worker is idle: following the binary log again");
+	wake_pause(d->wake, false);
+}
+
+void idle_watch(struct idle *d)
+{
+	uint64_t now = now_ms(d);
+
+	if (!d->wake || !d->push || d->stopping)
+		return;
+	if (d->o.wants(d->o.data)) {
+		resume(d);
+		return;
+	}
+	if (!d->busy_since) {
+		d->busy_since = now ? now : 1;
+	} else if (!d->paused && now - d->busy_since >= PAUSE_AFTER_MS) {
+		d->paused = true;
+		log_debug("every worker busy for %d ms: the binary log is not followed until one is "
+			  "idle", PAUSE_AFTER_MS);
+		wake_pause(d->wake, true);
+	}
+}
+
 void idle_claimed_none(struct idle *d)
 {
-	if (d->push && !d->stopping)
-		run_job(d);
+	if (!d->push || d->stopping)
+		return;
+	resume(d);
+	run_job(d);
 }
 
 bool idle_push(const struct idle *d)
@@ -249,6 +301,7 @@ void idle_stop(struct idle *d)
 	d->stopping = true;
 	uv_timer_stop(&d->due_timer);
 	uv_timer_stop(&d->recheck_timer);
+	uv_timer_stop(&d->watch_timer);
 	wake_stop(d->wake);
 	d->wake = NULL;
 }
@@ -267,7 +320,8 @@ void idle_free(struct idle *d)
 		return;
 	idle_stop(d);
 	d->freeing = true;
-	d->open_timers = 2;
+	d->open_timers = 3;
 	uv_close((uv_handle_t *)&d->due_timer, on_timer_closed);
 	uv_close((uv_handle_t *)&d->recheck_timer, on_timer_closed);
+	uv_close((uv_handle_t *)&d->watch_timer, on_timer_closed);
 }

@@ -7,7 +7,9 @@
  * delayed row, a retry, a lease) and a timer wakes a worker then; just after a change that
  * statement is asked again a few times over half a second (the log has a change before
  * other connections see its commit); a safety poll every IDLE_SAFETY_MS covers anything
- * else.
+ * else. While every worker has been busy for a while the stream is closed (its news would wake
+ * nobody, and the server would stream every row the pool writes): a claim that finds nothing
+ * opens it again, from the server's position then, and asks once what changed meanwhile.
  *
  * poll (--wake poll, or while the stream is not to be had): one poll per --poll-interval for
  * the whole pool, on the supervisor's connection, while a worker is idle.
@@ -49,6 +51,8 @@ void idle_start(struct idle *d);
 bool idle_tick(struct idle *d);
 /* A worker's claim found no row. */
 void idle_claimed_none(struct idle *d);
+/* Whether a worker is idle, to close or open the stream (push mode; its own timer asks). */
+void idle_watch(struct idle *d);
 /* Whether the binary log wakes the workers now. */
 bool idle_push(const struct idle *d);
 /* How many changes the binary log told of so far (while pushed, nothing changed in work_items

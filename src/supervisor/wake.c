@@ -20,6 +20,8 @@ struct wake {
 	uv_cond_t cond;
 	/* under mu */
 	bool stop;
+	bool paused;               /* wake_pause */
+	unsigned pauses;           /* wake_pause(true) calls: a read cut short by one is no loss */
 	struct store_binlog *b;    /* the open stream, for wake_stop to cut short */
 	bool changed;              /* rows changed since the loop last looked */
 	bool state_new, up, final; /* a state to tell the loop */
@@ -74,6 +76,21 @@ static void follow(struct wake *w, struct store_binlog *b, char *err, size_t err
 	}
 }
 
+static unsigned random_server_id(void);
+
+/* Wait while paused. Returns whether to go on (not stopped). */
+static bool wait_unpaused(struct wake *w)
+{
+	bool go;
+
+	uv_mutex_lock(&w->mu);
+	while (w->paused && !w->stop)
+		uv_cond_wait(&w->cond, &w->mu);
+	go = !w->stop;
+	uv_mutex_unlock(&w->mu);
+	return go;
+}
+
 static void run(void *arg)
 {
 	struct wake *w = arg;
@@ -85,7 +102,17 @@ static void run(void *arg)
 	store_thread_init();
 	for (;;) {
 		struct store_binlog *b = NULL;
+		unsigned pauses;
+
+		if (!wait_unpaused(w))
+			break;
+		uv_mutex_lock(&w->mu);
+		pauses = w->pauses;
+		uv_mutex_unlock(&w->mu);
 		err[0] = '\0';
+		/* A new id each time: the server makes a dump of an id it already serves wait for
+		 * the old one to end, and one cut off by the network ends only when TCP gives up. */
+		w->server_id = random_server_id();
 		r = store_binlog_open(&w->o.cfg->dsn, w->position, w->server_id, WAKE_HEARTBEAT_S,
 				      &b, err, sizeof(err));
 		if (r == -ENOTSUP || r == -EACCES) {
@@ -99,12 +126,15 @@ static void run(void *arg)
 		}
 		if (r == 0) {
 			uv_mutex_lock(&w->mu);
-			w->b = w->stop ? NULL : b;
-			bool stop = w->stop;
+			bool stop = w->stop, cut = w->pauses != pauses;
+			w->b = stop || cut ? NULL : b;
 			uv_mutex_unlock(&w->mu);
-			if (stop) {
+			if (stop || cut) {
 				store_binlog_close(b);
-				break;
+				if (stop)
+					break;
+				w->position[0] = '\0';
+				continue;
 			}
 			backoff_reset(&retry);
 			told_down = false;
@@ -113,11 +143,18 @@ static void run(void *arg)
 			uv_mutex_lock(&w->mu);
 			w->b = NULL;
 			stop = w->stop;
+			cut = w->pauses != pauses;
 			uv_mutex_unlock(&w->mu);
 			snprintf(w->position, sizeof(w->position), "%s", store_binlog_position(b));
 			store_binlog_close(b);
 			if (stop)
 				break;
+			if (cut) {
+				/* Paused: what happens meanwhile is asked for once when it is opened
+				 * again, from the server's position then. */
+				w->position[0] = '\0';
+				continue;
+			}
 		}
 		if (!told_down) {
 			post_state(w, false, false, err);
@@ -196,6 +233,20 @@ int wake_start(const struct wake_opts *o, struct wake **ret)
 	}
 	*ret = w;
 	return 0;
+}
+
+void wake_pause(struct wake *w, bool pause)
+{
+	if (!w)
+		return;
+	uv_mutex_lock(&w->mu);
+	if (pause && !w->paused) {
+		w->pauses++;
+		store_binlog_interrupt(w->b);
+	}
+	w->paused = pause;
+	uv_cond_signal(&w->cond);
+	uv_mutex_unlock(&w->mu);
 }
 
 void wake_stop(struct wake *w)

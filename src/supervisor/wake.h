@@ -32,5 +32,10 @@ struct wake;
 int wake_start(const struct wake_opts *o, struct wake **ret);
 /* Stop the thread (a read that blocks is cut short) and free. Accepts NULL. */
 void wake_stop(struct wake *w);
+/* pause: close the stream (every worker is busy: its news would wake nobody, and the server
+ * would send every row the pool writes for nothing); !pause: open it again from the server's
+ * current position and tell the loop the stream is up (which then asks once what changed
+ * meanwhile). */
+void wake_pause(struct wake *w, bool pause);
 
 #endif

@@ -4,7 +4,8 @@ row-based binary log): a row inserted by plain SQL from another client starts wi
 milliseconds, a delayed row on time, with the idle poll set to 5 s so that polling could do
 neither; the stream killed on the server's side: claimd polls meanwhile, says so, and is woken
 by the log again; a server without a binary log, a user who may not read it, and --wake poll:
-one line, and polling as before."""
+one line, and polling as before; the stream closed while every worker is busy, and opened
+again when one is idle."""
 
 import os
 import signal
@@ -133,6 +134,34 @@ def it_does_not_follow_the_log_with_wake_poll(t):
     item = db.insert_item('polled')
     _done(db, item)
     check('binary log' not in c.log(), 'nothing about the binary log')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def _dump_threads(db):
+    return len(db.server.sql("SELECT id FROM information_schema.PROCESSLIST "
+                             "WHERE COMMAND LIKE 'Binlog Dump%'"))
+
+
+def it_closes_the_stream_while_every_worker_is_busy(t):
+    # Its news would wake nobody, and the server would stream every row the pool writes.
+    db = t.database()
+    h = t.log_handler('sleep 0.3')
+    c = t.claimd(db, '--workers', '1', '--handler', h.spec, '--batch', '1', *SLOW_POLL)
+    c.wait_ready(workers=1)
+    wait_for(lambda: _wake(c), 15, 'woken by the binary log', until=lambda w: w == 'binlog')
+    check_eq(_dump_threads(db), 1, 'dump threads while the worker is idle')
+    db.insert_items(15)
+    wait_for(lambda: _dump_threads(db), 8, 'the stream closed while the worker is busy',
+             until=lambda n: n == 0)
+    busy = db.states()
+    check(busy['ready'] > 0, f'closed only once the worker had been busy a while: {busy}')
+    wait_for(db.states, 30, 'every row done', until=lambda s: s['done'] == 15)
+    wait_for(lambda: _dump_threads(db), 5, 'the stream open again', until=lambda n: n == 1)
+    # Woken by the log again, at once.
+    item = db.insert_item('after')
+    _done(db, item, 5)
+    check(_ms(db, item) < 150, f'a row after the busy spell waited {_ms(db, item):.0f} ms')
+    check('binary log stream is lost' not in c.log(), 'closing it is not a loss')
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
