@@ -39,7 +39,7 @@ struct idle {
 
 #define RECHECK_FIRST_MS 2
 #define RECHECK_WINDOW_MS 500
-#define PAUSE_AFTER_MS 2000
+#define PAUSE_AFTER_MS 500
 #define WATCH_MS 250
 
 static uint64_t now_ms(const struct idle *d)
