@@ -54,9 +54,10 @@ def it_drops_to_the_user_before_any_worker_starts(t):
     sock = db.dsn.split('socket=', 1)[1]
     if _reachable_by(nobody, sock):
         item = db.insert_item('x')
-        wait_for(lambda: os.path.exists(f'{out}/uid-{item}'), 15, 'the handler ran')
-        with open(f'{out}/uid-{item}') as f:
-            check_eq(int(f.read()), nobody.pw_uid, "the handler's uid")
+        # The shell makes the file before `id` writes to it: wait for its line.
+        uid = wait_for(lambda: open(f'{out}/uid-{item}').read(), 15, 'the handler ran',
+                       until=lambda text: text.endswith('\n'))
+        check_eq(int(uid), nobody.pw_uid, "the handler's uid")
     else:
         t.note(f'nobody cannot reach {sock}: the handler run is not checked here')
     check_eq(c.stop(), 0, 'exit code')
