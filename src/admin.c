@@ -256,6 +256,12 @@ int admin_doctor(const struct config *cfg)
 		    "rolled back)", d.missing);
 		say(&rep, strcmp(d.isolation, "READ-COMMITTED") ? "warn" : "ok",
 		    "isolation level of claimd's sessions: %s", d.isolation);
+		if (d.idle_trx_timeout > 0)
+			say(&rep, "ok", "a session cut off inside a transaction frees its rows after "
+			    "%ld s (idle_transaction_timeout)", d.idle_trx_timeout);
+		else
+			say(&rep, "info", "the server keeps a session cut off inside a transaction, "
+			    "and the rows it locked, until wait_timeout (no idle_transaction_timeout)");
 		say(&rep, "info", "binary log: %s, format %s, row image %s%s", d.log_bin ? "on" : "off",
 		    d.binlog_format, d.binlog_row_image, d.log_bin && !strcmp(d.binlog_format, "ROW") ?
 		    " (--wake auto follows it, given REPLICATION SLAVE)" :

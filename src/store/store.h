@@ -109,6 +109,7 @@ int store_migrate(struct store *s, const struct store_migration *m, char *err, s
 struct store_doctor {
 	double server_time;            /* unix seconds, by the server's clock */
 	char isolation[32];            /* of this session, as claimd sets it */
+	long idle_trx_timeout;         /* s; -1: the server has no idle_transaction_timeout */
 	bool log_bin;
 	char binlog_format[16], binlog_row_image[16];
 	char version[80];

@@ -388,8 +388,14 @@ static void set_options(MYSQL *c)
 	mysql_options(c, MYSQL_OPT_RECONNECT, &off);
 	mysql_options(c, MYSQL_SET_CHARSET_NAME, "utf8mb4");
 	mysql_options(c, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
-	/* A lock wait must end (1205, retried) well before the 10 s read timeout drops us. */
-	mysql_options(c, MYSQL_INIT_COMMAND, "SET SESSION autocommit = 1, innodb_lock_wait_timeout = 5");
+	/* A lock wait must end (1205, retried) well before the 10 s read timeout drops us. A
+	 * claim is two round trips in one transaction; if the network drops between them the
+	 * server would keep that session, and the rows it locked, until wait_timeout (8 hours):
+	 * MariaDB ends a session idle inside a transaction after idle_transaction_timeout. Our
+	 * transactions are never idle for long, so 10 s; MySQL has no such variable and skips
+	 * the versioned comment. */
+	mysql_options(c, MYSQL_INIT_COMMAND, "SET SESSION autocommit = 1, innodb_lock_wait_timeout = 5"
+		      " /*M!100300 , idle_transaction_timeout = 10 */");
 }
 
 /* A Galera node takes writes when synced (wsrep_local_state 4); a server without Galera

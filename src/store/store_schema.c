@@ -124,6 +124,16 @@ int store_doctor(struct store *s, struct store_doctor *ret, char *err, size_t er
 	row = res ? mysql_fetch_row(res) : NULL;
 	text_of(row, 1, ret->isolation, sizeof(ret->isolation));
 	mysql_free_result(res);
+	/* MariaDB only (MySQL has no such variable: -1). */
+	ret->idle_trx_timeout = -1;
+	if (mysql_query(s->conn, "SHOW SESSION VARIABLES LIKE 'idle_transaction_timeout'") != 0)
+		return sq_fail_msg(-EIO, err, errlen, "mysql error %u: %s", mysql_errno(s->conn),
+				   mysql_error(s->conn));
+	res = mysql_store_result(s->conn);
+	row = res ? mysql_fetch_row(res) : NULL;
+	if (row && row[1])
+		ret->idle_trx_timeout = atol(row[1]);
+	mysql_free_result(res);
 	if (mysql_query(s->conn, "START TRANSACTION") != 0)
 		return sq_fail_msg(-EIO, err, errlen, "START TRANSACTION: %s", mysql_error(s->conn));
 	for (size_t i = 0; i < sizeof(uses) / sizeof(uses[0]); i++) {

@@ -72,6 +72,7 @@ def it_doctor_reports_the_set_up_and_missing_privileges(t):
     check_eq(r.returncode, 0, f'doctor on a good set-up: {r.stdout}')
     for want in ('ok   connected to the database', 'ok   the schema is version 2',
                  'ok   every privilege claimd uses', 'isolation level of claimd',
+                 'frees its rows after 10 s (idle_transaction_timeout)',
                  'binary log:', 'clock: the server is', 'no claimd answers on the control'):
         check(want in r.stdout, f'doctor says {want!r}: {r.stdout}')
     # A user that may only read.
