@@ -314,18 +314,19 @@ static int sql_add_complete(struct store *s, const struct store_ref *done, size_
 }
 
 /* Round trip 1: open the transaction, complete done[], lock up to max rows after the
- * cursor in the priorities that had due rows, or, from the head, in every priority (and ask
- * which have due rows now). Only if that came back short: the rows up to the cursor, then
+ * cursor in the priorities that had due rows, or, from the head, in every priority (and,
+ * after a full claim, ask which have due rows now). Only if that came back short: the rows up to the cursor, then
  * those of the other priorities (round trips 1b, 1c). *next = where the claim after this one
  * starts. */
 static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n,
 		      size_t *ret_completed, struct claim_cursor *next, char *err, size_t errlen)
 {
 	uint64_t now = sq_mono_ms();
+	/* An empty set of priorities would make "after" two round trips that scan every one. */
 	bool after = s->cursor.set && strcmp(s->cursor.queue, a->queue) == 0 &&
 		     now - s->cursor.head_scan_ms < CLAIM_HEAD_SCAN_MS && s->prios.known &&
-		     strcmp(s->prios.queue, a->queue) == 0;
-	bool head = !after;
+		     s->prios.n > 0 && strcmp(s->prios.queue, a->queue) == 0;
+	bool head = !after, ask_due = head && s->last_full;
 	struct claim_pos last[3];
 	struct prio_set all = { .n = 0 }, other;
 	size_t n = 0, mark[3] = { 0, 0, 0 };
@@ -339,23 +340,33 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	ci = sql_add_complete(s, a->done, a->ndone);
 	if (head) {
 		sql_add_claim(s, a->queue, SCAN_HEAD, &all, a->max);
-		sql_add(s, ";");
-		sql_add_due(s, a->queue);
-	} else if (s->prios.n > 0) {
+		if (ask_due) {
+			sql_add(s, ";");
+			sql_add_due(s, a->queue);
+		}
+	} else {
 		sql_add_claim(s, a->queue, SCAN_AFTER, &s->prios, a->max);
 	}
 	r = sq_run(s, "store_claim", &rr, err, errlen);
 	if (r < 0)
 		return r;
-	if (head)
+	if (ask_due)
 		r = take_due(s, rr.res2, a->queue, err, errlen);
-	if (r == 0 && (head || s->prios.n > 0))
+	if (r == 0)
 		r = take_claimed(s, a, &rr, &n, &last[0], err, errlen);
 	else
 		mysql_free_result(rr.res);
 	if (r < 0) {
 		store_items_clear(s->scratch, n);
 		return r;
+	}
+	if (head && !ask_due) {
+		/* Short: every due row was looked at, and these are the priorities that had
+		 * some. Full: unknown; the next claim scans from the head and asks. */
+		s->prios.n = 0;
+		prios_add_found(&s->prios, s->scratch, n);
+		snprintf(s->prios.queue, sizeof(s->prios.queue), "%s", a->queue);
+		s->prios.known = n < a->max;
 	}
 	*ret_completed = a->ndone ? (size_t)rr.rows[ci] : 0;
 	mark[0] = n;
@@ -447,6 +458,7 @@ static int claim_once(struct store *s, const struct claim_args *a, size_t *ret_n
 	if (r < 0)
 		goto fail;
 	s->cursor = next;
+	s->last_full = n == a->max;
 	*ret_n = n;
 	return 0;
 fail:

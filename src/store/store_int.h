@@ -93,9 +93,10 @@ struct claim_cursor {
 /* The priorities of one queue that had due rows when last asked, smallest first. A claim
  * after the cursor scans one range of claim_prio_idx per priority in it (rows waiting for
  * later in one priority are never walked on the way to the next in any case; an empty
- * priority costs a lookup or two). A scan from the head takes every priority and asks again
- * in the same round trip; a claim after the cursor that comes back short also looks at the
- * priorities not in the set, and adds those it found rows in. */
+ * priority costs a lookup or two). A scan from the head takes every priority and, when the
+ * claim before it was full, asks again in the same round trip (otherwise the set is the
+ * priorities it found rows in, if it came back short); a claim after the cursor that comes
+ * back short also looks at the priorities not in the set, and adds those it found rows in. */
 #define PRIO_SET_MAX (STORE_PRIORITY_MAX - STORE_PRIORITY_MIN + 1)
 struct prio_set {
 	char queue[STORE_QUEUE_MAX + 1];
@@ -116,6 +117,10 @@ struct store {
 	size_t scratch_cap;
 	struct claim_cursor cursor;
 	struct prio_set prios;
+	/* The last claim got all it asked for: the next scan from the head asks which priorities
+	 * have due rows (in its round trip, ~0.4 ms of the server's time); after a short one the
+	 * rows it found tell, and a worker woken for a new row is not kept waiting for that. */
+	bool last_full;
 	unsigned seed;
 	/* store_set_claim_hook */
 	void (*locked)(void *arg, const struct store_item *items, size_t n);
