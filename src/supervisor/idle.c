@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/finetimer.h"
 #include "common/log.h"
 #include "store/store.h"
 #include "supervisor/wake.h"
@@ -20,8 +21,9 @@ struct idle {
 	bool inflight, again;
 	bool job_push;             /* the mode the job runs in (read on the thread pool) */
 	int64_t next_us;           /* the job's answer (push mode) */
+	uint64_t asked_ns;         /* uv_hrtime() half way through the job's statement */
 	uint64_t safety_at;        /* push mode: the last poll */
-	uv_timer_t due_timer;
+	struct finetimer due;      /* when the next row is due, to the microsecond */
 	unsigned open_timers;      /* idle_free: closing */
 	bool freeing;              /* idle_free was called: freed once closed and no job runs */
 	uint64_t changes;          /* changes the binary log told of */
@@ -59,12 +61,17 @@ static int job_run(struct dbq_job *j, struct store *st, char *err, size_t errlen
 {
 	struct idle *d = container_of(j, struct idle, job);
 
+	uint64_t t0 = uv_hrtime();
+	int r;
+
 	if (!d->job_push)
 		return store_poll_any(st, d->o.queues, d->o.cfg->nqueues, err, errlen);
-	return store_poll_next(st, d->o.queues, d->o.cfg->nqueues, &d->next_us, err, errlen);
+	r = store_poll_next(st, d->o.queues, d->o.cfg->nqueues, &d->next_us, err, errlen);
+	d->asked_ns = t0 + (uv_hrtime() - t0) / 2;
+	return r;
 }
 
-static void on_due(uv_timer_t *t)
+static void on_due(struct finetimer *t)
 {
 	wake_if_wanted(t->data);
 }
@@ -111,9 +118,12 @@ static void job_done(struct dbq_job *j)
 	} else if (j->rc > 0) {
 		wake_if_wanted(d);
 	} else if (d->job_push && d->push && !d->stopping) {
-		/* rounded up: not before the row is due by the server's clock */
-		if (d->next_us > 0)
-			uv_timer_start(&d->due_timer, on_due, (uint64_t)(d->next_us + 999) / 1000, 0);
+		/* The server read its clock during the statement: half way is the best guess
+		 * (a worker woken then asks some 100 us later in any case). */
+		if (d->next_us > 0 && finetimer_start_at(&d->due, d->asked_ns +
+					(uint64_t)d->next_us * 1000, on_due) < 0)
+			log_warn("cannot set the timer for the next due row: it starts by the "
+				 "next poll");
 		maybe_recheck(d);
 	}
 	if (d->again && !d->stopping) {
@@ -178,7 +188,7 @@ static void on_state(void *data, bool up, bool final, const char *why)
 			log_warn("the binary log stream is lost (%s): polling every %u ms until it is "
 				 "back", why, cfg->poll_ms);
 		d->push = false;
-		uv_timer_stop(&d->due_timer);
+		finetimer_stop(&d->due);
 		uv_timer_stop(&d->recheck_timer);
 		uv_timer_stop(&d->watch_timer);
 		snprintf(d->mode, sizeof(d->mode), "poll (binlog: %.400s)", why);
@@ -192,12 +202,17 @@ static void on_state(void *data, bool up, bool final, const char *why)
 int idle_new(const struct idle_opts *o, struct idle **ret)
 {
 	struct idle *d = calloc(1, sizeof(*d));
+	int r;
 
 	if (!d)
 		return -ENOMEM;
 	d->o = *o;
-	uv_timer_init(o->loop, &d->due_timer);
-	d->due_timer.data = d;
+	r = finetimer_init(o->loop, &d->due);
+	if (r < 0) {
+		free(d);
+		return r;
+	}
+	d->due.data = d;
 	uv_timer_init(o->loop, &d->recheck_timer);
 	d->recheck_timer.data = d;
 	uv_timer_init(o->loop, &d->watch_timer);
@@ -299,7 +314,7 @@ void idle_stop(struct idle *d)
 	if (!d || d->stopping)
 		return;
 	d->stopping = true;
-	uv_timer_stop(&d->due_timer);
+	finetimer_stop(&d->due);
 	uv_timer_stop(&d->recheck_timer);
 	uv_timer_stop(&d->watch_timer);
 	wake_stop(d->wake);
@@ -314,6 +329,15 @@ static void on_timer_closed(uv_handle_t *h)
 	maybe_free(d);
 }
 
+static void on_due_closed(uv_handle_t *h)
+{
+	struct finetimer *t = h->data;
+	struct idle *d = t->data;
+
+	d->open_timers--;
+	maybe_free(d);
+}
+
 void idle_free(struct idle *d)
 {
 	if (!d)
@@ -321,7 +345,7 @@ void idle_free(struct idle *d)
 	idle_stop(d);
 	d->freeing = true;
 	d->open_timers = 3;
-	uv_close((uv_handle_t *)&d->due_timer, on_timer_closed);
+	finetimer_close(&d->due, on_due_closed);
 	uv_close((uv_handle_t *)&d->recheck_timer, on_timer_closed);
 	uv_close((uv_handle_t *)&d->watch_timer, on_timer_closed);
 }
