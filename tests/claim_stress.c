@@ -66,7 +66,7 @@ static void sleep_ms(unsigned ms)
 
 static MYSQL *admin_connect(const struct dsn *d)
 {
-	const char *host = d->host[0] ? d->host : "localhost";
+	const char *host = d->hosts[0].host[0] ? d->hosts[0].host : "localhost";
 	const char *pw = getenv("CLAIMD_DB_PASSWORD");
 	char buf[1024] = "";
 	MYSQL *m = mysql_init(NULL);
@@ -81,7 +81,7 @@ static MYSQL *admin_connect(const struct dsn *d)
 	}
 	mysql_options(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
 	if (!mysql_real_connect(m, host, d->user[0] ? d->user : NULL, pw && *pw ? pw : buf, d->db,
-				d->port, strcmp(host, "localhost") == 0 && d->socket[0] ? d->socket : NULL,
+				d->hosts[0].port, strcmp(host, "localhost") == 0 && d->socket[0] ? d->socket : NULL,
 				0))
 		die("cannot connect to the database: mysql error %u: %s", mysql_errno(m),
 		    mysql_error(m));
@@ -678,7 +678,8 @@ static void phase_connection(const struct dsn *d, MYSQL *m)
 	store_free(s);
 
 	snprintf(bad.socket, sizeof(bad.socket), "/nonexistent/claimd-test.sock");
-	snprintf(bad.host, sizeof(bad.host), "localhost");
+	snprintf(bad.hosts[0].host, sizeof(bad.hosts[0].host), "localhost");
+	bad.nhosts = 1;
 	if (store_new(&bad, "conn", &s) < 0)
 		die("store_new failed");
 	r = store_connect(s, err, sizeof(err));

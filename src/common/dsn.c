@@ -165,8 +165,6 @@ static int parse_hosts(struct span sp, struct dsn *d, char *err, size_t errlen)
 		d->nhosts++;
 		start = i + 1;
 	}
-	memcpy(d->host, d->hosts[0].host, sizeof(d->host));
-	d->port = d->hosts[0].port;
 	return 0;
 }
 

@@ -38,8 +38,6 @@ struct dsn_host {
 
 struct dsn {
 	char user[DSN_FIELD_MAX];          /* "" = the client library's default */
-	char host[DSN_FIELD_MAX];          /* hosts[0]'s */
-	unsigned port;
 	struct dsn_host hosts[DSN_HOSTS_MAX]; /* in the order to try them */
 	unsigned nhosts;                   /* at least 1 */
 	char db[DSN_FIELD_MAX];            /* required */

@@ -443,7 +443,7 @@ static int connect_one(struct store *s, const struct dsn_host *h, const char *pw
 int store_connect(struct store *s, char *err, size_t errlen)
 {
 	const struct dsn *d = &s->dsn;
-	unsigned n = d->nhosts ? d->nhosts : 1;
+	unsigned n = d->nhosts;
 	char pw[1024], one[STORE_ERR_MAX], name[DSN_FIELD_MAX + 8];
 	struct buf why;
 	int r;
@@ -455,11 +455,8 @@ int store_connect(struct store *s, char *err, size_t errlen)
 	buf_init(&why);
 	/* In the DSN's order every time: every claimd prefers the same server. */
 	for (unsigned i = 0; i < n; i++) {
-		struct dsn_host h0 = { .port = d->port };
-		const struct dsn_host *h = d->nhosts ? &d->hosts[i] : &h0;
+		const struct dsn_host *h = &d->hosts[i];
 
-		if (!d->nhosts)
-			memcpy(h0.host, d->host, sizeof(h0.host));
 		s->host = i;
 		one[0] = '\0';
 		r = connect_one(s, h, pw, one, sizeof(one));
@@ -487,9 +484,8 @@ int store_connect(struct store *s, char *err, size_t errlen)
 
 const char *store_server(const struct store *s, char *buf, size_t len)
 {
-	const struct dsn *d = &s->dsn;
-	const char *host = d->nhosts ? d->hosts[s->host].host : d->host;
-	unsigned port = d->nhosts ? d->hosts[s->host].port : d->port;
+	const char *host = s->dsn.hosts[s->host].host;
+	unsigned port = s->dsn.hosts[s->host].port;
 
 	if (!host[0])
 		host = "localhost";
