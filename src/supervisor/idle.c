@@ -31,12 +31,12 @@ struct idle {
 	 * statement that follows it may not see its rows yet, so it is asked again a few times
 	 * (RECHECK_FIRST_MS doubling) for RECHECK_WINDOW_MS after the change. */
 	uint64_t changed_at;       /* the loop's clock */
+	unsigned recheck_ms;       /* the next delay; 0: none since the change */
+	uv_timer_t recheck_timer;
 	/* Every worker busy for PAUSE_AFTER_MS: the stream is closed until one is idle. */
 	uint64_t busy_since;       /* the loop's clock; 0: a worker is idle */
 	bool paused;
 	uv_timer_t watch_timer;    /* every WATCH_MS while pushed: idle_watch */
-	unsigned recheck_ms;       /* the next delay; 0: none since the change */
-	uv_timer_t recheck_timer;
 };
 
 #define RECHECK_FIRST_MS 2
@@ -47,6 +47,13 @@ struct idle {
 static uint64_t now_ms(const struct idle *d)
 {
 	return uv_now(d->o.loop);
+}
+
+static void stop_timers(struct idle *d)
+{
+	finetimer_stop(&d->due);
+	uv_timer_stop(&d->recheck_timer);
+	uv_timer_stop(&d->watch_timer);
 }
 
 static void wake_if_wanted(struct idle *d)
@@ -188,9 +195,7 @@ static void on_state(void *data, bool up, bool final, const char *why)
 			log_warn("the binary log stream is lost (%s): polling every %u ms until it is "
 				 "back", why, cfg->poll_ms);
 		d->push = false;
-		finetimer_stop(&d->due);
-		uv_timer_stop(&d->recheck_timer);
-		uv_timer_stop(&d->watch_timer);
+		stop_timers(d);
 		snprintf(d->mode, sizeof(d->mode), "poll (binlog: %.400s)", why);
 	}
 	if (d->o.mode_changed)
@@ -314,9 +319,7 @@ void idle_stop(struct idle *d)
 	if (!d || d->stopping)
 		return;
 	d->stopping = true;
-	finetimer_stop(&d->due);
-	uv_timer_stop(&d->recheck_timer);
-	uv_timer_stop(&d->watch_timer);
+	stop_timers(d);
 	wake_stop(d->wake);
 	d->wake = NULL;
 }
