@@ -27,7 +27,6 @@ struct wake {
 	bool state_new, up, final; /* a state to tell the loop */
 	char why[400];
 	/* the thread's own */
-	unsigned server_id;
 	char position[800];
 };
 
@@ -112,9 +111,8 @@ static void run(void *arg)
 		err[0] = '\0';
 		/* A new id each time: the server makes a dump of an id it already serves wait for
 		 * the old one to end, and one cut off by the network ends only when TCP gives up. */
-		w->server_id = random_server_id();
-		r = store_binlog_open(&w->o.cfg->dsn, w->position, w->server_id, WAKE_HEARTBEAT_S,
-				      &b, err, sizeof(err));
+		r = store_binlog_open(&w->o.cfg->dsn, w->position, random_server_id(),
+				      WAKE_HEARTBEAT_S, &b, err, sizeof(err));
 		if (r == -ENOTSUP || r == -EACCES) {
 			post_state(w, false, true, err);
 			break;
@@ -213,7 +211,6 @@ int wake_start(const struct wake_opts *o, struct wake **ret)
 	if (!w)
 		return -ENOMEM;
 	w->o = *o;
-	w->server_id = random_server_id();
 	if (uv_mutex_init(&w->mu) != 0) {
 		free(w);
 		return -ENOMEM;
