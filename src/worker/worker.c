@@ -282,15 +282,12 @@ static void on_result(void *data, const struct handler_result *res)
 	uv_timer_stop(&w->overrun_timer);
 	fence_disarm();
 	if (fence_fired()) {
-		struct handler_result fenced = { .status = HANDLER_FAILED };
 		log_warn("item id=%llu: its lease ended without a renewal (the database did not "
 			 "answer): its handler was killed, so that no other worker runs it at the "
 			 "same time", (unsigned long long)it->id);
-		snprintf(fenced.error, sizeof(fenced.error), "killed: its lease could not be "
-			 "renewed in time (the database did not answer)");
-		res = &fenced;
 		x = outcomes_add(&w->out, it, OUTCOME_FAILURE, retry_delay_ms(w, it->attempt),
-				 res->error, took);
+				 "killed: its lease could not be renewed in time (the database did "
+				 "not answer)", took);
 		goto added;
 	}
 	if (res->status != HANDLER_CANCELLED)
