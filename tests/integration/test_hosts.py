@@ -148,6 +148,13 @@ def _all_done(db, n, timeout):
     wait_for(db.states, timeout, f'{n} rows done', until=lambda s: s['done'] == n)
 
 
+def _finish(log, sups):
+    """No row ran twice at once; every supervisor stops cleanly."""
+    log.check_no_overlap()
+    for c in sups:
+        check_eq(c.stop(), 0, f'{c.name} exit code')
+
+
 def it_shares_one_rate_limit_across_hosts(t):
     hosts, db, dsn, log, _ = _setup(t)
     interval_ms = 100
@@ -166,9 +173,7 @@ def it_shares_one_rate_limit_across_hosts(t):
            f'(limit {want:.0f}/s)')
     check(abs(rate - want) <= 0.05 * want, f'{rate:.2f} starts/s, want {want:.0f} within 5 %')
     check_eq(len({e[4] for e in log.starts()}), NHOSTS, 'hosts that ran rows')
-    log.check_no_overlap()
-    for c in sups:
-        check_eq(c.stop(), 0, f'{c.name} exit code')
+    _finish(log, sups)
 
 
 def it_pauses_every_host_within_a_second(t):
@@ -189,9 +194,7 @@ def it_pauses_every_host_within_a_second(t):
     r = sups[2].ctl('resume', 'default')
     check_eq(r.returncode, 0, f'claimctl resume on h3: {r.stderr}')
     _all_done(db, n, 120)
-    log.check_no_overlap()
-    for c in sups:
-        check_eq(c.stop(), 0, f'{c.name} exit code')
+    _finish(log, sups)
 
 
 def it_runs_a_fifo_group_in_order_across_hosts(t):
@@ -209,9 +212,7 @@ def it_runs_a_fifo_group_in_order_across_hosts(t):
     hs = {g[3] for g in group}
     t.note(f'the group ran on {sorted(hs)}')
     check(len(hs) >= 2, f'the group ran on one host only: {hs}')
-    log.check_no_overlap()
-    for c in sups:
-        check_eq(c.stop(), 0, f'{c.name} exit code')
+    _finish(log, sups)
 
 
 def it_finishes_every_row_when_two_of_three_supervisors_are_killed(t):
@@ -265,11 +266,9 @@ def it_fences_a_host_cut_off_from_the_database(t):
     fenced = [ln for ln in sups[0].log().splitlines() if 'its lease ended without a renewal' in ln]
     t.note(f'h1 cut off for {healed_at - cut_at:.1f} s; {len(fenced)} handlers fenced; '
            f'{len(h1_longs)} rows it held ran elsewhere')
-    log.check_no_overlap()
     for i in longs:
         check_eq(db.row(i, 'state'), ('done',), f'long row {i}')
-    for c in sups:
-        check_eq(c.stop(), 0, f'{c.name} exit code')
+    _finish(log, sups)
 
 
 def it_moves_to_the_next_server_of_the_dsn_when_one_is_cut_off(t):
