@@ -10,10 +10,13 @@
 #include "common/utf8.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -398,6 +401,26 @@ static void set_options(MYSQL *c)
 		      " /*M!100300 , idle_transaction_timeout = 10 */");
 }
 
+/* A request the network swallows (a link cut, a host gone) fails once it has gone
+ * unacknowledged for TCP_UNACKED_MS, not at the 10 s read timeout, so the next server of the
+ * DSN is tried sooner. A server slow to answer (a lock wait, a long statement) has
+ * acknowledged the request and is not hurried. Only TCP has the option. */
+#define TCP_UNACKED_MS 4000u
+
+static void set_tcp_user_timeout(MYSQL *c)
+{
+	unsigned ms = TCP_UNACKED_MS;
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof(sa);
+	int fd = (int)mysql_get_socket(c);
+
+	if (fd < 0 || getsockname(fd, (struct sockaddr *)&sa, &len) < 0 ||
+	    (sa.ss_family != AF_INET && sa.ss_family != AF_INET6))
+		return;
+	/* best effort: without it the read timeout still ends the wait */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+}
+
 /* A Galera node takes writes when synced (wsrep_local_state 4); a server without Galera
  * has no such status. Returns 0, or -EAGAIN with the reason. */
 static int check_synced(struct store *s, char *err, size_t errlen)
@@ -435,6 +458,7 @@ static int connect_one(struct store *s, const struct dsn_host *h, const char *pw
 		r = db_error(s, "store_connect", err, errlen);
 		return r == -ENOTCONN ? r : -EIO;
 	}
+	set_tcp_user_timeout(s->conn);
 	if (d->nhosts > 1 && (r = check_synced(s, err, errlen)) < 0)
 		return r == -EAGAIN ? -ENOTCONN : r;
 	return 0;
