@@ -9,16 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		failures++; \
-		printf("not ok - %s:%d: ", __FILE__, __LINE__); \
-		printf(__VA_ARGS__); \
-		printf("\n"); \
-	} \
-} while (0)
+#include "check.h"
 
 /* ctl_decode on a private copy with room for the LF's place. */
 static int decode(const char *line, struct ctl_request *r, char *err, size_t errlen, char **keep)

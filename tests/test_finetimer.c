@@ -5,16 +5,7 @@
 
 #include <stdio.h>
 
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		failures++; \
-		printf("not ok - "); \
-		printf(__VA_ARGS__); \
-		printf("\n"); \
-	} \
-} while (0)
+#include "check.h"
 
 struct seen {
 	unsigned calls;

@@ -10,19 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
+
 /* Table rows leave their trailing fields zero. */
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		failures++; \
-		printf("not ok - %s:%d: ", __FILE__, __LINE__); \
-		printf(__VA_ARGS__); \
-		printf("\n"); \
-	} \
-} while (0)
 
 static const struct good {
 	const char *line;

@@ -6,16 +6,7 @@
 
 #include <stdio.h>
 
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		failures++; \
-		printf("not ok - "); \
-		printf(__VA_ARGS__); \
-		printf("\n"); \
-	} \
-} while (0)
+#include "check.h"
 
 int main(void)
 {
