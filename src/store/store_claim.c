@@ -315,9 +315,9 @@ static int sql_add_complete(struct store *s, const struct store_ref *done, size_
 
 /* Round trip 1: open the transaction, complete done[], lock up to max rows after the
  * cursor in the priorities that had due rows, or, from the head, in every priority (and,
- * after a full claim, ask which have due rows now). Only if that came back short: the rows up to the cursor, then
- * those of the other priorities (round trips 1b, 1c). *next = where the claim after this one
- * starts. */
+ * after a full claim, ask which have due rows now). Only if that came back short: the rows
+ * up to the cursor, then those of the other priorities (round trips 1b, 1c). *next = where
+ * the claim after this one starts. */
 static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n,
 		      size_t *ret_completed, struct claim_cursor *next, char *err, size_t errlen)
 {
