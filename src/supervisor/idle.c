@@ -67,12 +67,12 @@ static void wake_if_wanted(struct idle *d)
 static int job_run(struct dbq_job *j, struct store *st, char *err, size_t errlen)
 {
 	struct idle *d = container_of(j, struct idle, job);
-
-	uint64_t t0 = uv_hrtime();
+	uint64_t t0;
 	int r;
 
 	if (!d->job_push)
 		return store_poll_any(st, d->o.queues, d->o.cfg->nqueues, err, errlen);
+	t0 = uv_hrtime();
 	r = store_poll_next(st, d->o.queues, d->o.cfg->nqueues, &d->next_us, err, errlen);
 	d->asked_ns = t0 + (uv_hrtime() - t0) / 2;
 	return r;
