@@ -27,8 +27,9 @@ def it_replaces_at_once_a_worker_killed_after_it_finished_items(t):
     delays = []
     for i in range(5):
         db.insert_items(20)
-        # Its FINISHED has reached the supervisor: the worker has done useful work.
-        w = c.wait_status(lambda s: worker_in_slot(s, 0)['done'] >= 20, 10,
+        # Its FINISHED has reached the supervisor: the worker has done useful work. (A
+        # slot's done counts every worker it had.)
+        w = c.wait_status(lambda s: worker_in_slot(s, 0)['done'] >= 20 * (i + 1), 10,
                           f'worker {w["pid"]} to finish 20 rows (round {i + 1})')['workers'][0]
         t_kill = time.monotonic()
         os.kill(w['pid'], signal.SIGKILL)
