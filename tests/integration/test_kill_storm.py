@@ -15,9 +15,10 @@ from harness import check, check_eq, kill_quietly, wait_for, worker_in_slot
 
 
 def _new_worker(c, slot, old, what):
-    st = c.wait_status(lambda s: (worker_in_slot(s, slot) or {}).get('pid') not in (None, 0, old)
-                       and worker_in_slot(s, slot).get('state') in ('idle', 'busy'), 10, what)
-    return worker_in_slot(st, slot)
+    def up(st):
+        w = worker_in_slot(st, slot) or {}
+        return w.get('pid') not in (None, 0, old) and w.get('state') in ('idle', 'busy')
+    return worker_in_slot(c.wait_status(up, 10, what), slot)
 
 
 def it_replaces_at_once_a_worker_killed_after_it_finished_items(t):
