@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The source tree's layout, as src/README.md states it: what each folder may include, no
 circle among modules (a module is foo.c with foo.h and its private foo_int.h; one includes another when any of its
-files includes the other's header), no file over 600 lines, and a README in every folder.
+files includes the other's header), no file over 800 lines, and a README in every folder.
 Prints what breaks a rule and exits 1; exits 0 when all hold."""
 
 import os
@@ -10,7 +10,7 @@ import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..')
 SRC = os.path.join(ROOT, 'src')
-MAX_LINES = 600
+MAX_LINES = 800
 
 # folder -> folders (or single headers) it may include from, besides its own
 ALLOWED = {
