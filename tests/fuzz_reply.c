@@ -1,8 +1,8 @@
 /* Fuzz target for a pipe: co-process's reply line (worker/pipe_reply, on jansson): the input,
- * up to its first newline, is a line from the co-process running item 7. Whatever it is,
- * the parser returns 0 with a result status of its set (or a progress report) or -EPROTO with
- * a bad-reply error, the error is a terminated string within its buffer, and a result or
- * progress text is within its limit; anything else aborts.
+ * up to its first newline, is a line from the co-process. Whatever it is, the parser returns
+ * 0 with a result status of its set (or a progress report) or -EPROTO with a bad-reply error,
+ * the error is a terminated string within its buffer, and a result or progress text is within
+ * its limit; anything else aborts.
  *
  *     clang -g -O1 -fsanitize=fuzzer,address,undefined -DCLAIMD_LIBFUZZER -Isrc \
  *         src/worker/pipe_reply.c src/common/json.c src/common/utf8.c tests/fuzz_reply.c \
@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r;
 
 	memset(&reply, 0x55, sizeof(reply));
-	r = pipe_reply_parse((const char *)data, len, 7, &reply);
+	r = pipe_reply_parse((const char *)data, len, &reply);
 	if (!memchr(res->error, '\0', sizeof(res->error))) {
 		fprintf(stderr, "fuzz_reply: the error text is not terminated\n");
 		abort();

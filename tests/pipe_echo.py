@@ -113,7 +113,9 @@ def handle(req):
 def main():
     log('boot', 0, 0, f'{time.time():.6f}', os.getpid())
     for line in sys.stdin.buffer:
-        handle(json.loads(line))
+        req = json.loads(line)
+        if not req.get('cancel'):   # one item at a time: a cancel is not acted on
+            handle(req)
 
 
 if __name__ == '__main__':

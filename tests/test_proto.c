@@ -48,8 +48,7 @@ static void make_msg(unsigned type, int n, struct proto_msg *m)
 	case PROTO_ACK: m->u.ack.acked_id = 0xDEADBEEFu; break;
 	case PROTO_HELLO: m->u.hello.pid = 0x7FFFFFFEu; m->u.hello.slot = 0x80000003u; break;
 	case PROTO_PING: m->u.ping.sent_ms = 0x0102030405060708u; break;
-	case PROTO_STATE: m->u.state.state = PROTO_W_STOPPING; m->u.state.item_id = UINT64_MAX;
-		m->u.state.handler_pid = 0x8A0B0C0Du; break;
+	case PROTO_STATE: m->u.state.state = PROTO_W_STOPPING; break;
 	case PROTO_WAKE:
 		for (int i = 0; i < PLACE_SIZE; i++)
 			m->u.wake.cursor.b[i] = (uint8_t)(0xA1 + i);
@@ -102,8 +101,7 @@ static int msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 	case PROTO_HELLO: return a->u.hello.pid == b->u.hello.pid && a->u.hello.slot == b->u.hello.slot;
 	case PROTO_PING: return a->u.ping.sent_ms == b->u.ping.sent_ms;
 	case PROTO_STATE:
-		return a->u.state.state == b->u.state.state && a->u.state.item_id == b->u.state.item_id &&
-		       a->u.state.handler_pid == b->u.state.handler_pid;
+		return a->u.state.state == b->u.state.state;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED:
 	case PROTO_HOLDING: return items_equal(a, b);
@@ -116,7 +114,7 @@ static int msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 
 static size_t body_size(unsigned type, unsigned n)
 {
-	static const unsigned fixed[] = { 0, 4, 8, 8, 13, 26, 2, 20, 4, 0, 2 };
+	static const unsigned fixed[] = { 0, 4, 8, 8, 1, 26, 2, 20, 4, 0, 2 };
 	return fixed[type] + n * (type == PROTO_CLAIMED || type == PROTO_HOLDING ? 16u :
 				  type == PROTO_FINISHED ? 26u : 0u);
 }
@@ -187,12 +185,12 @@ static const char *run_round_trip(const struct rt_case *c)
 /* ---- byte order: golden frames ---- */
 
 static const uint8_t golden_hello[] = {
-	0xC1, 0xD0, 0x04, 0x02, 0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x00, 0x08,
+	0xC1, 0xD0, 0x05, 0x02, 0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x00, 0x08,
 	0x0A, 0x0B, 0x0C, 0x0D, 0x00, 0x00, 0x00, 0x07,
 };
 
 static const uint8_t golden_finished[] = {
-	0xC1, 0xD0, 0x04, 0x06, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x1C,
+	0xC1, 0xD0, 0x05, 0x06, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x1C,
 	0x00, 0x01,
 	0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
 	0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF, 0x00,
@@ -346,8 +344,8 @@ static const struct bad_case bad_cases[] = {
 	{ "rejects_ack_with_short_body", PROTO_ACK, 8, 4, 3, HDR, -EBADMSG },
 	{ "rejects_hello_with_long_body", PROTO_HELLO, 8, 4, 9, HDR, -EBADMSG },
 	{ "rejects_ping_with_short_body", PROTO_PING, 8, 4, 4, HDR, -EBADMSG },
-	{ "rejects_state_with_short_body", PROTO_STATE, 8, 4, 12, HDR, -EBADMSG },
-	{ "rejects_state_with_v0_body", PROTO_STATE, 8, 4, 9, HDR, -EBADMSG },
+	{ "rejects_state_without_body", PROTO_STATE, 8, 4, 0, HDR, -EBADMSG },
+	{ "rejects_state_with_v4_body", PROTO_STATE, 8, 4, 13, HDR, -EBADMSG },
 	{ "rejects_wake_without_cursor", PROTO_WAKE, 8, 4, 0, HDR, -EBADMSG },
 	{ "rejects_wake_with_long_body", PROTO_WAKE, 8, 4, 17, HDR, -EBADMSG },
 	{ "rejects_want_with_body", PROTO_WANT, 8, 4, 4, HDR, -EBADMSG },

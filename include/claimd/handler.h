@@ -2,27 +2,35 @@
  *
  * A plugin is a shared library that exports
  *
- *     const struct claimd_plugin *claimd_plugin_v2(void);
+ *     const struct claimd_plugin *claimd_plugin_v3(void);
  *
- * returning a pointer to a static struct whose abi_version is CLAIMD_PLUGIN_ABI_VERSION (2).
- * A plugin built for version 1 (exporting claimd_plugin_v1, abi_version 1) still loads: the
- * version 2 structs are version 1's with fields added at their end.
+ * returning a pointer to a static struct whose abi_version is CLAIMD_PLUGIN_ABI_VERSION (3).
+ * Plugins built for version 2 (claimd_plugin_v2) or 1 (claimd_plugin_v1) still load: each
+ * version's structs are the one before's with fields added at their end.
  * Build it with e.g. `cc -shared -fPIC -o myplugin.so myplugin.c`; run claimd with
  * `--handler 'so:/abs/path/myplugin.so [args]'` (the rest of the spec after the path is
  * given to init as ctx->args).
  *
- * Each worker process loads the plugin once (dlopen) and calls init on its main thread,
- * then handle once per item, one item at a time, on a thread of its own (not the main one:
- * the worker keeps answering its supervisor meanwhile), and fini when it stops normally.
- * handle must be thread-safe with respect to nothing but itself: calls never overlap within
- * one worker, but every worker process has its own copy of the plugin's globals.
+ * Each worker process loads the plugin once (dlopen) and calls init on its main thread, then
+ * handle once per item on threads of the worker's own (never the main one: the worker keeps
+ * answering its supervisor meanwhile), and fini when it stops normally. With
+ * CLAIMD_PLUGIN_THREAD_SAFE in flags (version 3), handle runs on up to --concurrency threads
+ * at once, so it must be safe to call concurrently; without it (and for every version 1 or 2
+ * plugin) calls never overlap within one worker, whatever --concurrency says. Every worker
+ * process has its own copy of the plugin's globals.
  *
  * What the worker cannot protect you from, and what it does about it:
  *   - a crash (SIGSEGV, abort, ...) in the plugin kills its worker process; the supervisor
- *     replaces it and the item is released and retried (the attempt counts);
- *   - handle running past the item's deadline (--timeout): a thread cannot be killed, so the
- *     worker logs it and exits at once (_exit); the supervisor replaces it and the item is
- *     retried as above. Return before deadline_ms if you can.
+ *     replaces it, and every item the worker was running is released and retried with its
+ *     attempt counted (any of them may have caused it);
+ *   - handle running past the item's deadline (--timeout, or the row's timeout_s): from then
+ *     on job->cancelled() (version 3) answers non-zero, and handle has --kill-grace to return
+ *     (the item then fails as timed out). A thread cannot be killed: if handle has not
+ *     returned by the end of the grace, the worker logs it and exits at once (_exit); the
+ *     supervisor replaces it, that item fails as timed out (its attempt counts), and the
+ *     worker's other items are released (their attempts given back).
+ * When the worker stops (SIGTERM to claimd), running items get --grace to finish; then
+ * cancelled() answers non-zero and they have --kill-grace more before the worker exits.
  *
  * A run may leave a result in the row (job->set_result, at most CLAIMD_RESULT_MAX bytes,
  * kept when handle returns CLAIMD_OK) and report its progress while it runs (job->progress:
@@ -31,8 +39,8 @@
  *
  * ABI rules: struct layouts and meanings are fixed for a given CLAIMD_PLUGIN_ABI_VERSION;
  * any change bumps it (and the exported symbol's suffix). claimd refuses to start with a
- * plugin that exports neither claimd_plugin_v2 nor claimd_plugin_v1, or whose abi_version
- * is not the one its symbol names.
+ * plugin that exports none of claimd_plugin_v3, _v2 and _v1, or whose abi_version is not the
+ * one its symbol names.
  */
 #ifndef CLAIMD_HANDLER_PLUGIN_H
 #define CLAIMD_HANDLER_PLUGIN_H
@@ -44,8 +52,9 @@
 extern "C" {
 #endif
 
-#define CLAIMD_PLUGIN_ABI_VERSION 2
-#define CLAIMD_PLUGIN_SYMBOL "claimd_plugin_v2"
+#define CLAIMD_PLUGIN_ABI_VERSION 3
+#define CLAIMD_PLUGIN_SYMBOL "claimd_plugin_v3"
+#define CLAIMD_PLUGIN_SYMBOL_V2 "claimd_plugin_v2"
 #define CLAIMD_PLUGIN_SYMBOL_V1 "claimd_plugin_v1"
 #define CLAIMD_ERROR_MAX 1024
 #define CLAIMD_RESULT_MAX (64 * 1024)
@@ -77,6 +86,12 @@ struct claimd_job {
 	 * CLAIMD_PROGRESS_MAX bytes compact. Cheap: the row gets the latest, at most once a
 	 * second. Returns 0, -EINVAL (not JSON, or too long) or -ENOMEM. */
 	int (*progress)(const struct claimd_job *job, const char *json);
+	/* ---- since ABI version 3 ---- */
+	/* Non-zero once the item should stop as soon as it can: its deadline has passed, or the
+	 * worker is stopping and its grace is over. Cheap (one atomic load): call it between
+	 * steps, or around a blocking call with a timeout. handle then has --kill-grace to
+	 * return before the worker exits. */
+	int (*cancelled)(const struct claimd_job *job);
 };
 
 enum claimd_status {
@@ -109,12 +124,17 @@ struct claimd_plugin {
 	void (*handle)(const struct claimd_job *job, struct claimd_result *res);
 	/* Optional. Called once when the worker stops normally (not after a crash or timeout). */
 	void (*fini)(struct claimd_plugin_ctx *ctx);
+	/* ---- since ABI version 3 ---- */
+	uint32_t flags;                /* CLAIMD_PLUGIN_* */
 };
+
+/* handle may run on several threads of one worker at once (up to --concurrency). */
+#define CLAIMD_PLUGIN_THREAD_SAFE 0x1u
 
 typedef const struct claimd_plugin *(*claimd_plugin_fn)(void);
 typedef claimd_plugin_fn claimd_plugin_v1_fn;
 
-const struct claimd_plugin *claimd_plugin_v2(void);
+const struct claimd_plugin *claimd_plugin_v3(void);
 
 #ifdef __cplusplus
 }

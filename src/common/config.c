@@ -42,6 +42,10 @@ const struct option_def config_defs[] = {
 	  "rows a worker claims per round trip, 1..256, or auto: sized from what its\n"
 	  "items have cost, many while they take microseconds, one when they take\n"
 	  "long (default auto)" },
+	{ "concurrency", K_UINT, "N", AT(concurrency), 1, 256, A_WORKERS,
+	  "items one worker runs at once, 1..256 (default 1): exec: processes, pipe:\n"
+	  "requests outstanding to its co-process, so: threads (a plugin that is not\n"
+	  "thread-safe runs one at a time); raise it for items that mostly wait" },
 	{ "claimers", K_UINT, "N", AT(claimers), 1, 1024, A_SUPERVISOR,
 	  "claim transactions at once per supervisor (default: CPUs, at least 2)" },
 	{ "control", K_TEXT, "PATH", AT(control), 1, 0, A_RESTART,
@@ -142,6 +146,7 @@ static void set_defaults(struct config *c)
 	memset(c, 0, sizeof(*c));
 	c->workers = 4;
 	c->batch = 0;   /* auto */
+	c->concurrency = 1;
 	c->claimers = default_claimers();
 	c->lease_ms = 30000;
 	c->timeout_ms = 300000;

@@ -41,6 +41,7 @@ struct config {
 	char control[CONFIG_PATH_MAX];
 	unsigned workers;
 	unsigned batch;     /* rows per claim, 1..256; 0: auto (worker/prefetch.h) */
+	unsigned concurrency;   /* items one worker runs at once, 1..256 */
 	unsigned claimers;      /* claim transactions at once per supervisor */
 	unsigned lease_ms;
 	unsigned timeout_ms;

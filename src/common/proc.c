@@ -320,31 +320,40 @@ static void frame_init(struct forker_frame *fr)
 	fr->mh.msg_controllen = sizeof(fr->cmsg);
 }
 
-int proc_forker_start(struct proc_forker *f, char *const argv[])
+/* fd, duplicated close-on-exec at 10 or above (so that a dup2 onto 3 or 4 cannot clobber
+ * the other), or -1 with errno. */
+static int dup_high(int fd)
+{
+	return fcntl(fd, F_DUPFD_CLOEXEC, 10);
+}
+
+int proc_forker_start(struct proc_forker *f, char *const argv[], int pass_fd)
 {
 	extern char **environ;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none;
-	int sv[2], r;
+	int sv[2], pass = -1, r, d;
 	pid_t pid;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	if (sv[1] == 3) {  /* dup2 onto itself would leave it close-on-exec */
-		int d = fcntl(sv[1], F_DUPFD_CLOEXEC, 4);
-		if (d < 0) {
-			r = -errno;
-			close(sv[0]);
-			close(sv[1]);
-			return r;
-		}
+	d = dup_high(sv[1]);
+	if (d < 0 || (pass_fd >= 0 && (pass = dup_high(pass_fd)) < 0)) {
+		r = -errno;
+		close(sv[0]);
 		close(sv[1]);
-		sv[1] = d;
+		if (d >= 0)
+			close(d);
+		return r;
 	}
+	close(sv[1]);
+	sv[1] = d;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+	if (pass >= 0)
+		posix_spawn_file_actions_adddup2(&fa, pass, 4);
 	posix_spawnattr_init(&at);
 	sigemptyset(&none);
 	posix_spawnattr_setsigmask(&at, &none);
@@ -353,6 +362,8 @@ int proc_forker_start(struct proc_forker *f, char *const argv[])
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
 	close(sv[1]);
+	if (pass >= 0)
+		close(pass);
 	if (r != 0) {
 		close(sv[0]);
 		return -r;

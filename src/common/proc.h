@@ -85,10 +85,10 @@ struct proc_forker {
 	int fd;     /* our end of its socket, -1 when not running */
 };
 
-/* Start the fork server: exec argv[0] with argv, its socket on descriptor 3 and stdin on
- * /dev/null; argv must tell the program to serve (call proc_forker_serve on fd 3). Returns 0
- * or -errno. */
-int proc_forker_start(struct proc_forker *f, char *const argv[]);
+/* Start the fork server: exec argv[0] with argv, its socket on descriptor 3, pass_fd (if not
+ * -1) on descriptor 4, and stdin on /dev/null; argv must tell the program to serve (call
+ * proc_forker_serve on fd 3). Returns 0 or -errno. */
+int proc_forker_start(struct proc_forker *f, char *const argv[], int pass_fd);
 
 /* Ask the fork server for a process that runs run(tag, fd) (see proc_forker_serve) with fd,
  * a descriptor of ours, passed to it. Waits up to timeout_ms for the answer. Returns 0 with

@@ -22,7 +22,7 @@ static const struct body_rule body_rules[PROTO_TYPE_MAX + 1] = {
 	[PROTO_ACK] = { 4, 0 },
 	[PROTO_HELLO] = { 8, 0 },
 	[PROTO_PING] = { 8, 0 },
-	[PROTO_STATE] = { 13, 0 },
+	[PROTO_STATE] = { 1, 0 },
 	[PROTO_CLAIMED] = { ITEMS_HEAD + CURSOR_SIZE + 4, 16 },
 	[PROTO_FINISHED] = { ITEMS_HEAD, 26 },
 	[PROTO_WAKE] = { CURSOR_SIZE, 0 },
@@ -154,8 +154,6 @@ static void put_body(uint8_t *p, const struct proto_msg *m)
 	case PROTO_PING: put_u64(p, m->u.ping.sent_ms); break;
 	case PROTO_STATE:
 		p[0] = m->u.state.state;
-		put_u64(p + 1, m->u.state.item_id);
-		put_u32(p + 9, m->u.state.handler_pid);
 		break;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED:
@@ -278,8 +276,6 @@ static void get_body(const uint8_t *b, uint8_t type, struct proto_msg *m)
 	case PROTO_PING: m->u.ping.sent_ms = get_u64(b); break;
 	case PROTO_STATE:
 		m->u.state.state = b[0];
-		m->u.state.item_id = get_u64(b + 1);
-		m->u.state.handler_pid = get_u32(b + 9);
 		break;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED:

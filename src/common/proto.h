@@ -22,7 +22,7 @@
 #include "common/place.h"
 
 #define PROTO_MAGIC 0xC1D0u
-#define PROTO_VERSION 4u
+#define PROTO_VERSION 5u
 #define PROTO_HEADER_SIZE 12u
 #define PROTO_MAX_ITEMS 256u
 #define PROTO_MAX_QUEUES 16u /* a FINISHED item's queue is an index below this */
@@ -32,8 +32,8 @@ enum proto_type {
 	PROTO_ACK = 1,  /* either way: body { u32 acked_id } */
 	PROTO_HELLO,    /* worker -> supervisor: { u32 pid, u32 slot } */
 	PROTO_PING,     /* supervisor -> worker: { u64 sent_ms } */
-	PROTO_STATE,    /* worker -> supervisor: { u8 state, u64 item_id (0 = none),
-	                 *                         u32 handler_pid (0 = none) } */
+	PROTO_STATE,    /* worker -> supervisor: { u8 state } (which items it runs, and their
+	                 * handlers' processes, are in the scoreboard: common/scoreboard.h) */
 	PROTO_CLAIMED,  /* worker -> supervisor: { u16 n, cursor, u32 claim_us,
 	                 *                         n * { u64 id, u64 token } };
 	                 * cursor: PLACE_SIZE bytes, the place in claim order the claim reached;
@@ -57,8 +57,9 @@ enum proto_type {
 /* What a worker tells the supervisor it is doing. */
 enum proto_wstate {
 	PROTO_W_STARTING = 0,
-	PROTO_W_IDLE,
-	PROTO_W_BUSY,
+	PROTO_W_IDLE,       /* it has room for more work and the last claim found none: asleep
+			     * until woken (items it holds may still run) */
+	PROTO_W_BUSY,       /* claiming, or as many items as it runs at once and prefetches */
 	PROTO_W_DB_DOWN,
 	PROTO_W_STOPPING,
 	PROTO_W_MAX = PROTO_W_STOPPING,
@@ -93,7 +94,7 @@ struct proto_msg {
 		struct { uint32_t acked_id; } ack;
 		struct { uint32_t pid; uint32_t slot; } hello;
 		struct { uint64_t sent_ms; } ping;
-		struct { uint8_t state; uint64_t item_id; uint32_t handler_pid; } state;
+		struct { uint8_t state; } state;
 		struct {
 			uint16_t n;
 			struct place cursor; /* CLAIMED only */

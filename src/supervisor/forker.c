@@ -28,7 +28,7 @@ static int start(struct forker *f)
 	args[n++] = "--parent-pid";
 	args[n++] = ppid_s;
 	args[n] = NULL;
-	r = proc_forker_start(&f->pf, args);
+	r = proc_forker_start(&f->pf, args, f->pass_fd);
 	free(args);
 	if (r < 0)
 		log_error("cannot start the fork server: %s", strerror(-r));
@@ -37,13 +37,14 @@ static int start(struct forker *f)
 	return r;
 }
 
-int forker_start(struct forker *f, int argc, char **argv)
+int forker_start(struct forker *f, int argc, char **argv, int pass_fd)
 {
 	size_t len = sizeof(f->exe);
 	int r;
 
 	memset(f, 0, sizeof(*f));
 	f->pf.fd = -1;
+	f->pass_fd = pass_fd;
 	f->argc = argc;
 	f->argv = argv;
 	r = uv_exepath(f->exe, &len);

@@ -15,11 +15,13 @@ struct forker {
 	char exe[PATH_MAX];
 	int argc;
 	char **argv;      /* the supervisor's command line, passed on */
+	int pass_fd;      /* given to the fork server on descriptor 4 (the scoreboard), or -1 */
 };
 
-/* Finds this binary and starts the fork server. argv is borrowed. Returns 0 or -errno
+/* Finds this binary and starts the fork server, with pass_fd (-1: none) on its descriptor 4
+ * (SCOREBOARD_FD): its workers inherit it. argv and pass_fd are borrowed. Returns 0 or -errno
  * (logged). */
-int forker_start(struct forker *f, int argc, char **argv);
+int forker_start(struct forker *f, int argc, char **argv, int pass_fd);
 
 /* A process for worker slot with fd (a descriptor of ours) passed to it, from the fork
  * server (started first if it is not running). Blocks up to a few seconds when the fork

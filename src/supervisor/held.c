@@ -33,9 +33,10 @@ void held_remove(struct held *h, uint64_t id, uint64_t token)
 
 struct release_job {
 	struct dbq_job j;
-	struct store_ref *refs;   /* the running row (if any) last */
+	struct store_ref *refs;   /* the blamed rows last */
 	size_t n;
-	bool running;             /* refs[n - 1] was running */
+	struct held_blame *blamed; /* refs[n - nblamed + i] is blamed[i]'s row */
+	size_t nblamed;
 	void (*done)(void *data, int rc);
 	void *data;
 };
@@ -43,16 +44,17 @@ struct release_job {
 static int release_run(struct dbq_job *j, struct store *st, char *err, size_t errlen)
 {
 	struct release_job *rj = container_of(j, struct release_job, j);
-	size_t others = rj->n - rj->running;
+	size_t others = rj->n - rj->nblamed;
 	int r = 0, k;
 
 	if (others > 0)
 		r = store_release(st, rj->refs, others, false, NULL, err, errlen);
-	if (r < 0 || !rj->running)
-		return r;
-	k = store_release(st, rj->refs + others, 1, true, "its worker died while running it", err,
-			  errlen);
-	return k < 0 ? k : r + k;
+	for (size_t i = 0; r >= 0 && i < rj->nblamed; i++) {
+		k = store_release(st, rj->refs + others + i, 1, true, rj->blamed[i].reason, err,
+				  errlen);
+		r = k < 0 ? k : r + k;
+	}
+	return r;
 }
 
 static void on_released(struct dbq_job *j)
@@ -60,27 +62,33 @@ static void on_released(struct dbq_job *j)
 	struct release_job *rj = container_of(j, struct release_job, j);
 
 	if (j->rc >= 0)
-		log_info("released %d of %zu claims of a dead worker (the rest had finished)", j->rc,
-			 rj->n);
+		log_info("released %d of %zu claims of a dead worker (the rest had finished)%s",
+			 j->rc, rj->n, rj->nblamed ? "; the items it was running when it crashed "
+			 "count the attempt" : "");
 	else
 		log_warn("gave up releasing %zu claims of a dead worker: %s; they come back when "
 			 "their lease expires", rj->n, j->err);
 	rj->done(rj->data, j->rc);
 	free(rj->refs);
+	free(rj->blamed);
 	free(rj);
 }
 
-bool held_release(struct held *h, uint64_t running, struct dbq *dbq,
-		  void (*done)(void *data, int rc), void *data)
+bool held_release(struct held *h, const struct held_blame *blame, size_t nblame,
+		  struct dbq *dbq, void (*done)(void *data, int rc), void *data)
 {
 	struct release_job *rj;
+	size_t end;
 
 	if (h->n == 0)
 		return false;
 	rj = calloc(1, sizeof(*rj));
-	if (!rj) {
+	if (rj && nblame > 0)
+		rj->blamed = calloc(nblame, sizeof(*rj->blamed));
+	if (!rj || (nblame > 0 && !rj->blamed)) {
 		log_error("out of memory: %zu claims of a dead worker come back after their lease",
 			  h->n);
+		free(rj);
 		h->n = 0;
 		return false;
 	}
@@ -89,14 +97,25 @@ bool held_release(struct held *h, uint64_t running, struct dbq *dbq,
 	rj->j.must_finish = true;
 	rj->refs = h->refs;
 	rj->n = h->n;
-	for (size_t i = 0; running && i < rj->n; i++) {
-		if (rj->refs[i].id != running)
-			continue;
-		struct store_ref t = rj->refs[i];
-		rj->refs[i] = rj->refs[rj->n - 1];
-		rj->refs[rj->n - 1] = t;
-		rj->running = true;
-		break;
+	/* The blamed rows (those still held) to the end, in blame's order. */
+	end = rj->n;
+	for (size_t b = nblame; b-- > 0;) {
+		for (size_t i = 0; i < end; i++) {
+			if (rj->refs[i].id != blame[b].id)
+				continue;
+			struct store_ref t = rj->refs[i];
+			rj->refs[i] = rj->refs[end - 1];
+			rj->refs[--end] = t;
+			rj->blamed[rj->n - end - 1] = blame[b];
+			break;
+		}
+	}
+	rj->nblamed = rj->n - end;
+	/* blamed[] was filled from the end backwards: refs[end + i] is blamed[nblamed-1-i]. */
+	for (size_t i = 0; i < rj->nblamed / 2; i++) {
+		struct held_blame t = rj->blamed[i];
+		rj->blamed[i] = rj->blamed[rj->nblamed - 1 - i];
+		rj->blamed[rj->nblamed - 1 - i] = t;
 	}
 	rj->done = done;
 	rj->data = data;

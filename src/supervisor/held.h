@@ -20,14 +20,20 @@ struct held {
 void held_add(struct held *h, uint64_t id, uint64_t token);
 void held_remove(struct held *h, uint64_t id, uint64_t token);
 
-/* Release every row in h (h is empty after): a database job that must not be lost. The row
- * running (its id; 0: none) counts the attempt, and goes dead if it was its last: it may be
- * what killed the worker. The others get theirs back: not started, or finished with their
- * outcome not yet written, they run again. done(data, rc) follows on the loop, rc the rows
- * released (< 0: given up). Returns whether it will be: nothing to release (or no memory),
- * nothing is done and done is not called. */
-bool held_release(struct held *h, uint64_t running, struct dbq *dbq,
-		  void (*done)(void *data, int rc), void *data);
+/* A row to blame for its worker's death, and why (its last_error if it goes dead). */
+struct held_blame {
+	uint64_t id;
+	char reason[160];
+};
+
+/* Release every row in h (h is empty after): a database job that must not be lost. The rows
+ * in blame[0..nblame) count their attempt, and go dead if it was their last: they may be what
+ * killed the worker. The others get theirs back: not started, cut short, or finished with
+ * their outcome not yet written, they run again. done(data, rc) follows on the loop, rc the
+ * rows released (< 0: given up). Returns whether it will be: nothing to release (or no
+ * memory), nothing is done and done is not called. */
+bool held_release(struct held *h, const struct held_blame *blame, size_t nblame,
+		  struct dbq *dbq, void (*done)(void *data, int rc), void *data);
 
 void held_free(struct held *h);
 

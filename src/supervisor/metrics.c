@@ -142,6 +142,12 @@ void metrics_render(const struct metrics *m, const struct status *st,
 		if (st->workers[i].rtt_valid)
 			buf_printf(b, "claimd_heartbeat_rtt_seconds{slot=\"%d\"} %.6f\n",
 				   st->workers[i].slot, st->workers[i].rtt_ms / 1000.0);
+	head(b, "claimd_worker_items_running", "gauge",
+	     "Items each worker slot runs now (at most --concurrency).");
+	for (size_t i = 0; i < st->nworkers; i++)
+		if (st->workers[i].pid)
+			buf_printf(b, "claimd_worker_items_running{slot=\"%d\"} %zu\n",
+				   st->workers[i].slot, st->workers[i].inflight);
 	head(b, "claimd_http_requests_total", "counter", "HTTP requests answered, by route and code.");
 	for (size_t i = 0; i < m->nhttp; i++)
 		buf_printf(b, "claimd_http_requests_total{route=\"%s\",code=\"%u\"} %llu\n",

@@ -93,17 +93,12 @@ static void give_back(struct permits *p, unsigned slot)
 	}
 }
 
-void permits_claimed(struct permits *p, unsigned slot, const struct place *reached, size_t n,
-		     bool keep)
+void permits_claimed(struct permits *p, unsigned slot, const struct place *reached, size_t n)
 {
 	/* The furthest place any worker claimed is where the next claimer starts. */
 	if (store_place_after(reached, &p->cursor))
 		p->cursor = *reached;
 	give_back(p, slot);
-	if (keep && !p->stopped && p->ops->can_take(p->data, slot)) {
-		want_remove(p, slot);
-		grant(p, slot);
-	}
 	if (n > 0)
 		permits_wake_one(p, (int)slot);
 	else

@@ -26,6 +26,7 @@
 #include "supervisor/forker.h"
 #include "supervisor/held.h"
 #include "supervisor/permits.h"
+#include "worker/handler.h"
 
 
 /* ---- health ---- */
@@ -96,25 +97,18 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 		else if (it->outcome == PROTO_OUT_RETRY || it->outcome == PROTO_OUT_DEAD)
 			sl->failed++, sl->dead += it->outcome == PROTO_OUT_DEAD;
 	}
-	/* CLAIMED answers a permit. A no-op worker runs its batch at once and wants the next
-	 * one: it keeps the permit. Handing it to a sleeping worker costs a wake-up and a cold
-	 * connection per claim (8 workers did 0.87-0.89x the claims/s of 2; kept, the same).
-	 * The others' finished items do not wait for a permit (see the worker's flush timer). */
+	/* CLAIMED answers a permit. A worker with room for more asks again at once (WANT after
+	 * its CLAIMED); its finished items do not wait for a permit (the worker's flush timer). */
 	if (m->type == PROTO_CLAIMED && n == 0 && p->o.claimed_none)
 		p->o.claimed_none(p->o.data);
 	if (m->type == PROTO_CLAIMED)
-		permits_claimed(&p->permits, sl->idx, &m->u.items.cursor, n,
-				n > 0 && p->o.inline_handler);
+		permits_claimed(&p->permits, sl->idx, &m->u.items.cursor, n);
 }
 
 static void on_state(struct slot *sl, const struct proto_msg *m)
 {
 	if (sl->health != SLOT_UP)
 		return;  /* unresponsive: our verdict stands until it is gone */
-	if (m->u.state.item_id != sl->item)
-		sl->item_since = pool_now_ms(sl->pool);
-	sl->item = m->u.state.item_id;
-	sl->handler_pid = (pid_t)m->u.state.handler_pid;
 	if (m->u.state.state == PROTO_W_DB_DOWN && sl->wstate != PROTO_W_DB_DOWN)
 		log_warn("worker slot=%u pid=%d reports the database down", sl->idx, (int)sl->pid);
 	sl->wstate = m->u.state.state;
@@ -255,12 +249,60 @@ static void on_worker_exit(struct child *c)
 	else
 		log_info("worker slot=%u pid=%d stopped", sl->idx, (int)sl->pid);
 	/* A handler outlives a killed worker only by the children it started itself (the
-	 * handler gets SIGKILL with its parent): take its whole process group down. */
-	if (sl->handler_pid > 0 && failed)
-		proc_kill_group(sl->handler_pid, SIGKILL);
-	sl->handler_pid = 0;
+	 * handler gets SIGKILL with its parent): take each running one's process group down. */
+	if (failed) {
+		struct sb_item run[SCOREBOARD_ENTRIES];
+		size_t n = pool_running(sl, run, SCOREBOARD_ENTRIES);
+		for (size_t i = 0; i < n; i++)
+			if (run[i].pgid > 0)
+				proc_kill_group(run[i].pgid, SIGKILL);
+	}
 	sl->exited_at = pool_now_ms(p);
 	pool_slot_set(sl, SLOT_EXITED);
+}
+
+size_t pool_running(const struct slot *sl, struct sb_item *out, size_t max)
+{
+	struct sb_item tmp[SCOREBOARD_ENTRIES];
+
+	if (!sl->board || sl->pid == 0)
+		return 0;
+	if (!out) {
+		out = tmp;
+		max = SCOREBOARD_ENTRIES;
+	}
+	return scoreboard_read(sl->board, out, max);
+}
+
+/* Which of the items a dead worker was running are to blame for its death (their attempt
+ * counts, and the last one makes the row dead), and why; the others go back with their
+ * attempt given back. A crash (a signal a fault raises) may have been any running item's
+ * doing: all of them. An in-process handler stuck past its deadline: the items it marked.
+ * Killed from outside (SIGKILL, SIGTERM: a kill storm, the OOM killer, a hang verdict) or
+ * ended by the lease fence: none. */
+static size_t blame(int status, const struct sb_item *run, size_t n, struct held_blame *out)
+{
+	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS, SIGTRAP };
+	bool crashed = false;
+	size_t k = 0;
+
+	for (size_t i = 0; WIFSIGNALED(status) && i < sizeof(faults) / sizeof(faults[0]); i++)
+		crashed |= WTERMSIG(status) == faults[i];
+	for (size_t i = 0; i < n; i++) {
+		if (crashed) {
+			out[k].id = run[i].id;
+			snprintf(out[k++].reason, sizeof(out[0].reason), "its worker crashed (%s) "
+				 "while running it%s", strsignal(WTERMSIG(status)), n > 1 ?
+				 " among others" : "");
+		} else if (WIFEXITED(status) && WEXITSTATUS(status) == HANDLER_EXIT_STUCK &&
+			   (run[i].flags & SB_OVERRAN)) {
+			out[k].id = run[i].id;
+			snprintf(out[k++].reason, sizeof(out[0].reason), "timed out: its in-process "
+				 "handler ran past its deadline and the kill grace, and its worker "
+				 "exited");
+		}
+	}
+	return k;
 }
 
 /* Exited and its channel drained: release what it still held, then replace it. */
@@ -269,10 +311,16 @@ static void on_worker_gone(struct child *c)
 	struct slot *sl = child_data(c);
 	struct pool *p = sl->pool;
 	uint64_t lived = sl->exited_at - sl->started;
-	/* The row its handler ran, as it said before starting it (a no-op never dies of one). */
-	uint64_t running = p->o.inline_handler ? 0 : sl->item;
 	int status = child_status(c);
+	struct sb_item run[SCOREBOARD_ENTRIES];
+	struct held_blame *blamed = NULL;
+	size_t nrun = pool_running(sl, run, SCOREBOARD_ENTRIES), nblamed = 0;
 	unsigned delay = 0;
+
+	if (nrun > 0 && (blamed = calloc(nrun, sizeof(*blamed))))
+		nblamed = blame(status, run, nrun, blamed);
+	if (sl->board)
+		scoreboard_clear(sl->board);
 
 	if (sl->chan) {
 		chan_close(sl->chan);
@@ -281,11 +329,11 @@ static void on_worker_gone(struct child *c)
 	child_free(sl->child);
 	sl->child = NULL;
 	pool_slot_set(sl, SLOT_DOWN);
-	sl->item = 0;
 	sl->pid = 0;
 	permits_drop(&p->permits, sl->idx);
-	if (held_release(&sl->held, running, p->o.dbq, on_released, p))
+	if (held_release(&sl->held, blamed, nblamed, p->o.dbq, on_released, p))
 		p->open_handles++;   /* until on_released */
+	free(blamed);
 	if (p->stopping) {
 		p->o.on_change(p->o.data);
 		return;
@@ -365,7 +413,7 @@ void pool_spawn(struct slot *sl)
 	sl->wstate = PROTO_W_STARTING;
 	sl->rtt_valid = false;
 	sl->last_ack = 0;
-	sl->item = 0;
+	sl->board = p->board ? &p->board[sl->idx] : NULL;
 	pool_slot_set(sl, SLOT_UP);
 	r = chan_open(p->o.loop, fds[0], &slot_chan_ops, sl, &sl->chan);
 	if (r < 0) {
@@ -425,6 +473,7 @@ int pool_new(const struct pool_opts *o, struct pool **ret)
 	p->o = *o;
 	p->cfg = o->cfg;
 	p->forker.pf.fd = -1;
+	p->board_fd = -1;
 	gethostname(p->host, sizeof(p->host) - 1);
 	uv_timer_init(o->loop, &p->hb_timer);
 	p->hb_timer.data = p;
@@ -444,7 +493,13 @@ int pool_new(const struct pool_opts *o, struct pool **ret)
 		log_error("cannot watch for SIGCHLD: %s", uv_strerror(r));
 		goto fail;
 	}
-	r = forker_start(&p->forker, o->argc, o->argv);
+	/* What each worker runs, shared with the workers (through the fork server). */
+	r = scoreboard_create(&p->board, &p->board_fd);
+	if (r < 0) {
+		log_error("cannot make the scoreboard: %s", strerror(-r));
+		goto fail;
+	}
+	r = forker_start(&p->forker, o->argc, o->argv, p->board_fd);
 	if (r < 0)
 		goto fail;
 	*ret = p;
@@ -557,6 +612,9 @@ void pool_free(struct pool *p)
 	child_reaper_free(p->reaper);
 	forker_stop(&p->forker);
 	permits_fini(&p->permits);
+	scoreboard_destroy(p->board, p->board_fd);
+	p->board = NULL;
+	p->board_fd = -1;
 	/* Freed when its timers are closed and no release of a dead worker's claims runs. */
 	close_handle(p, (uv_handle_t *)&p->hb_timer);
 }
@@ -575,9 +633,13 @@ struct status_worker *pool_snapshot(const struct pool *p, struct status *st)
 		/* A retired slot is shown until its worker is gone. */
 		if (!sl->active && sl->health == SLOT_DOWN)
 			continue;
+		struct sb_item run[SCOREBOARD_ENTRIES];
+		size_t nrun = sl->health == SLOT_UP ? pool_running(sl, run, SCOREBOARD_ENTRIES) : 0;
 		ws[k++] = (struct status_worker){
 			.slot = (int)sl->idx, .pid = (int)sl->pid, .state = slot_state_name(sl),
-			.item = sl->item, .item_ms = now - sl->item_since, .claims = sl->held.n,
+			.item = nrun ? run[0].id : 0,
+			.item_ms = nrun ? (uv_hrtime() - run[0].started_ns) / 1000000u : 0,
+			.inflight = nrun, .claims = sl->held.n,
 			.done = sl->done, .failed = sl->failed, .dead = sl->dead, .restarts = sl->restarts,
 			.rtt_valid = sl->rtt_valid, .rtt_ms = sl->rtt_ms,
 			.heartbeat_age_ms = now - sl->last_ack,

@@ -22,7 +22,6 @@ struct pool_opts {
 	struct dbq *dbq;          /* for releasing the rows of dead workers */
 	int argc;                 /* the supervisor's command line, for the fork server */
 	char **argv;
-	bool inline_handler;      /* --handler noop: a worker's batch takes no time */
 	struct jobstats *stats;   /* what the workers report is counted here */
 	/* A worker is gone for good while stopping (or its rows were released): whether the
 	 * supervisor can exit is worth asking again. */

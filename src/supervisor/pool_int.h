@@ -12,6 +12,7 @@
 #include "common/chan.h"
 #include "common/child.h"
 #include "common/proto.h"
+#include "common/scoreboard.h"
 #include "supervisor/forker.h"
 #include "supervisor/held.h"
 #include "supervisor/permits.h"
@@ -35,8 +36,7 @@ struct slot {
 	pid_t pid;               /* 0: none */
 	struct child *child;
 	struct chan *chan;
-	uint64_t item, item_since;
-	pid_t handler_pid;       /* its handler's process group, 0: none */
+	struct sb_slot *board;   /* what its worker runs (the pool's scoreboard, this slot's) */
 	uint64_t done, failed, dead;
 	uint64_t finished_before;  /* done + failed when its process started */
 	unsigned restarts, quick_deaths;
@@ -56,6 +56,8 @@ struct pool {
 	struct slot *replacing;     /* the worker being replaced now, if any */
 	struct permits permits;
 	struct forker forker;       /* the fork server the workers come from */
+	struct sb_slot *board;      /* the scoreboard: a slot per worker slot */
+	int board_fd;
 	struct child_reaper *reaper;
 	uv_timer_t hb_timer;
 	int open_handles;           /* hb_timer, the respawn timers, the releases running */
@@ -72,6 +74,9 @@ static inline uint64_t pool_now_ms(const struct pool *p)
 {
 	return uv_now(p->o.loop);
 }
+
+/* What sl's worker runs now (the scoreboard), oldest first, up to max. */
+size_t pool_running(const struct slot *sl, struct sb_item *out, size_t max);
 
 /* ---- pool_size.c ---- */
 

@@ -60,7 +60,7 @@ static int busyness(const struct slot *sl)
 	case PROTO_W_IDLE: return 1;
 	case PROTO_W_STARTING: return 2;
 	case PROTO_W_DB_DOWN: return 3;
-	default: return 4 + (sl->item != 0);
+	default: return 4 + (int)pool_running(sl, NULL, 0);
 	}
 }
 

@@ -278,14 +278,14 @@ static const char *field(json_t *w, const char *name, char *out, size_t outlen)
 
 void render_pools_text(const struct store_supervisor *svs, size_t n, struct buf *b)
 {
-	static const char *const cols[] = { "slot", "pid", "state", "item", "item_ms", "done",
-					    "failed", "restarts", "rtt_ms" };
+	static const char *const cols[] = { "slot", "pid", "state", "inflight", "item", "item_ms",
+					    "done", "failed", "restarts", "rtt_ms" };
 
 	for (size_t i = 0; i < n; i++) {
 		const struct store_supervisor *sv = &svs[i];
 		json_t *pool = sv->workers ? json_loads(sv->workers, 0, NULL) : NULL;
 		json_t *ws = json_object_get(pool, "workers");
-		char v[9][64];
+		char v[10][64];
 
 		buf_printf(b, "%s%s pid %u: %s, seen %.1f s ago; claimd %s, queues %s%s%s\n",
 			   i ? "\n" : "", sv->host, sv->pid, sv->lost ? "LOST" : "live",
@@ -296,14 +296,15 @@ void render_pools_text(const struct store_supervisor *svs, size_t n, struct buf 
 			json_decref(pool);
 			continue;
 		}
-		buf_printf(b, "  %-4s %-8s %-13s %-12s %9s %8s %7s %8s %9s\n", "SLOT", "PID", "STATE",
-			   "ITEM", "FOR_MS", "DONE", "FAILED", "RESTARTS", "RTT_MS");
+		buf_printf(b, "  %-4s %-8s %-13s %7s %-12s %9s %8s %7s %8s %9s\n", "SLOT", "PID",
+			   "STATE", "RUNNING", "OLDEST", "FOR_MS", "DONE", "FAILED", "RESTARTS",
+			   "RTT_MS");
 		for (size_t k = 0; k < json_array_size(ws); k++) {
 			json_t *w = json_array_get(ws, k);
-			for (size_t c = 0; c < 9; c++)
+			for (size_t c = 0; c < 10; c++)
 				field(w, cols[c], v[c], sizeof(v[c]));
-			buf_printf(b, "  %-4s %-8s %-13s %-12s %9s %8s %7s %8s %9s\n", v[0], v[1], v[2],
-				   v[3], v[4], v[5], v[6], v[7], v[8]);
+			buf_printf(b, "  %-4s %-8s %-13s %7s %-12s %9s %8s %7s %8s %9s\n", v[0], v[1],
+				   v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]);
 		}
 		json_decref(pool);
 	}

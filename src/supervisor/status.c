@@ -17,6 +17,7 @@ static void json_worker(const struct status_worker *w, struct buf *b)
 			   (unsigned long long)w->item_ms);
 	else
 		buf_puts(b, ",\"item\":null,\"item_ms\":null");
+	buf_printf(b, ",\"inflight\":%zu", w->inflight);
 	buf_printf(b, ",\"claims\":%zu,\"done\":%llu,\"failed\":%llu,\"restarts\":%u,\"rtt_ms\":",
 		   w->claims, (unsigned long long)w->done, (unsigned long long)w->failed,
 		   w->restarts);
@@ -104,8 +105,8 @@ void status_render_table(const struct status *st, struct buf *b)
 		   st->pid, st->host, st->queue, (unsigned long long)(st->uptime_ms / 1000),
 		   st->db_up ? "up" : "DOWN", st->stopping ? ", STOPPING" : "", fsrv);
 	buf_printf(b, "idle workers are woken by: %s\n\n", st->wake ? st->wake : "poll");
-	buf_printf(b, "%-4s %-8s %-13s %-12s %-9s %8s %7s %8s %9s\n", "SLOT", "PID", "STATE",
-		   "ITEM", "FOR", "DONE", "FAILED", "RESTARTS", "RTT");
+	buf_printf(b, "%-4s %-8s %-13s %7s %-12s %-9s %8s %7s %8s %9s\n", "SLOT", "PID",
+		   "STATE", "RUNNING", "OLDEST", "FOR", "DONE", "FAILED", "RESTARTS", "RTT");
 	for (size_t i = 0; i < st->nworkers; i++) {
 		const struct status_worker *w = &st->workers[i];
 		char item[24] = "-", dur[24] = "-", rtt[24] = "-", pid[16] = "-";
@@ -117,8 +118,8 @@ void status_render_table(const struct status *st, struct buf *b)
 		}
 		if (w->rtt_valid)
 			snprintf(rtt, sizeof(rtt), "%.2fms", w->rtt_ms);
-		buf_printf(b, "%-4d %-8s %-13s %-12s %-9s %8llu %7llu %8u %9s\n", w->slot, pid,
-			   w->state, item, dur, (unsigned long long)w->done,
+		buf_printf(b, "%-4d %-8s %-13s %7zu %-12s %-9s %8llu %7llu %8u %9s\n", w->slot, pid,
+			   w->state, w->inflight, item, dur, (unsigned long long)w->done,
 			   (unsigned long long)w->failed, w->restarts, rtt);
 	}
 	buf_puts(b, "\nQUEUE            STATE         COUNT\n");

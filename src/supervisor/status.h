@@ -14,8 +14,9 @@ struct status_worker {
 	int slot;
 	int pid;              /* 0 = no process */
 	const char *state;
-	uint64_t item;        /* 0 = none */
-	uint64_t item_ms;
+	uint64_t item;        /* the item it has run longest now; 0 = none */
+	uint64_t item_ms;     /* for how long */
+	size_t inflight;      /* items it runs now */
 	size_t claims;
 	uint64_t done, failed;  /* failed: retried or dead */
 	uint64_t dead;

@@ -398,7 +398,6 @@ static int open_http(struct sup *s)
 static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 {
 	struct pool_opts po = { .loop = s->loop, .cfg = cfg, .argc = argc, .argv = argv,
-				.inline_handler = handler_spec_inline(cfg->handler),
 				.stats = &s->stats, .on_change = on_change,
 				.claimed_none = host_claimed_none, .data = s };
 	struct cmd_host host = { .loop = s->loop, .cfg = cfg, .data = s, .wake = host_wake,

@@ -4,13 +4,7 @@
 
 #include "common/log.h"
 
-#define PAUSE_CHECK_NS 50000000u /* is a prefetched row's queue paused: asked at most this often */
-
-void batch_clear(struct batch *b)
-{
-	store_items_clear(b->items, b->n);
-	b->n = b->next = 0;
-}
+#define PAUSE_CHECK_NS 50000000u /* is a queued row's queue paused: asked at most this often */
 
 static uint64_t lease_ok(uint64_t sent_ns, unsigned lease_ms)
 {
@@ -18,7 +12,8 @@ static uint64_t lease_ok(uint64_t sent_ns, unsigned lease_ms)
 }
 
 int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
-		struct outcomes *o, unsigned max, size_t *ret_n, char *err, size_t errlen)
+		struct outcomes *o, unsigned max, bool holding, size_t *ret_n, char *err,
+		size_t errlen)
 {
 	struct store_ref done[OUTCOMES_MAX];
 	unsigned nq = max > 0 ? cfg->nqueues : 1;
@@ -27,6 +22,7 @@ int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 	int r;
 
 	*ret_n = 0;
+	b->n = 0;
 	r = outcomes_write_slow(o, s, err, errlen);
 	if (o->lost) {
 		log_warn("%zu failed or deferred items had lost their claim (lease expired: another "
@@ -38,15 +34,13 @@ int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 	ndone = outcomes_done_refs(o, done);
 	if (ndone == 0 && max == 0)
 		return 0;
-	if (max > 0)
-		batch_clear(b);
 	t0 = uv_hrtime();
 	/* The outcomes ride on the first claim; the next queue is asked only if it found none. */
 	for (unsigned k = 0; k < nq && n == 0; k++) {
 		unsigned qi = (b->qi + k) % cfg->nqueues;
 		size_t applied = 0;
 		r = store_claim(s, cfg->queues[qi], max, cfg->lease_ms, k ? NULL : done,
-				k ? 0 : ndone, b->items, &n, &applied, err, errlen);
+				k ? 0 : ndone, b->rows, &n, &applied, err, errlen);
 		if (k == 0)
 			completed = applied;
 		if (r < 0)
@@ -61,7 +55,8 @@ int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 	if (max > 0) {
 		b->n = n;
 		b->claimed_ns = b->pause_seen_ns = uv_hrtime();  /* the claim skips paused queues */
-		b->lease_ok_ns = lease_ok(t0, cfg->lease_ms);
+		if (n > 0 && !holding)
+			__atomic_store_n(&b->lease_ok_ns, lease_ok(t0, cfg->lease_ms), __ATOMIC_RELEASE);
 		took = (b->claimed_ns - t0) / 1000u;
 		b->claim_us = took > UINT32_MAX ? UINT32_MAX : (uint32_t)took;
 	}
@@ -69,70 +64,49 @@ int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 	return 0;
 }
 
-void batch_release_unstarted(struct batch *b, struct outcomes *o)
-{
-	for (; b->next < b->n; b->next++)
-		outcomes_add(o, &b->items[b->next], OUTCOME_RELEASE, 0, NULL, 0)->queue =
-			(uint8_t)b->qi;
-}
-
-void batch_give_back_rest(struct batch *b, struct outcomes *o)
-{
-	size_t keep = b->next;
-
-	batch_release_unstarted(b, o);
-	store_items_clear(b->items + keep, b->n - keep);
-	b->n = b->next = keep;
-}
-
-int batch_take_slot(struct batch *b, struct store *s, unsigned *ret_wait_ms, char *err,
+int batch_take_slot(struct store *s, const struct item *x, unsigned *ret_wait_ms, char *err,
 		    size_t errlen)
 {
-	const struct store_item *it = &b->items[b->next];
-
 	*ret_wait_ms = 0;
-	return it->min_interval_ms ? store_take_slot(s, it->queue, ret_wait_ms, err, errlen) : 0;
+	return x->row.min_interval_ms ? store_take_slot(s, x->row.queue, ret_wait_ms, err, errlen) : 0;
 }
 
-int batch_paused(struct batch *b, struct store *s, struct outcomes *o, char *err,
+int batch_paused(struct batch *b, struct store *s, const char *queue, char *err,
 		 size_t errlen)
 {
-	const char *queue = b->items[b->next].queue;
 	int r;
 
 	/* Quick rows do not pay a round trip each: a pause shows within PAUSE_CHECK_NS. */
-	if (b->next == 0 || uv_hrtime() - b->pause_seen_ns < PAUSE_CHECK_NS)
+	if (uv_hrtime() - b->pause_seen_ns < PAUSE_CHECK_NS)
 		return 0;
 	r = store_paused(s, queue, err, errlen);
-	if (r <= 0) {
-		if (r == 0)
-			b->pause_seen_ns = uv_hrtime();
-		return r;
-	}
-	log_info("queue '%s' paused: %zu prefetched items go back", queue, b->n - b->next);
-	batch_release_unstarted(b, o);
-	return 1;
+	if (r == 0)
+		b->pause_seen_ns = uv_hrtime();
+	return r;
 }
 
-int batch_extend(struct batch *b, bool running, const struct outcomes *o, struct store *s,
-		 unsigned lease_ms, char *err, size_t errlen)
+int batch_extend(struct batch *b, const struct items *t, const struct outcomes *o,
+		 struct store *s, unsigned lease_ms, char *err, size_t errlen)
 {
-	struct store_ref refs[PROTO_MAX_ITEMS + OUTCOMES_MAX];
+	struct store_ref refs[ITEMS_MAX + OUTCOMES_MAX];
 	uint64_t t0 = uv_hrtime();
 	size_t n = 0;
 	int r;
 
-	for (size_t i = running ? b->next - 1 : b->next; i < b->n; i++)
-		refs[n++] = (struct store_ref){ .id = b->items[i].id, .token = b->items[i].token };
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->all[i].state != ITEM_FREE)
+			refs[n++] = (struct store_ref){ .id = t->all[i].row.id,
+							.token = t->all[i].row.token };
 	n = outcomes_refs(o, refs, n);
 	if (n == 0)
 		return 0;
 	r = store_extend(s, refs, n, lease_ms, err, errlen);
 	/* Some no longer ours (which, the statement does not say): none is used any more. */
 	if (r >= 0)
-		b->lease_ok_ns = (size_t)r < n ? 0 : lease_ok(t0, lease_ms);
+		__atomic_store_n(&b->lease_ok_ns, (size_t)r < n ? 0 : lease_ok(t0, lease_ms),
+				 __ATOMIC_RELEASE);
 	if (r >= 0 && (size_t)r < n)
-		log_warn("lease extension: %zu of %zu held items are no longer ours: the batch "
-			 "ends", n - (size_t)r, n);
+		log_warn("lease extension: %zu of %zu held items are no longer ours: none of them "
+			 "is used any more", n - (size_t)r, n);
 	return r < 0 ? r : 0;
 }

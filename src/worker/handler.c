@@ -1,6 +1,6 @@
 /* The handler kinds are a table (handler_kind.h): the spec's prefix picks one, here and only
- * here, and every call goes to its operations. noop lives here; the others in
- * handler_exec.c, handler_pipe.c and handler_so.c. */
+ * here, and every call goes to its operations. The kinds are in handler_exec.c,
+ * handler_pipe.c and handler_so.c (so: and noop, which is an in-process handler built in). */
 #include "worker/handler.h"
 
 #include <errno.h>
@@ -11,32 +11,6 @@
 #include "worker/handler_kind.h"
 #include "worker/handler_util.h"
 
-static int noop_run(void *h, const struct handler_job *job, handler_cb cb, void *data)
-{
-	struct handler_result res;
-
-	memset(&res, 0, sizeof(res));
-	res.status = HANDLER_OK;
-	cb(data, &res);
-	return 0;
-}
-
-static void noop_nothing(void *h)
-{
-}
-
-static int noop_make(const struct handler_env *env, const char *arg, void **ret, char *err,
-		     size_t errlen)
-{
-	*ret = NULL;
-	return 0;
-}
-
-static const struct handler_kind handler_noop = {
-	.prefix = "noop", .takes_arg = false, .is_inline = true,
-	.make = noop_make, .free = noop_nothing, .run = noop_run, .cancel = noop_nothing,
-};
-
 static const struct handler_kind *const kinds[] = {
 	&handler_noop, &handler_exec, &handler_pipe, &handler_so,
 };
@@ -45,6 +19,8 @@ struct handler {
 	const struct handler_kind *kind;
 	void *impl;
 	struct child_reaper *reaper;
+	struct sb_slot *own_sb;       /* when the caller gave no scoreboard */
+	unsigned concurrency;
 };
 
 /* The kind of spec, and in *ret_arg what follows its prefix (blanks skipped). */
@@ -88,34 +64,43 @@ int handler_check(const char *spec, char *err, size_t errlen)
 	return k->check(arg, err, errlen);
 }
 
-bool handler_spec_inline(const char *spec)
-{
-	const struct handler_kind *k;
-	const char *arg;
-	char err[8];
-
-	return parse_spec(spec, &k, &arg, err, sizeof(err)) == 0 && k->is_inline;
-}
-
 int handler_new(uv_loop_t *loop, const char *spec, const struct handler_opts *opts,
 		struct handler **ret, char *err, size_t errlen)
 {
 	struct handler *h = calloc(1, sizeof(*h));
-	struct handler_env env = { .loop = loop, .kill_grace_ms = opts->kill_grace_ms,
-				   .exec_result = opts->exec_result };
+	struct handler_env env = {
+		.loop = loop, .concurrency = opts->concurrency, .kill_grace_ms = opts->kill_grace_ms,
+		.exec_result = opts->exec_result, .scoreboard = opts->scoreboard,
+		.lease_ok_ns = opts->lease_ok_ns, .hooks = opts->hooks,
+	};
 	const char *arg;
 	int r = -ENOMEM;
 
 	if (!h)
 		goto fail;
+	r = -EINVAL;
+	if (env.concurrency < 1 || env.concurrency > HANDLER_CONCURRENCY_MAX) {
+		snprintf(err, errlen, "--concurrency: %u is not from 1 to %u", env.concurrency,
+			 (unsigned)HANDLER_CONCURRENCY_MAX);
+		goto fail;
+	}
 	r = parse_spec(spec, &h->kind, &arg, err, errlen);
 	if (r < 0)
 		goto fail;
+	if (!env.scoreboard) {
+		r = -ENOMEM;
+		h->own_sb = calloc(1, sizeof(*h->own_sb));
+		if (!h->own_sb)
+			goto fail;
+		h->own_sb->nentries = env.concurrency;
+		env.scoreboard = h->own_sb;
+	}
 	/* Only the processes the handler starts: a plugin's own children are its business. */
 	r = child_reaper_new(loop, false, NULL, NULL, &h->reaper);
 	if (r < 0)
 		goto fail;
 	env.reaper = h->reaper;
+	h->concurrency = env.concurrency;
 	r = h->kind->make(&env, arg, &h->impl, err, errlen);
 	if (r < 0)
 		goto fail;
@@ -126,8 +111,10 @@ fail:
 		snprintf(err, errlen, "out of memory");
 	else if (r != -EINVAL)
 		snprintf(err, errlen, "--handler: %s", strerror(-r));
-	if (h)
+	if (h) {
 		child_reaper_free(h->reaper);
+		free(h->own_sb);
+	}
 	free(h);
 	return r;
 }
@@ -138,29 +125,38 @@ void handler_free(struct handler *h)
 		return;
 	h->kind->free(h->impl);
 	child_reaper_free(h->reaper);
+	free(h->own_sb);
 	free(h);
 }
 
-bool handler_inline(const struct handler *h)
+int handler_submit(struct handler *h, struct handler_job *job)
 {
-	return h->kind->is_inline;
+	if (job->timeout_ms == 0)
+		job->timeout_ms = 1;
+	return h->kind->submit(h->impl, job);
 }
 
-pid_t handler_pid(const struct handler *h)
+size_t handler_withdraw(struct handler *h, struct handler_job **out, size_t max)
 {
-	return h->kind->pid ? h->kind->pid(h->impl) : 0;
+	return max ? h->kind->withdraw(h->impl, out, max) : 0;
 }
 
-int handler_run(struct handler *h, const struct handler_job *job, handler_cb cb, void *data)
+void handler_stop_all(struct handler *h, enum handler_stop why)
 {
-	struct handler_job j = *job;
-
-	if (j.deadline_ms == 0 && !h->kind->is_inline)
-		j.deadline_ms = handler_util_now_ms() + j.timeout_ms;
-	return h->kind->run(h->impl, &j, cb, data);
+	h->kind->stop_all(h->impl, why);
 }
 
-void handler_cancel(struct handler *h)
+unsigned handler_running(const struct handler *h)
 {
-	h->kind->cancel(h->impl);
+	return h->kind->running(h->impl);
+}
+
+size_t handler_queued(const struct handler *h)
+{
+	return h->kind->queued(h->impl);
+}
+
+unsigned handler_concurrency(const struct handler *h)
+{
+	return h->kind->concurrency ? h->kind->concurrency(h->impl) : h->concurrency;
 }

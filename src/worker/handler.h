@@ -1,7 +1,9 @@
-/* handler — runs the user's code for one claimed item.
+/* handler — runs the user's code on claimed items, up to `concurrency` at once.
  *
  * Kinds (the --handler SPEC):
- *   noop               completes every item at once (benchmarks, plumbing tests)
+ *   noop               completes every item at once: an in-process handler built in, run on
+ *                      the same threads and the same path as a so: plugin (benchmarks,
+ *                      plumbing tests)
  *   exec:/path args    one process per item, no shell: argv split on spaces, payload on stdin,
  *                      CLAIMD_ITEM_ID, CLAIMD_QUEUE, CLAIMD_ATTEMPT, CLAIMD_MAX_ATTEMPTS,
  *                      CLAIMD_DEADLINE_MS (ms the handler has), CLAIMD_SEQ, CLAIMD_GROUP (when
@@ -9,18 +11,19 @@
  *                      and CLAIMD_CONTENT_TYPE (when the row has one) in its environment,
  *                      stdout inherited (with exec_result: read, at most HANDLER_RESULT_MAX
  *                      bytes, as the result; more fails the item), the tail of stderr kept
- *                      for last_error. Exit 0 is success. The process runs in its own process
- *                      group and is killed (SIGKILL) if the worker dies.
+ *                      for last_error. Exit 0 is success. Each process runs in its own process
+ *                      group and is killed (SIGKILL) if the worker dies. Up to `concurrency`
+ *                      processes at once.
  *   pipe:/path args    one long-lived co-process per worker, started on the first item, no
  *                      shell, own process group, dies with the worker; one JSON request line
- *                      per item on its stdin, one JSON reply line per item on its stdout
- *                      (handler_pipe.h has the protocol). Restarted when it dies, writes a bad
- *                      reply or runs past the timeout.
+ *                      per item on its stdin, up to `concurrency` outstanding, answered by id
+ *                      in any order on its stdout (handler_pipe.h has the protocol).
  *   so:/path.so args   an in-process C plugin (include/claimd/handler.h), loaded once per
- *                      worker; each item runs on a thread of its own. A plugin past the
- *                      timeout cannot be stopped: the worker process exits (handler_so.h).
- * One item at a time per handler. Does not log, except the so: kind right before it ends the
- * process. */
+ *                      worker; items run on `concurrency` threads of the worker's own (one for
+ *                      a plugin that does not say it is thread-safe). A plugin past an item's
+ *                      deadline cannot be stopped: the worker process exits (handler_so.c).
+ * Items the kind cannot start yet wait in its queue, in order. Does not log, except the so:
+ * kind right before it ends the process. */
 #ifndef CLAIMD_HANDLER_H
 #define CLAIMD_HANDLER_H
 
@@ -30,19 +33,31 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "common/scoreboard.h"
 #include "worker/handler_job.h"
 
 struct handler;
 
 struct handler_opts {
-	unsigned kill_grace_ms;   /* SIGTERM to SIGKILL on timeout or cancel */
+	unsigned concurrency;     /* items at once, 1..HANDLER_CONCURRENCY_MAX */
+	unsigned kill_grace_ms;   /* a stop (SIGTERM, a cancel line, the cancelled flag) to the
+				   * end (SIGKILL, the co-process stopped, the worker's exit) */
 	bool exec_result;         /* exec: its stdout is the result (else inherited) */
+	/* Where each running item is written (entries [0, concurrency)); NULL: nowhere. */
+	struct sb_slot *scoreboard;
+	/* Until when (uv_hrtime) the leases of the items held are surely the worker's: an item
+	 * is not started once it has passed (HANDLER_RELEASED). Read from any thread; NULL: no
+	 * check. */
+	const uint64_t *lease_ok_ns;
+	struct handler_hooks hooks;
 };
 
 /* Parse spec and make a handler on loop. so: loads the plugin and runs its init here.
  * Returns 0, or -EINVAL (or -ENOMEM) with a message in err. */
 int handler_new(uv_loop_t *loop, const char *spec, const struct handler_opts *opts,
 		struct handler **ret, char *err, size_t errlen);
+/* Items still queued or running are not reported; whatever runs is stopped (SIGKILL to
+ * processes; so: threads are left alone, the process is about to exit). Accepts NULL. */
 void handler_free(struct handler *h);
 
 /* Check spec without making a handler, for a clear error at start-up: the kind, the
@@ -52,26 +67,26 @@ int handler_check(const char *spec, char *err, size_t errlen);
 /* The spec's form alone (a known kind, with its argument): nothing is loaded or run. */
 int handler_spec_check(const char *spec, char *err, size_t errlen);
 
-/* True for kinds that finish inside handler_run, before it returns (noop): the worker can run
- * a whole batch without going back to the loop. */
-bool handler_inline(const struct handler *h);
+/* Queue job (the caller's until its done hook): it starts as soon as fewer than the
+ * concurrency run. Returns 0, or -ENOMEM (not taken; done is not called). */
+int handler_submit(struct handler *h, struct handler_job *job);
 
-/* The same for a spec, without making a handler (false for a spec that does not parse). */
-bool handler_spec_inline(const char *spec);
+/* Take back jobs not started yet, the newest first, up to max into out. Their done is not
+ * called. Returns how many. */
+size_t handler_withdraw(struct handler *h, struct handler_job **out, size_t max);
 
-/* Start job. cb is called exactly once with the result (inline kinds: before handler_run
- * returns). Returns 0, -EBUSY if a job is running, or -errno if it could not be started (cb
- * is not called then). job's strings need only live until handler_run returns. */
-int handler_run(struct handler *h, const struct handler_job *job, handler_cb cb, void *data);
+/* Stop every running job (why: enum handler_stop) and take back none: their results come
+ * through done, within the kill grace (a so: plugin that does not return by then ends the
+ * worker); pipe: within twice the grace, as its co-process has one to answer the cancel and
+ * is stopped (SIGTERM, SIGKILL after the grace) only if it did not. */
+void handler_stop_all(struct handler *h, enum handler_stop why);
 
-/* Stop the running job: SIGTERM to its process group, SIGKILL after the kill grace; its
- * result comes through cb as HANDLER_CANCELLED. so: cannot be stopped: its result comes when
- * the plugin returns, and if that takes longer than the kill grace the worker exits.
- * No-op when idle. */
-void handler_cancel(struct handler *h);
+/* Items running now, and queued (not started). */
+unsigned handler_running(const struct handler *h);
+size_t handler_queued(const struct handler *h);
 
-/* pid of the handler's process (group leader), or 0: the running exec process, the pipe
- * co-process whenever it runs, 0 for noop and so. */
-pid_t handler_pid(const struct handler *h);
+/* How many items it runs at once: opts.concurrency, or 1 for a so: plugin that does not say
+ * it is thread-safe. */
+unsigned handler_concurrency(const struct handler *h);
 
 #endif

@@ -1,10 +1,14 @@
-/* The exec: kind: one process per item (handler.h has what it sees). The process is a child
+/* The exec: kind: one process per item, up to env->concurrency at once (handler.h has what
+ * each sees). Jobs wait in a queue; they are started from a 0 ms timer (the kick), never from
+ * inside submit, whenever fewer than the concurrency run. A run's process is a child
  * (common/child.h): its exit, its stderr tail and stopping it (at the item's timeout or a
- * cancel: SIGTERM to its group, SIGKILL after the kill grace) are child's; a run adds the
- * payload written to its stdin and the item's timer. A run lives until its process is gone,
- * which is when its result is reported. Does not log. */
+ * stop: SIGTERM to its group, SIGKILL after the kill grace) are child's; a run adds the
+ * payload written to its stdin, its stdout read as the result (exec_result) and the item's
+ * timer. A run holds its slot (its scoreboard entry) until its process is gone, which is when
+ * its result is reported; its memory lives until its handles are closed. Does not log. */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,29 +23,40 @@
 
 struct exec;
 
+/* Why we stopped a run's process. */
+enum run_stop {
+	RUN_STOP_NONE,       /* we did not: its exit is its own */
+	RUN_STOP_TIMEOUT,    /* it ran past its timeout: HANDLER_TIMEOUT */
+	RUN_STOP_SHUTDOWN,   /* handler_stop_all: HANDLER_RELEASED */
+};
+
 /* One running process. */
 struct run {
-	struct exec *e;
+	struct exec *e;          /* NULL once its handler let go of it */
+	struct handler_job *job;
 	struct child *child;
-	uv_pipe_t in, out;    /* out: its stdout, with exec_result */
-	unsigned char *result;  /* what came on stdout, HANDLER_RESULT_MAX bytes at most */
+	uv_pipe_t in, out;       /* out: its stdout, with exec_result */
+	unsigned char *result;   /* what came on stdout, HANDLER_RESULT_MAX bytes at most */
 	size_t result_len;
 	uint64_t stdout_bytes;
 	bool has_out, out_eof;
-	uv_timer_t timer;     /* the item's timeout */
+	uv_timer_t timer;        /* the item's timeout */
 	uv_write_t wreq;
-	unsigned char *payload;
 	int open_handles;
-	bool timed_out, cancelled;
+	enum run_stop stop;
 };
 
 struct exec {
 	struct handler_env env;
 	struct handler_util_argv args;
-	struct run *run;
-	handler_cb cb;
-	void *cb_data;
+	struct handler_util_queue queue;
+	struct handler_util_slots slots;
+	struct run **runs;       /* by slot; NULL: free */
+	uv_timer_t kick;         /* 0 ms: start what waits */
+	bool closing;            /* exec_free was called: its memory goes with the kick */
 };
+
+static void kick(struct exec *e);
 
 static int exec_check(const char *arg, char *err, size_t errlen)
 {
@@ -53,31 +68,6 @@ static int exec_check(const char *arg, char *err, size_t errlen)
 	return r;
 }
 
-static int exec_make(const struct handler_env *env, const char *arg, void **ret, char *err,
-		     size_t errlen)
-{
-	struct exec *e = calloc(1, sizeof(*e));
-	int r;
-
-	if (!e)
-		return -ENOMEM;
-	e->env = *env;
-	r = handler_util_argv("exec", arg, &e->args, err, errlen);
-	if (r < 0) {
-		free(e);
-		return r;
-	}
-	*ret = e;
-	return 0;
-}
-
-static pid_t exec_pid(const void *h)
-{
-	const struct exec *e = h;
-
-	return e->run ? child_pid(e->run->child) : 0;
-}
-
 /* ---- one run ---- */
 
 static void on_run_closed(uv_handle_t *hd)
@@ -85,17 +75,24 @@ static void on_run_closed(uv_handle_t *hd)
 	struct run *run = hd->data;
 
 	if (--run->open_handles == 0) {
-		free(run->payload);
 		free(run->result);
 		free(run);
 	}
 }
 
-/* The run is over: it lets go of its process and handles, and is freed once they are. */
+/* The run is over: its slot is free, it lets go of its process and handles, and is freed once
+ * they are closed (its result's bytes stay until then). */
 static void run_end(struct run *run)
 {
-	if (run->e)
-		run->e->run = NULL;
+	struct exec *e = run->e;
+
+	if (e) {
+		unsigned slot = run->job->kslot;
+		sb_end(&e->env.scoreboard->entries[slot]);
+		handler_util_slot_put(&e->slots, slot);
+		e->runs[slot] = NULL;
+		run->e = NULL;
+	}
 	child_free(run->child);
 	if (!uv_is_closing((uv_handle_t *)&run->in))
 		uv_close((uv_handle_t *)&run->in, on_run_closed);
@@ -107,15 +104,15 @@ static void run_end(struct run *run)
 static void build_result(const struct run *run, struct handler_result *res)
 {
 	int status = child_status(run->child);
-	char what[128];
+	char what[160];
 
 	memset(res, 0, sizeof(*res));
-	if (run->cancelled) {
-		res->status = HANDLER_CANCELLED;
-		snprintf(what, sizeof(what), "cancelled (shutdown)");
-	} else if (run->timed_out) {
+	if (run->stop == RUN_STOP_SHUTDOWN) {
+		res->status = HANDLER_RELEASED;
+		snprintf(what, sizeof(what), "stopped: the worker is stopping");
+	} else if (run->stop == RUN_STOP_TIMEOUT) {
 		res->status = HANDLER_TIMEOUT;
-		snprintf(what, sizeof(what), "timed out, killed");
+		snprintf(what, sizeof(what), "timed out after %u ms, killed", run->job->timeout_ms);
 	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
 		   run->stdout_bytes > HANDLER_RESULT_MAX) {
 		res->status = HANDLER_FAILED;
@@ -136,17 +133,20 @@ static void build_result(const struct run *run, struct handler_result *res)
 	handler_util_error(res, what, child_tail(run->child));
 }
 
-/* Exited, and its stderr read to the end (or given up on). */
+/* Exited, and its stderr (and stdout) read to the end or given up on. */
 static void on_gone(struct child *c)
 {
 	struct run *run = child_data(c);
 	struct exec *e = run->e;
+	struct handler_job *job = run->job;
 	struct handler_result res;
 
 	build_result(run, &res);
-	run_end(run);  /* its memory (the result's bytes) goes once its handles are closed */
-	if (e)
-		e->cb(e->cb_data, &res);
+	run_end(run);
+	if (!e)
+		return;
+	e->env.hooks.done(e->env.hooks.data, job, &res);
+	kick(e);
 }
 
 static void on_out_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
@@ -203,8 +203,10 @@ static void on_timeout(uv_timer_t *t)
 {
 	struct run *run = t->data;
 
-	run->timed_out = true;
-	child_stop(run->child, run->e ? run->e->env.kill_grace_ms : 1000);
+	if (!run->e || run->stop != RUN_STOP_NONE)
+		return;
+	run->stop = RUN_STOP_TIMEOUT;
+	child_stop(run->child, run->e->env.kill_grace_ms);
 }
 
 static void on_stdin_written(uv_write_t *req, int status)
@@ -216,9 +218,12 @@ static void on_stdin_written(uv_write_t *req, int status)
 		uv_close((uv_handle_t *)&run->in, on_run_closed);
 }
 
-/* Write the payload to the process's stdin (then close it). Returns 0 or a libuv error. */
-static int run_feed(struct run *run, int stdin_fd, size_t len)
+/* Write the payload to the process's stdin, then close it. The job's payload stays valid
+ * until done, and run_end closes the pipe (no write after that) before done is called.
+ * Returns 0 or a libuv error. */
+static int run_feed(struct run *run, int stdin_fd)
 {
+	const struct handler_job *job = run->job;
 	uv_buf_t b;
 	int r;
 
@@ -227,31 +232,55 @@ static int run_feed(struct run *run, int stdin_fd, size_t len)
 		close(stdin_fd);
 		return r;
 	}
-	b = uv_buf_init((char *)(run->payload ? run->payload : (unsigned char *)""), (unsigned)len);
+	/* libuv only reads the buffer: the cast drops a const it has no way to take. */
+	b = uv_buf_init((char *)(uintptr_t)(job->payload ? job->payload : (const unsigned char *)""),
+			(unsigned)job->payload_len);
 	r = uv_write(&run->wreq, (uv_stream_t *)&run->in, &b, 1, on_stdin_written);
 	if (r < 0)
 		uv_close((uv_handle_t *)&run->in, on_run_closed);
-	return 0;
+	return r;
 }
 
-static int exec_run(void *h, const struct handler_job *job, handler_cb cb, void *data)
+/* Its process is started and watched: the run's handles. */
+static void run_watch(struct exec *e, struct run *run, const struct proc_child *pc)
 {
-	struct exec *e = h;
-	struct child_opts opts = { .group = true, .settle_ms = STDERR_SETTLE_MS, .on_gone = on_gone };
-	struct handler_util_env env;
-	struct proc_child pc = { .pid = 0, .stdin_fd = -1, .stderr_fd = -1, .stdout_fd = -1 };
-	struct run *run;
-	int r;
-
-	if (e->run)
-		return -EBUSY;
-	run = calloc(1, sizeof(*run));
-	if (!run || (job->payload_len && !(run->payload = malloc(job->payload_len)))) {
-		free(run);
-		return -ENOMEM;
+	uv_pipe_init(e->env.loop, &run->in, 0);
+	uv_timer_init(e->env.loop, &run->timer);
+	run->in.data = run->timer.data = run->wreq.data = run;
+	run->open_handles = 2;
+	if (e->env.exec_result) {
+		uv_pipe_init(e->env.loop, &run->out, 0);
+		run->out.data = run;
+		run->has_out = true;
+		run->open_handles++;
+		if (run_watch_stdout(run, pc->stdout_fd) < 0)
+			child_kill(run->child);  /* unwatched stdout: it must not run */
 	}
-	if (job->payload_len)
-		memcpy(run->payload, job->payload, job->payload_len);
+	if (run_feed(run, pc->stdin_fd) < 0)
+		child_kill(run->child);  /* it runs without its stdin: the result says how it ended */
+	if (uv_timer_start(&run->timer, on_timeout, run->job->timeout_ms, 0) < 0)
+		child_kill(run->child);  /* no timeout: it must not run */
+}
+
+/* Start job's process in a free slot. Returns 0, or -errno (nothing started, the slot free). */
+static int run_start(struct exec *e, struct handler_job *job)
+{
+	struct child_opts opts = { .group = true, .settle_ms = STDERR_SETTLE_MS, .on_gone = on_gone };
+	struct proc_child pc = { .pid = 0, .stdin_fd = -1, .stderr_fd = -1, .stdout_fd = -1 };
+	struct handler_util_env env;
+	struct run *run = calloc(1, sizeof(*run));
+	int slot, r;
+
+	if (!run)
+		return -ENOMEM;
+	slot = handler_util_slot_take(&e->slots);
+	if (slot < 0) {
+		free(run);
+		return -EBUSY;   /* not reached: the caller checked for a free slot */
+	}
+	job->kslot = (unsigned)slot;
+	job->kstarted_ns = uv_hrtime();
+	job->deadline_ms = handler_util_now_ms() + job->timeout_ms;
 	r = handler_util_env(job, &env);
 	if (r == 0) {
 		r = proc_spawn_io(e->args.argv, env.vars, e->env.exec_result, &pc);
@@ -266,42 +295,94 @@ static int exec_run(void *h, const struct handler_job *job, handler_cb cb, void 
 			close(pc.stdout_fd);
 	}
 	if (r < 0) {
-		free(run->payload);
+		handler_util_slot_put(&e->slots, (unsigned)slot);
 		free(run);
 		return r;
 	}
-	e->cb = cb;
-	e->cb_data = data;
-	e->run = run;
 	run->e = e;
-	uv_pipe_init(e->env.loop, &run->in, 0);
-	uv_timer_init(e->env.loop, &run->timer);
-	run->in.data = run->timer.data = run->wreq.data = run;
-	run->open_handles = 2;
-	if (e->env.exec_result) {
-		uv_pipe_init(e->env.loop, &run->out, 0);
-		run->out.data = run;
-		run->has_out = true;
-		run->open_handles++;
-		if (run_watch_stdout(run, pc.stdout_fd) < 0)
-			child_kill(run->child);  /* unwatched stdout: it must not run */
-	}
-	if (run_feed(run, pc.stdin_fd, job->payload_len) < 0)
-		child_kill(run->child);  /* it runs without its stdin: the result says how it ended */
-	uv_timer_start(&run->timer, on_timeout, job->timeout_ms ? job->timeout_ms : 1, 0);
+	run->job = job;
+	e->runs[slot] = run;
+	sb_start(&e->env.scoreboard->entries[slot], job->id, job->token, pc.pid, 0);
+	run_watch(e, run, &pc);
 	return 0;
 }
 
-static void exec_cancel(void *h)
-{
-	struct exec *e = h;
-	struct run *run = e->run;
+/* ---- the queue ---- */
 
-	if (!run || child_exited(run->child) || run->cancelled)
-		return;
-	run->cancelled = true;
-	uv_timer_stop(&run->timer);
-	child_stop(run->child, e->env.kill_grace_ms);
+/* Start queued jobs while a slot is free. A done hook called from here may submit more: they
+ * are taken in the same pass. */
+static void pump(struct exec *e)
+{
+	struct handler_job *job;
+	char what[300];
+	int r;
+
+	while (!e->closing && e->slots.nused < e->slots.n &&
+	       (job = handler_util_queue_pop(&e->queue))) {
+		if (handler_util_lease_lapsed(e->env.lease_ok_ns)) {
+			handler_util_report(&e->env.hooks, job, HANDLER_RELEASED,
+					    "not started: the worker's lease on it may have ended");
+			continue;
+		}
+		r = run_start(e, job);
+		if (r < 0) {
+			snprintf(what, sizeof(what), "cannot start %s: %s", e->args.argv[0],
+				 strerror(-r));
+			handler_util_report(&e->env.hooks, job, HANDLER_FAILED, what);
+		}
+	}
+}
+
+static void on_kick(uv_timer_t *t)
+{
+	pump(t->data);
+}
+
+/* Start what waits on the next loop turn. */
+static void kick(struct exec *e)
+{
+	if (!e->closing && e->queue.n > 0)
+		uv_timer_start(&e->kick, on_kick, 0, 0);
+}
+
+/* ---- the kind ---- */
+
+static int exec_make(const struct handler_env *env, const char *arg, void **ret, char *err,
+		     size_t errlen)
+{
+	struct exec *e = calloc(1, sizeof(*e));
+	int r = -ENOMEM;
+
+	if (!e)
+		return r;
+	e->env = *env;
+	handler_util_slots_init(&e->slots, env->concurrency);
+	e->runs = calloc(e->slots.n, sizeof(*e->runs));
+	if (!e->runs)
+		goto fail;
+	r = handler_util_argv("exec", arg, &e->args, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = uv_timer_init(env->loop, &e->kick);
+	if (r < 0) {
+		handler_util_argv_free(&e->args);
+		goto fail;
+	}
+	e->kick.data = e;
+	*ret = e;
+	return 0;
+fail:
+	free(e->runs);
+	free(e);
+	return r;
+}
+
+static void on_kick_closed(uv_handle_t *hd)
+{
+	struct exec *e = hd->data;
+
+	free(e->runs);
+	free(e);
 }
 
 static void exec_free(void *h)
@@ -310,16 +391,70 @@ static void exec_free(void *h)
 
 	if (!e)
 		return;
-	if (e->run) {
-		child_kill(e->run->child);
-		run_end(e->run);
+	e->closing = true;
+	for (unsigned i = 0; i < e->slots.n; i++) {
+		struct run *run = e->runs[i];
+		if (run) {
+			child_kill(run->child);
+			run_end(run);
+		}
 	}
 	handler_util_argv_free(&e->args);
-	free(e);
+	uv_close((uv_handle_t *)&e->kick, on_kick_closed);
+}
+
+static int exec_submit(void *h, struct handler_job *job)
+{
+	struct exec *e = h;
+	int r;
+
+	if (e->closing)
+		return -EINVAL;
+	r = uv_timer_start(&e->kick, on_kick, 0, 0);
+	if (r < 0)
+		return r;
+	handler_util_queue_push(&e->queue, job);
+	return 0;
+}
+
+static size_t exec_withdraw(void *h, struct handler_job **out, size_t max)
+{
+	struct exec *e = h;
+
+	return handler_util_queue_withdraw(&e->queue, out, max);
+}
+
+static void exec_stop_all(void *h, enum handler_stop why)
+{
+	struct exec *e = h;
+
+	for (unsigned i = 0; i < e->slots.n; i++) {
+		struct run *run = e->runs[i];
+		if (!run || child_exited(run->child) || run->stop != RUN_STOP_NONE)
+			continue;
+		run->stop = RUN_STOP_SHUTDOWN;
+		uv_timer_stop(&run->timer);
+		child_stop(run->child, e->env.kill_grace_ms);
+	}
+}
+
+static unsigned exec_running(const void *h)
+{
+	const struct exec *e = h;
+
+	return e->slots.nused;
+}
+
+static size_t exec_queued(const void *h)
+{
+	const struct exec *e = h;
+
+	return e->queue.n;
 }
 
 const struct handler_kind handler_exec = {
-	.prefix = "exec:", .takes_arg = true, .is_inline = false,
-	.check = exec_check, .make = exec_make, .free = exec_free, .run = exec_run,
-	.cancel = exec_cancel, .pid = exec_pid,
+	.prefix = "exec:", .takes_arg = true,
+	.check = exec_check, .make = exec_make, .free = exec_free, .submit = exec_submit,
+	.withdraw = exec_withdraw, .stop_all = exec_stop_all, .running = exec_running,
+	.queued = exec_queued,
 };

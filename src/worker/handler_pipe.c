@@ -1,427 +1,455 @@
-/* The pipe: kind. A handler_pipe has at most one co-process (struct coproc) at a time; a
- * coproc lives until its process has exited and its pipes are closed, which may be after
- * the handler let go of it. An item whose co-process must be stopped (bad reply, timeout,
- * cancel) is reported only once that co-process is gone, so two never overlap. */
+/* The pipe: kind: one co-process at a time (pipe_coproc.h) with up to env->concurrency items
+ * outstanding on it. Each running item has a slot of its own (its scoreboard entry and its
+ * timer: its timeout, then its cancel's grace); its life is enum item_state, changed only by
+ * item_enter() along the table below. The items of a co-process we stop are reported once it
+ * is gone, and the next co-process is started only then, so two never overlap. Jobs are
+ * started, and items stopped before they were sent reported, from a 0 ms timer (the kick),
+ * never from inside submit. */
 #include "worker/handler_pipe.h"
 
+#include <assert.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
-#include <unistd.h>
+#include <sys/wait.h>
 
 #include "common/backoff.h"
 #include "common/proc.h"
 #include "worker/handler_kind.h"
 #include "worker/handler_util.h"
+#include "worker/pipe_coproc.h"
 #include "worker/pipe_reply.h"
 #include "worker/pipe_request.h"
 
-#define SETTLE_MS 200           /* after exit: how long to wait for the pipes' EOF */
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 10000
 
-/* A co-process: a child (common/child.h: its exit, stderr tail, SIGTERM -> SIGKILL), whose
- * stdin we write and whose stdout we read; it is gone once the child is and its stdout is at
- * EOF (a hold on the child). */
-struct coproc {
-	struct handler_pipe *p;  /* NULL once the handler let go of it */
-	struct child *child;
-	uv_pipe_t in, out;
-	int open_handles;
-	bool out_eof, stopping, replied, gone;
-	char why[200];           /* why we stopped it */
-	char *line;              /* a reply line not complete yet */
-	size_t line_len, line_cap;
+enum item_state {
+	ITEM_FREE,        /* the slot holds no job */
+	ITEM_WAITING,     /* started (its timeout runs), no co-process to send it to yet */
+	ITEM_SENT,        /* its request went to the co-process, which owes the reply */
+	ITEM_CANCELLING,  /* its cancel line went too (why: item->cancel): the reply, or the grace */
+	ITEM_STOPPING,    /* its co-process is being stopped: reported once that one is gone */
+	ITEM_ENDING,      /* stopped before it was sent: reported RELEASED from the kick */
+	ITEM_COUNT,
 };
 
-/* A request line in flight, with its write request. */
-struct wreq {
-	uv_write_t w;
-	size_t len;
-	char data[];
+#define B(s) (1u << (s))
+static const unsigned may_follow[ITEM_COUNT] = {
+	[ITEM_FREE] = B(ITEM_WAITING) | B(ITEM_SENT),
+	[ITEM_WAITING] = B(ITEM_SENT) | B(ITEM_ENDING) | B(ITEM_FREE),
+	[ITEM_SENT] = B(ITEM_CANCELLING) | B(ITEM_STOPPING) | B(ITEM_FREE),
+	[ITEM_CANCELLING] = B(ITEM_STOPPING) | B(ITEM_FREE),
+	[ITEM_STOPPING] = B(ITEM_FREE),
+	[ITEM_ENDING] = B(ITEM_FREE),
+};
+
+/* Why we stopped the co-process (what its items were stopped for). */
+enum cp_stop {
+	CP_STOP_NONE,       /* we did not: it exited on its own */
+	CP_STOP_PROTOCOL,   /* it wrote what the protocol does not allow: p->stop_why */
+	CP_STOP_STDIN,      /* writing to its stdin failed: p->stop_why */
+	CP_STOP_CANCEL,     /* item p->stop_item's cancel got no reply within the grace */
+};
+
+struct handler_pipe;
+
+struct item {
+	struct handler_pipe *p;
+	struct handler_job *job;   /* NULL: ITEM_FREE */
+	enum item_state state;
+	enum pipe_cancel cancel;   /* why its cancel line went; PIPE_CANCEL_NONE: it did not */
+	uv_timer_t timer;
 };
 
 struct handler_pipe {
 	struct handler_env env;
 	struct handler_util_argv args;
-	uv_timer_t item_timer, start_timer;
+	struct handler_util_queue queue;
+	struct handler_util_slots slots;
+	struct item *items;        /* by slot */
+	uv_timer_t kick;           /* 0 ms: report ITEM_ENDING, start queued jobs, a co-process */
+	uv_timer_t start_timer;    /* the back-off before the next co-process */
 	int open_handles;
-	struct coproc *cp;
-	struct backoff backoff;  /* co-processes that exit before their first reply */
-	uint64_t not_before;     /* uv_now(): no start before this */
-	/* the item in flight */
-	bool busy, decided;
-	uint64_t id;
-	unsigned timeout_ms;
-	struct wreq *pending;    /* its request, until written to a co-process */
-	struct pipe_reply reply;    /* its result, once decided (reply.res) */
-	handler_cb cb;
-	handler_progress_cb on_progress;
-	void *cb_data;
+	bool closing;              /* pipe_free was called: its memory goes with its handles */
+	struct pipe_coproc *cp;    /* the co-process, until it is gone */
+	bool cp_replied;           /* it sent a reply (its start-up went well) */
+	enum cp_stop stop;
+	uint64_t stop_item;
+	char stop_why[HANDLER_ERR_MAX + 1];
+	struct backoff backoff;    /* co-processes that exit before their first reply */
+	uint64_t not_before;       /* uv_now(): no co-process started before this */
 };
 
-static void start_next(struct handler_pipe *p);
+static void kick(struct handler_pipe *p);
+static void on_kick(uv_timer_t *t);
+static void on_item_timer(uv_timer_t *t);
 
-/* ---- the request ---- */
-
-static struct wreq *make_request(const struct handler_job *job)
+static void item_enter(struct item *it, enum item_state to)
 {
-	size_t len = pipe_request(job, NULL);
-	struct wreq *req = malloc(sizeof(*req) + len);
-
-	if (!req)
-		return NULL;
-	req->len = pipe_request(job, req->data);
-	return req;
+	assert(may_follow[it->state] & B(to));
+	it->state = to;
+	if (to == ITEM_FREE || to == ITEM_STOPPING || to == ITEM_ENDING)
+		uv_timer_stop(&it->timer);
 }
 
-/* ---- the item ---- */
-
-static void report(struct handler_pipe *p)
+/* The item's run is over: its slot is free. Returns its job, for done. */
+static struct handler_job *item_end(struct item *it)
 {
-	struct pipe_reply reply = p->reply;
+	struct handler_pipe *p = it->p;
+	struct handler_job *job = it->job;
 
-	memset(&p->reply, 0, sizeof(p->reply));
-	p->busy = p->decided = false;
-	free(p->pending);
-	p->pending = NULL;
-	uv_timer_stop(&p->item_timer);
-	uv_timer_stop(&p->start_timer);
-	p->cb(p->cb_data, &reply.res);
+	sb_end(&p->env.scoreboard->entries[job->kslot]);
+	handler_util_slot_put(&p->slots, job->kslot);
+	it->job = NULL;
+	it->cancel = PIPE_CANCEL_NONE;
+	item_enter(it, ITEM_FREE);
+	return job;
+}
+
+/* Its end, reported (then what waits may start). */
+static void item_report(struct item *it, const struct handler_result *res)
+{
+	struct handler_pipe *p = it->p;
+
+	p->env.hooks.done(p->env.hooks.data, item_end(it), res);
+	kick(p);
+}
+
+static void item_report_text(struct item *it, int status, const char *what)
+{
+	struct handler_pipe *p = it->p;
+
+	handler_util_report(&p->env.hooks, item_end(it), status, what);
+	kick(p);
+}
+
+#define OUTSTANDING (B(ITEM_SENT) | B(ITEM_CANCELLING))   /* the co-process owes a reply */
+
+/* The first item in one of states (a mask of B(state)) with this id (any: 0, which no item
+ * has), or NULL. */
+static struct item *find(struct handler_pipe *p, unsigned states, uint64_t id)
+{
+	for (unsigned i = 0; i < p->slots.n; i++) {
+		struct item *it = &p->items[i];
+		if ((states & B(it->state)) && (id == 0 || it->job->id == id))
+			return it;
+	}
+	return NULL;
+}
+
+/* ---- stopping the co-process ---- */
+
+/* The items outstanding wait for the co-process to be gone (no timer, no cancel). */
+static void stop_outstanding(struct handler_pipe *p)
+{
+	for (unsigned i = 0; i < p->slots.n; i++)
+		if (OUTSTANDING & B(p->items[i].state))
+			item_enter(&p->items[i], ITEM_STOPPING);
+}
+
+/* Stop the co-process for why (unless it is stopping already: the first reason stays); its
+ * items outstanding are reported once it is gone. */
+static void coproc_stop(struct handler_pipe *p, enum cp_stop why, const char *text)
+{
+	if (!p->cp || pipe_coproc_stopping(p->cp))
+		return;
+	p->stop = why;
+	snprintf(p->stop_why, sizeof(p->stop_why), "%s", text ? text : "");
+	stop_outstanding(p);
+	pipe_coproc_stop(p->cp, p->env.kill_grace_ms);
+}
+
+/* It broke the protocol, or its stdin (err: UV_EPIPE) did. One that has exited already is
+ * reported as such once gone. */
+static void coproc_fault(struct handler_pipe *p, int err, const char *why)
+{
+	if (!pipe_coproc_usable(p->cp) && !pipe_coproc_stopping(p->cp))
+		return;   /* exited on its own: gone soon */
+	coproc_stop(p, err == UV_EPIPE || err == -EPIPE ? CP_STOP_STDIN : CP_STOP_PROTOCOL, why);
+}
+
+/* How the co-process ended, for item it, into out. */
+static void coproc_end_text(const struct handler_pipe *p, const struct pipe_coproc *cp,
+			    const struct item *it, char *out, size_t outlen)
+{
+	int status = pipe_coproc_status(cp);
+	bool signalled = WIFSIGNALED(status) &&
+			 (WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGKILL);
+	char how[128];
+
+	proc_describe_status(status, how, sizeof(how));
+	if (p->stop == CP_STOP_NONE || (p->stop == CP_STOP_STDIN && !signalled))
+		snprintf(out, outlen, "the co-process exited (%s) while handling the item", how);
+	else if (p->stop == CP_STOP_CANCEL && p->stop_item == it->job->id)
+		snprintf(out, outlen, "no reply to its cancel within %u ms: the co-process was "
+			 "stopped (%s)", p->env.kill_grace_ms, how);
+	else if (p->stop == CP_STOP_CANCEL)
+		snprintf(out, outlen, "the co-process was stopped (%s): item %llu did not answer "
+			 "its cancel within %u ms", how, (unsigned long long)p->stop_item,
+			 p->env.kill_grace_ms);
+	else
+		snprintf(out, outlen, "%.3800s", p->stop_why);
+}
+
+/* The outcome of an item whose co-process is gone without its reply. */
+static void stopped_result(const struct handler_pipe *p, const struct pipe_coproc *cp,
+			   const struct item *it, struct handler_result *res)
+{
+	char what[HANDLER_ERR_MAX + 1], cause[HANDLER_ERR_MAX + 1];
+
+	memset(res, 0, sizeof(*res));
+	coproc_end_text(p, cp, it, cause, sizeof(cause));
+	if (it->cancel == PIPE_CANCEL_TIMEOUT) {
+		res->status = HANDLER_TIMEOUT;
+		snprintf(what, sizeof(what), "timed out after %u ms; %.3800s", it->job->timeout_ms,
+			 cause);
+	} else if (it->cancel == PIPE_CANCEL_SHUTDOWN) {
+		res->status = HANDLER_RELEASED;
+		snprintf(what, sizeof(what), "stopped: the worker is stopping; %.3800s", cause);
+	} else {
+		res->status = p->stop == CP_STOP_CANCEL ? HANDLER_RELEASED : HANDLER_FAILED;
+		snprintf(what, sizeof(what), "%s", cause);
+	}
+	handler_util_error(res, what, pipe_coproc_tail(cp));
+}
+
+/* ---- the co-process's hooks ---- */
+
+static void on_cp_gone(struct pipe_coproc *cp)
+{
+	struct handler_pipe *p = pipe_coproc_data(cp);
+	struct handler_result res;
+
+	if (!pipe_coproc_stopping(cp)) {
+		p->stop = CP_STOP_NONE;
+		if (!p->cp_replied)    /* it died at start-up: back off */
+			p->not_before = uv_now(p->env.loop) + backoff_next(&p->backoff);
+	}
+	p->cp = NULL;
+	stop_outstanding(p);   /* all first: a done hook called below finds them taken */
+	for (unsigned i = 0; i < p->slots.n && !p->closing; i++) {
+		struct item *it = &p->items[i];
+		if (it->state != ITEM_STOPPING)
+			continue;
+		stopped_result(p, cp, it, &res);
+		item_report(it, &res);
+	}
+	pipe_coproc_free(cp);
+	kick(p);   /* a co-process for the items waiting */
+}
+
+static void on_cp_fault(struct pipe_coproc *cp, int err, const char *why)
+{
+	coproc_fault(pipe_coproc_data(cp), err, why);
+}
+
+/* Its reply to it: the outcome. */
+static void item_replied(struct item *it, const struct pipe_reply *reply)
+{
+	char what[200];
+
+	if (it->cancel == PIPE_CANCEL_TIMEOUT) {
+		snprintf(what, sizeof(what), "timed out after %u ms; the co-process answered its "
+			 "cancel", it->job->timeout_ms);
+		item_report_text(it, HANDLER_TIMEOUT, what);
+	} else if (it->cancel == PIPE_CANCEL_SHUTDOWN && reply->res.status != HANDLER_OK) {
+		item_report_text(it, HANDLER_RELEASED, "stopped: the worker is stopping (the "
+				 "co-process answered its cancel)");
+	} else {
+		item_report(it, &reply->res);
+	}
+}
+
+static void on_cp_line(struct pipe_coproc *cp, const char *line, size_t len)
+{
+	struct handler_pipe *p = pipe_coproc_data(cp);
+	struct pipe_reply reply;
+	struct item *it = NULL;
+	char what[120];
+
+	if (pipe_reply_parse(line, len, &reply) == 0 &&
+	    (reply.id == 0 || !(it = find(p, OUTSTANDING, reply.id)))) {
+		if (find(p, OUTSTANDING, 0))
+			snprintf(what, sizeof(what), "wrong id %llu (no item outstanding has it)",
+				 (unsigned long long)reply.id);
+		else
+			snprintf(what, sizeof(what), "it wrote to its stdout with no item outstanding");
+		pipe_reply_refuse(&reply, line, len, what);
+	}
+	if (!it) {
+		coproc_fault(p, -EPROTO, reply.res.error);
+	} else if (reply.progress) {
+		if (p->env.hooks.progress)
+			p->env.hooks.progress(p->env.hooks.data, it->job, reply.text, reply.text_len);
+	} else {
+		p->cp_replied = true;
+		backoff_reset(&p->backoff);
+		item_replied(it, &reply);
+	}
 	pipe_reply_clear(&reply);
 }
 
-/* The item's outcome is known; it is reported when its co-process is gone. */
-static void decide(struct handler_pipe *p, int status, const char *error)
+/* ---- an item ---- */
+
+/* Send it (its request) to the co-process, which takes lines. */
+static void item_send(struct item *it)
 {
-	if (!p->busy || p->decided)
-		return;
-	p->decided = true;
-	pipe_reply_clear(&p->reply);
-	p->reply.res.status = status;
-	snprintf(p->reply.res.error, sizeof(p->reply.res.error), "%s", error);
-}
-
-/* Report an item that never reached a co-process. */
-static void report_unsent(struct handler_pipe *p, int status, const char *error)
-{
-	decide(p, status, error);
-	report(p);
-}
-
-/* ---- the co-process ---- */
-
-static void on_cp_closed(uv_handle_t *hd)
-{
-	struct coproc *cp = hd->data;
-
-	if (--cp->open_handles == 0) {
-		free(cp->line);
-		free(cp);
-	}
-}
-
-/* Let go of cp's process and pipes; cp is freed once they are closed. */
-static void coproc_close(struct coproc *cp)
-{
-	uv_handle_t *hs[] = { (uv_handle_t *)&cp->in, (uv_handle_t *)&cp->out };
-
-	child_free(cp->child);
-	cp->child = NULL;
-	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
-		if (!uv_is_closing(hs[i]))
-			uv_close(hs[i], on_cp_closed);
-}
-
-/* Stop cp: SIGTERM to its group, SIGKILL after the kill grace. What it writes from now on
- * is read (to see the EOF) and dropped. */
-static void coproc_stop(struct coproc *cp, const char *why)
-{
-	if (cp->stopping)
-		return;
-	cp->stopping = true;
-	snprintf(cp->why, sizeof(cp->why), "%s", why);
-	child_stop(cp->child, cp->p ? cp->p->env.kill_grace_ms : 1000);
-}
-
-static void note_startup_death(struct handler_pipe *p)
-{
-	p->not_before = uv_now(p->env.loop) + backoff_next(&p->backoff);
-}
-
-/* The item's result when its co-process went away without a reply or our decision. */
-static void decide_died(struct handler_pipe *p, struct coproc *cp)
-{
-	char what[480], how[128];
-
-	proc_describe_status(child_status(cp->child), how, sizeof(how));
-	if (cp->stopping)
-		snprintf(what, sizeof(what), "the co-process was stopped (%s): %s", cp->why, how);
-	else
-		snprintf(what, sizeof(what), "the co-process exited (%s) while handling the item", how);
-	decide(p, HANDLER_FAILED, "");
-	handler_util_error(&p->reply.res, what, child_tail(cp->child));
-}
-
-/* The process has exited and its pipes are drained (or given up on). */
-static void on_coproc_gone(struct child *c)
-{
-	struct coproc *cp = child_data(c);
-	struct handler_pipe *p = cp->p;
-
-	cp->gone = true;
-	if (p) {
-		p->cp = NULL;
-		if (!cp->replied && !cp->stopping)
-			note_startup_death(p);
-		if (p->busy && !p->pending && !p->decided)
-			decide_died(p, cp);
-	}
-	coproc_close(cp);
-	if (!p || !p->busy)
-		return;
-	if (p->pending)              /* its request was for the next co-process */
-		start_next(p);
-	else
-		report(p);
-}
-
-static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
-{
-	static char scratch[65536];
-
-	*buf = uv_buf_init(scratch, sizeof(scratch));
-}
-
-/* One complete reply line. */
-static void on_line(struct coproc *cp, const char *line, size_t len)
-{
-	struct handler_pipe *p = cp->p;
-
-	if (len > 0 && line[len - 1] == '\r')
-		len--;
-	if (len == 0)
-		return;
-	if (!p || !p->busy || p->pending || p->decided) {
-		coproc_stop(cp, "it wrote to its stdout with no item in flight");
-		return;
-	}
-	if (pipe_reply_parse(line, len, p->id, &p->reply) < 0) {
-		p->decided = true;
-		coproc_stop(cp, "bad reply");
-		return;
-	}
-	if (p->reply.progress) {
-		if (p->on_progress)
-			p->on_progress(p->cb_data, p->reply.text, p->reply.text_len);
-		pipe_reply_clear(&p->reply);
-		return;
-	}
-	cp->replied = true;
-	backoff_reset(&p->backoff);
-	p->decided = true;
-	report(p);
-}
-
-static int line_append(struct coproc *cp, const char *s, size_t n)
-{
-	size_t need = cp->line_len + n, cap = cp->line_cap ? cp->line_cap : 4096;
-	char *q;
-
-	if (need > cp->line_cap) {
-		while (cap < need)
-			cap *= 2;
-		q = realloc(cp->line, cap);
-		if (!q)
-			return -ENOMEM;
-		cp->line = q;
-		cp->line_cap = cap;
-	}
-	memcpy(cp->line + cp->line_len, s, n);
-	cp->line_len = need;
-	return 0;
-}
-
-static void reply_too_long(struct coproc *cp, const char *why)
-{
-	if (cp->p)
-		decide(cp->p, HANDLER_FAILED, why);
-	coproc_stop(cp, why);
-}
-
-/* Split what came on stdout into lines; keep the unfinished one. */
-static void out_data(struct coproc *cp, const char *s, size_t n)
-{
-	while (n > 0 && !cp->stopping) {
-		const char *nl = memchr(s, '\n', n);
-		size_t k = nl ? (size_t)(nl - s) : n;
-		if (cp->line_len + k > PIPE_REPLY_MAX) {
-			reply_too_long(cp, "bad reply from the co-process: longer than 1 MiB");
-			return;
-		}
-		if (cp->line_len > 0 || !nl) {
-			if (line_append(cp, s, k) < 0) {
-				reply_too_long(cp, "out of memory for the co-process's reply");
-				return;
-			}
-			if (!nl)
-				return;
-			size_t len = cp->line_len;
-			cp->line_len = 0;    /* the text stays in cp->line while on_line reads it */
-			on_line(cp, cp->line, len);
-		} else {
-			on_line(cp, s, k);
-		}
-		s += k + 1;
-		n -= k + 1;
-	}
-}
-
-static void on_out_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-	struct coproc *cp = s->data;
-
-	if (nread > 0) {
-		out_data(cp, buf->base, (size_t)nread);
-	} else if (nread < 0 && !cp->out_eof) {
-		cp->out_eof = true;
-		uv_read_stop(s);
-		child_release(cp->child);
-	}
-}
-
-static void on_written(uv_write_t *w, int status)
-{
-	struct coproc *cp = w->data;
+	struct handler_pipe *p = it->p;
+	struct pipe_coproc_line *line = pipe_coproc_line(pipe_request(it->job, NULL));
 	char why[120];
-
-	free(w);  /* the uv_write_t is the first member of its struct wreq */
-	if (status < 0 && status != UV_ECANCELED) {
-		snprintf(why, sizeof(why), "cannot write the item to its stdin: %s", uv_strerror(status));
-		coproc_stop(cp, why);
-	}
-}
-
-static void send_pending(struct handler_pipe *p)
-{
-	struct wreq *req = p->pending;
-	uv_buf_t b = uv_buf_init(req->data, (unsigned)req->len);
-	char why[120];
-	int r;
-
-	p->pending = NULL;
-	req->w.data = p->cp;
-	r = uv_write(&req->w, (uv_stream_t *)&p->cp->in, &b, 1, on_written);
-	if (r < 0) {
-		free(req);
-		snprintf(why, sizeof(why), "cannot write the item to its stdin: %s", uv_strerror(r));
-		coproc_stop(p->cp, why);
-	}
-}
-
-/* Start a co-process and make it p->cp. Returns 0 or -errno (no process then). */
-static int coproc_start(struct handler_pipe *p)
-{
-	struct child_opts opts = { .group = true, .settle_ms = SETTLE_MS, .on_gone = on_coproc_gone };
-	struct handler_util_env env;
-	struct proc_child pc = { .pid = 0, .stdin_fd = -1, .stderr_fd = -1, .stdout_fd = -1 };
-	struct coproc *cp = calloc(1, sizeof(*cp));
 	int r = -ENOMEM;
 
-	if (!cp)
-		return r;
-	r = handler_util_env(NULL, &env);
-	if (r == 0) {
-		r = proc_spawn_io(p->args.argv, env.vars, true, &pc);
-		handler_util_env_free(&env);
-	}
-	opts.stderr_fd = pc.stderr_fd;
-	opts.data = cp;
-	if (r == 0 && (r = child_new(p->env.reaper, pc.pid, &opts, &cp->child)) < 0) {
-		proc_kill_group(pc.pid, SIGKILL);  /* unwatched: the worker reaps it at exit */
-		close(pc.stdin_fd);
-		close(pc.stdout_fd);
+	sb_set_pgid(&p->env.scoreboard->entries[it->job->kslot], pipe_coproc_pgid(p->cp));
+	item_enter(it, ITEM_SENT);
+	if (line) {
+		pipe_request(it->job, line->data);
+		r = pipe_coproc_send(p->cp, line);
 	}
 	if (r < 0) {
-		free(cp);
-		return r;
+		snprintf(why, sizeof(why), "cannot write the item to its stdin: %s", uv_strerror(r));
+		coproc_fault(p, r, why);
 	}
-	cp->p = p;
-	p->cp = cp;
-	uv_pipe_init(p->env.loop, &cp->in, 0);
-	uv_pipe_init(p->env.loop, &cp->out, 0);
-	cp->in.data = cp->out.data = cp;
-	cp->open_handles = 2;
-	child_hold(cp->child);  /* until its stdout's EOF */
-	r = uv_pipe_open(&cp->in, pc.stdin_fd);
-	if (r < 0)
-		close(pc.stdin_fd);
-	if (uv_pipe_open(&cp->out, pc.stdout_fd) < 0) {
-		close(pc.stdout_fd);
-		r = r ? r : -EBADF;
-	} else if (r == 0) {
-		r = uv_read_start((uv_stream_t *)&cp->out, on_alloc, on_out_read);
+}
+
+/* Its cancel line, for why: the reply (or the item's end) is awaited for the grace. */
+static void item_cancel(struct item *it, enum pipe_cancel why)
+{
+	struct handler_pipe *p = it->p;
+	struct pipe_coproc_line *line;
+	char text[120];
+	int r = -ENOMEM;
+
+	it->cancel = why;
+	item_enter(it, ITEM_CANCELLING);
+	uv_timer_start(&it->timer, on_item_timer, p->env.kill_grace_ms, 0);
+	if (!pipe_coproc_usable(p->cp))
+		return;   /* it has exited: gone soon */
+	if ((line = pipe_coproc_line(pipe_request_cancel(it->job->id, why, NULL)))) {
+		pipe_request_cancel(it->job->id, why, line->data);
+		r = pipe_coproc_send(p->cp, line);
 	}
 	if (r < 0) {
-		/* Without its pipes it is of no use: it goes, and the item fails. */
-		cp->out_eof = true;
-		child_release(cp->child);
-		coproc_stop(cp, "cannot watch its pipes");
-		child_kill(cp->child);
+		snprintf(text, sizeof(text), "cannot write a cancel to its stdin: %s", uv_strerror(r));
+		coproc_fault(p, r, text);
 	}
-	return r;
 }
 
-static void on_start_timer(uv_timer_t *t)
+static void on_item_timer(uv_timer_t *t)
 {
-	start_next(t->data);
-}
-
-/* The item waits for a co-process: start one (after the back-off) and send it. */
-static void start_next(struct handler_pipe *p)
-{
-	uint64_t now = uv_now(p->env.loop);
+	struct item *it = t->data;
 	char what[200];
+
+	switch (it->state) {
+	case ITEM_WAITING:
+		snprintf(what, sizeof(what), "timed out after %u ms waiting for a co-process (the "
+			 "last one was stopped, or they keep exiting at start-up)", it->job->timeout_ms);
+		item_report_text(it, HANDLER_TIMEOUT, what);
+		break;
+	case ITEM_SENT:
+		item_cancel(it, PIPE_CANCEL_TIMEOUT);
+		break;
+	case ITEM_CANCELLING:   /* the grace is over (a co-process that exited is gone soon) */
+		if (pipe_coproc_usable(it->p->cp)) {
+			it->p->stop_item = it->job->id;
+			coproc_stop(it->p, CP_STOP_CANCEL, NULL);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* Start job in a free slot: sent now, or waiting for a co-process. */
+static void item_start(struct handler_pipe *p, struct handler_job *job)
+{
+	int slot = handler_util_slot_take(&p->slots);
+	struct item *it = &p->items[slot];
+	bool usable = pipe_coproc_usable(p->cp);
+
+	job->kslot = (unsigned)slot;
+	job->kstarted_ns = uv_hrtime();
+	job->deadline_ms = handler_util_now_ms() + job->timeout_ms;
+	it->job = job;
+	it->cancel = PIPE_CANCEL_NONE;
+	sb_start(&p->env.scoreboard->entries[slot], job->id, job->token,
+		 usable ? pipe_coproc_pgid(p->cp) : 0, 0);
+	uv_timer_start(&it->timer, on_item_timer, job->timeout_ms, 0);
+	if (usable)
+		item_send(it);
+	else
+		item_enter(it, ITEM_WAITING);
+}
+
+/* Items wait and no co-process is there: start one (after the back-off) and send them. */
+static void coproc_start(struct handler_pipe *p)
+{
+	struct pipe_coproc_hooks h = {
+		.line = on_cp_line, .fault = on_cp_fault, .gone = on_cp_gone, .data = p,
+	};
+	uint64_t now = uv_now(p->env.loop);
+	char what[300];
 	int r;
 
-	if (p->cp)
-		return;              /* the old one is on its way out: coproc_gone calls again */
 	if (now < p->not_before) {
-		uv_timer_start(&p->start_timer, on_start_timer, p->not_before - now, 0);
+		uv_timer_start(&p->start_timer, on_kick, p->not_before - now, 0);
 		return;
 	}
-	r = coproc_start(p);
+	r = pipe_coproc_start(p->env.loop, p->env.reaper, p->args.argv, &h, &p->cp);
 	if (r < 0) {
 		snprintf(what, sizeof(what), "cannot start the co-process %s: %s", p->args.argv[0],
 			 strerror(-r));
-		report_unsent(p, HANDLER_FAILED, what);
+		for (unsigned i = 0; i < p->slots.n && !p->closing; i++)
+			if (p->items[i].state == ITEM_WAITING)
+				item_report_text(&p->items[i], HANDLER_FAILED, what);
 		return;
 	}
-	send_pending(p);
+	p->cp_replied = false;
+	p->stop = CP_STOP_NONE;
+	for (unsigned i = 0; i < p->slots.n && pipe_coproc_usable(p->cp); i++)
+		if (p->items[i].state == ITEM_WAITING)
+			item_send(&p->items[i]);
 }
 
-static void on_item_timeout(uv_timer_t *t)
+/* Report the items stopped before they were sent, start queued jobs while a slot is free,
+ * and a co-process for those waiting. A done hook called from here may submit more: they are
+ * taken in the same pass. */
+static void pump(struct handler_pipe *p)
 {
-	struct handler_pipe *p = t->data;
-	char what[200];
+	struct handler_job *job;
 
-	if (!p->busy || p->decided)
-		return;
-	if (p->pending) {
-		snprintf(what, sizeof(what), "timed out after %u ms waiting for the co-process to "
-			 "start (it keeps exiting at start-up)", p->timeout_ms);
-		report_unsent(p, HANDLER_TIMEOUT, what);
-		return;
+	for (unsigned i = 0; i < p->slots.n && !p->closing; i++)
+		if (p->items[i].state == ITEM_ENDING)
+			item_report_text(&p->items[i], HANDLER_RELEASED, "stopped: the worker is "
+					 "stopping (it was not sent to the co-process yet)");
+	while (!p->closing && p->slots.nused < p->slots.n &&
+	       (job = handler_util_queue_pop(&p->queue))) {
+		if (handler_util_lease_lapsed(p->env.lease_ok_ns))
+			handler_util_report(&p->env.hooks, job, HANDLER_RELEASED,
+					    "not started: the worker's lease on it may have ended");
+		else
+			item_start(p, job);
 	}
-	snprintf(what, sizeof(what), "timed out after %u ms; co-process stopped", p->timeout_ms);
-	decide(p, HANDLER_TIMEOUT, what);
-	if (p->cp)
-		coproc_stop(p->cp, "item timed out");
+	if (!p->closing && !p->cp && find(p, B(ITEM_WAITING), 0) &&
+	    !uv_is_active((uv_handle_t *)&p->start_timer))
+		coproc_start(p);
 }
 
-/* ---- the handler ---- */
+static void on_kick(uv_timer_t *t)
+{
+	pump(t->data);
+}
+
+/* Pump on the next loop turn. */
+static void kick(struct handler_pipe *p)
+{
+	if (!p->closing)
+		uv_timer_start(&p->kick, on_kick, 0, 0);
+}
+
+/* ---- the kind ---- */
 
 static int pipe_check(const char *arg, char *err, size_t errlen)
 {
@@ -433,109 +461,139 @@ static int pipe_check(const char *arg, char *err, size_t errlen)
 	return r;
 }
 
-static int pipe_make(const struct handler_env *env, const char *arg, void **ret, char *err,
-		     size_t errlen)
+static void handle_closed(struct handler_pipe *p)
 {
-	struct handler_pipe *p = calloc(1, sizeof(*p));
-	int r;
-
-	if (!p)
-		return -ENOMEM;
-	p->env = *env;
-	p->backoff = (struct backoff)BACKOFF_INIT(BACKOFF_MIN_MS, BACKOFF_MAX_MS);
-	r = handler_util_argv("pipe", arg, &p->args, err, errlen);
-	if (r < 0) {
+	if (--p->open_handles == 0) {
+		handler_util_argv_free(&p->args);
+		free(p->items);
 		free(p);
-		return r;
 	}
-	uv_timer_init(env->loop, &p->item_timer);
-	uv_timer_init(env->loop, &p->start_timer);
-	p->open_handles = 2;
-	p->item_timer.data = p->start_timer.data = p;
-	*ret = p;
-	return 0;
 }
 
 static void on_handle_closed(uv_handle_t *hd)
 {
-	struct handler_pipe *p = hd->data;
-
-	if (--p->open_handles == 0) {
-		handler_util_argv_free(&p->args);
-		free(p);
-	}
+	handle_closed(hd->data);
 }
 
-/* The co-process gets SIGTERM; its guard kills its group when the worker exits. */
+static void on_item_timer_closed(uv_handle_t *hd)
+{
+	handle_closed(((struct item *)hd->data)->p);
+}
+
+static int pipe_make(const struct handler_env *env, const char *arg, void **ret, char *err,
+		     size_t errlen)
+{
+	struct handler_pipe *p = calloc(1, sizeof(*p));
+	int r = -ENOMEM;
+
+	if (!p)
+		return r;
+	p->env = *env;
+	p->backoff = (struct backoff)BACKOFF_INIT(BACKOFF_MIN_MS, BACKOFF_MAX_MS);
+	handler_util_slots_init(&p->slots, env->concurrency);
+	p->items = calloc(p->slots.n, sizeof(*p->items));
+	if (!p->items)
+		goto fail;
+	r = handler_util_argv("pipe", arg, &p->args, err, errlen);
+	if (r < 0)
+		goto fail;
+	/* Timers on a loop that runs cannot fail to initialise (uv_timer_init returns 0). */
+	uv_timer_init(env->loop, &p->kick);
+	uv_timer_init(env->loop, &p->start_timer);
+	p->kick.data = p->start_timer.data = p;
+	p->open_handles = 2;
+	for (unsigned i = 0; i < p->slots.n; i++) {
+		p->items[i].p = p;
+		uv_timer_init(env->loop, &p->items[i].timer);
+		p->items[i].timer.data = &p->items[i];
+		p->open_handles++;
+	}
+	*ret = p;
+	return 0;
+fail:
+	free(p->items);
+	free(p);
+	return r;
+}
+
+/* Nothing is reported; the co-process gets SIGKILL. */
 static void pipe_free(void *h)
 {
 	struct handler_pipe *p = h;
 
 	if (!p)
 		return;
+	p->closing = true;
 	if (p->cp) {
-		p->cp->p = NULL;
-		coproc_stop(p->cp, "worker stopping");
-		coproc_close(p->cp);
+		pipe_coproc_kill(p->cp);
+		pipe_coproc_free(p->cp);
 		p->cp = NULL;
 	}
-	free(p->pending);
-	p->pending = NULL;
-	pipe_reply_clear(&p->reply);
-	uv_close((uv_handle_t *)&p->item_timer, on_handle_closed);
+	for (unsigned i = 0; i < p->slots.n; i++) {
+		struct item *it = &p->items[i];
+		if (it->job)
+			sb_end(&p->env.scoreboard->entries[it->job->kslot]);
+		it->job = NULL;
+		uv_close((uv_handle_t *)&it->timer, on_item_timer_closed);
+	}
+	uv_close((uv_handle_t *)&p->kick, on_handle_closed);
 	uv_close((uv_handle_t *)&p->start_timer, on_handle_closed);
 }
 
-static int pipe_run(void *h, const struct handler_job *job, handler_cb cb, void *data)
+static int pipe_submit(void *h, struct handler_job *job)
 {
 	struct handler_pipe *p = h;
-	struct wreq *req;
+	int r;
 
-	if (p->busy)
-		return -EBUSY;
-	req = make_request(job);
-	if (!req)
-		return -ENOMEM;
-	p->busy = true;
-	p->decided = false;
-	p->id = job->id;
-	p->timeout_ms = job->timeout_ms ? job->timeout_ms : 1;
-	p->pending = req;
-	p->cb = cb;
-	p->on_progress = job->on_progress;
-	p->cb_data = data;
-	uv_timer_start(&p->item_timer, on_item_timeout, p->timeout_ms, 0);
-	if (p->cp && !p->cp->stopping && !child_exited(p->cp->child))
-		send_pending(p);
-	else
-		start_next(p);    /* waits for a dying co-process to be gone, if need be */
+	if (p->closing)
+		return -EINVAL;
+	r = uv_timer_start(&p->kick, on_kick, 0, 0);
+	if (r < 0)
+		return r;
+	handler_util_queue_push(&p->queue, job);
 	return 0;
 }
 
-static void pipe_cancel(void *h)
+static size_t pipe_withdraw(void *h, struct handler_job **out, size_t max)
 {
 	struct handler_pipe *p = h;
 
-	if (!p->busy || p->decided)
-		return;
-	if (p->pending) {
-		report_unsent(p, HANDLER_CANCELLED, "cancelled (shutdown) before it started");
-		return;
-	}
-	decide(p, HANDLER_CANCELLED, "cancelled (shutdown); co-process stopped");
-	if (p->cp)
-		coproc_stop(p->cp, "item cancelled");
+	return handler_util_queue_withdraw(&p->queue, out, max);
 }
 
-static pid_t pipe_pid(const void *h)
+/* Items waiting are reported RELEASED from the kick; those sent get a cancel line. */
+static void pipe_stop_all(void *h, enum handler_stop why)
+{
+	struct handler_pipe *p = h;
+
+	for (unsigned i = 0; i < p->slots.n; i++) {
+		struct item *it = &p->items[i];
+		if (it->state == ITEM_WAITING) {
+			item_enter(it, ITEM_ENDING);
+			kick(p);
+		} else if (it->state == ITEM_SENT) {
+			item_cancel(it, PIPE_CANCEL_SHUTDOWN);
+		}
+	}
+}
+
+static unsigned pipe_running(const void *h)
 {
 	const struct handler_pipe *p = h;
 
-	return p->cp && !child_exited(p->cp->child) ? child_pid(p->cp->child) : 0;
+	return p->slots.nused;
+}
+
+static size_t pipe_queued(const void *h)
+{
+	const struct handler_pipe *p = h;
+
+	return p->queue.n;
 }
 
 const struct handler_kind handler_pipe = {
-	.prefix = "pipe:", .takes_arg = true, .is_inline = false,
-	.check = pipe_check, .make = pipe_make, .free = pipe_free, .run = pipe_run,
-	.cancel = pipe_cancel, .pid = pipe_pid,
+	.prefix = "pipe:", .takes_arg = true,
+	.check = pipe_check, .make = pipe_make, .free = pipe_free, .submit = pipe_submit,
+	.withdraw = pipe_withdraw, .stop_all = pipe_stop_all, .running = pipe_running,
+	.queued = pipe_queued,
 };

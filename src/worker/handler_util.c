@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <uv.h>
 
 extern char **environ;
 
@@ -145,6 +146,17 @@ void handler_util_error(struct handler_result *res, const char *what,
 	res->error[n + 2 + len] = '\0';
 }
 
+void handler_util_report(const struct handler_hooks *hooks, struct handler_job *job,
+			 int status, const char *what)
+{
+	struct handler_result res;
+
+	memset(&res, 0, sizeof(res));
+	res.status = status;
+	snprintf(res.error, sizeof(res.error), "%s", what);
+	hooks->done(hooks->data, job, &res);
+}
+
 int64_t handler_util_now_ms(void)
 {
 	struct timespec ts;
@@ -162,4 +174,86 @@ void handler_util_iso_time(int64_t ms, char *out, size_t outlen)
 	gmtime_r(&secs, &tm);
 	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(out, outlen, "%s.%03dZ", base, (int)(ms % 1000));
+}
+
+bool handler_util_lease_lapsed(const uint64_t *lease_ok_ns)
+{
+	return lease_ok_ns && uv_hrtime() >= __atomic_load_n(lease_ok_ns, __ATOMIC_ACQUIRE);
+}
+
+void handler_util_slots_init(struct handler_util_slots *s, unsigned n)
+{
+	memset(s, 0, sizeof(*s));
+	s->n = n > HANDLER_CONCURRENCY_MAX ? HANDLER_CONCURRENCY_MAX : n;
+}
+
+int handler_util_slot_take(struct handler_util_slots *s)
+{
+	for (unsigned i = 0; i < s->n; i++) {
+		if (!(s->used[i / 64] & (1ull << (i % 64)))) {
+			s->used[i / 64] |= 1ull << (i % 64);
+			s->nused++;
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+void handler_util_slot_put(struct handler_util_slots *s, unsigned i)
+{
+	if (i < s->n && (s->used[i / 64] & (1ull << (i % 64)))) {
+		s->used[i / 64] &= ~(1ull << (i % 64));
+		s->nused--;
+	}
+}
+
+void handler_util_queue_push(struct handler_util_queue *q, struct handler_job *job)
+{
+	job->knext = NULL;
+	if (q->tail)
+		q->tail->knext = job;
+	else
+		q->head = job;
+	q->tail = job;
+	q->n++;
+}
+
+struct handler_job *handler_util_queue_pop(struct handler_util_queue *q)
+{
+	struct handler_job *job = q->head;
+
+	if (!job)
+		return NULL;
+	q->head = job->knext;
+	if (!q->head)
+		q->tail = NULL;
+	q->n--;
+	job->knext = NULL;
+	return job;
+}
+
+size_t handler_util_queue_withdraw(struct handler_util_queue *q, struct handler_job **out,
+				   size_t max)
+{
+	size_t k = max < q->n ? max : q->n, keep = q->n - k;
+	struct handler_job *last = NULL, *job = q->head;
+
+	for (size_t i = 0; i < keep; i++) {
+		last = job;
+		job = job->knext;
+	}
+	/* job..tail are the k newest: out gets them from the end. */
+	for (size_t i = 0; i < k; i++) {
+		struct handler_job *next = job->knext;
+		job->knext = NULL;
+		out[k - 1 - i] = job;
+		job = next;
+	}
+	if (last)
+		last->knext = NULL;
+	else
+		q->head = NULL;
+	q->tail = last;
+	q->n = keep;
+	return k;
 }

@@ -3,6 +3,7 @@
 #ifndef CLAIMD_HANDLER_UTIL_H
 #define CLAIMD_HANDLER_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +43,40 @@ void handler_util_env_free(struct handler_util_env *e);
 /* res->error = "what" or "what: <tail of the child's stderr>" (t may be NULL), cut to fit. */
 void handler_util_error(struct handler_result *res, const char *what,
 			const struct child_tail *t);
+
+/* Call hooks->done for job with status and what as its error (a job that did not run, or a
+ * run whose outcome is only a status and a text). */
+void handler_util_report(const struct handler_hooks *hooks, struct handler_job *job,
+			 int status, const char *what);
+
+/* Whether the leases of the items held may have ended: lease_ok_ns (handler_opts) has passed;
+ * false when it is NULL. Any thread. */
+bool handler_util_lease_lapsed(const uint64_t *lease_ok_ns);
+
+/* Which of a kind's slots (scoreboard entries 0..n-1) are free. */
+struct handler_util_slots {
+	uint64_t used[(HANDLER_CONCURRENCY_MAX + 63) / 64];
+	unsigned n, nused;
+};
+
+void handler_util_slots_init(struct handler_util_slots *s, unsigned n);
+/* A free slot, now used; -1 when all are. */
+int handler_util_slot_take(struct handler_util_slots *s);
+void handler_util_slot_put(struct handler_util_slots *s, unsigned i);
+
+/* A kind's queue of jobs not started yet, oldest first (linked through job->knext). */
+struct handler_util_queue {
+	struct handler_job *head, *tail;
+	size_t n;
+};
+
+void handler_util_queue_push(struct handler_util_queue *q, struct handler_job *job);
+/* The oldest job, taken out; NULL when empty. */
+struct handler_job *handler_util_queue_pop(struct handler_util_queue *q);
+/* Take out the newest jobs, up to max, into out newest first (handler_withdraw). Returns how
+ * many. */
+size_t handler_util_queue_withdraw(struct handler_util_queue *q, struct handler_job **out,
+				   size_t max);
 
 /* Wall clock, unix ms. */
 int64_t handler_util_now_ms(void);

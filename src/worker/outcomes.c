@@ -46,8 +46,7 @@ static void outcome_free(struct outcome *x)
 }
 
 struct outcome *outcomes_add(struct outcomes *o, const struct store_item *it,
-			     enum outcome_kind kind, unsigned retry_ms, const char *error,
-			     uint64_t took_ns)
+			     enum outcome_kind kind, unsigned retry_ms, const char *error)
 {
 	struct outcome *x;
 
@@ -56,7 +55,7 @@ struct outcome *outcomes_add(struct outcomes *o, const struct store_item *it,
 		o->urgent = false;
 		o->result_bytes = 0;
 	}
-	if (kind != OUTCOME_SUCCESS || took_ns >= OUTCOMES_QUICK_NS)
+	if (kind != OUTCOME_SUCCESS)
 		o->urgent = true;
 	x = &o->list[o->n++];
 	memset(x, 0, sizeof(*x));

@@ -1,7 +1,8 @@
-/* outcomes — how the rows a worker ran ended, until the database has them. A quick success
- * waits to ride on the next claim's transaction (or OUTCOMES_FLUSH_MS at most); a failure, a
- * release, a deferral or a slow success is due at once (outcomes_due): written before the
- * next item starts, so a worker that dies loses at most a few milliseconds of work. Whether a
+/* outcomes — how the rows a worker ran ended, until the database has them. A success waits to
+ * ride on the next claim's transaction (or OUTCOMES_FLUSH_MS at most, or until its results
+ * grow past OUTCOMES_RESULT_BYTES); a failure, a release or a deferral is due at once
+ * (outcomes_due): written on the worker's next turn, so a worker that dies loses at most
+ * OUTCOMES_FLUSH_MS of finished work. Whether a
  * failed row goes back to ready or is dead is the store's to decide (store_fail), never the
  * worker's. Every outcome written is reported to the supervisor (FINISHED) through send. Does
  * not log. */
@@ -15,9 +16,10 @@
 #include "common/proto.h"
 #include "store/store.h"
 
-#define OUTCOMES_MAX (2 * PROTO_MAX_ITEMS)
-#define OUTCOMES_FLUSH_MS 20     /* a quick success waits at most this long */
-#define OUTCOMES_QUICK_NS 2000000u /* a success that took less than this is quick */
+/* Twice what a worker may hold (items.h: ITEMS_MAX): room for every held row's outcome,
+ * and as many more written meanwhile. */
+#define OUTCOMES_MAX (2 * (256 + PROTO_MAX_ITEMS))
+#define OUTCOMES_FLUSH_MS 20     /* a success waits at most this long */
 #define OUTCOMES_RESULT_BYTES (256u * 1024) /* results waiting past this are due at once */
 
 /* How a run ended, as the worker saw it. */
@@ -59,12 +61,11 @@ struct outcomes {
 void outcomes_init(struct outcomes *o, void (*send)(void *data, struct proto_msg *m),
 		   void *data);
 
-/* The run of it ended as kind; took_ns: how long it ran (a success that took
- * OUTCOMES_QUICK_NS or more is due at once). error is copied. Returns the outcome, for
- * outcome_set_* and its metrics fields (queue, run_us, wait_us: zero). */
+/* The run of it ended as kind. error is copied. Returns the outcome, for outcome_set_* and
+ * its metrics fields (queue, run_us, wait_us: zero). The caller keeps o->n below
+ * OUTCOMES_MAX (a worker holds at most half as many rows). */
 struct outcome *outcomes_add(struct outcomes *o, const struct store_item *it,
-			     enum outcome_kind kind, unsigned retry_ms, const char *error,
-			     uint64_t took_ns);
+			     enum outcome_kind kind, unsigned retry_ms, const char *error);
 
 /* What x (a success) leaves in its row: result (len bytes of type, a static string) and the
  * last progress not written yet (JSON text), each NULL for none; copied. Results waiting

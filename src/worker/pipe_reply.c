@@ -56,22 +56,16 @@ static int dump(json_t *v, size_t max, const char *what, const char *line, size_
 }
 
 /* The line's fields into ret; the object is well-formed JSON. */
-static int take(json_t *obj, const char *line, size_t len, uint64_t want_id,
-		struct pipe_reply *ret)
+static int take(json_t *obj, const char *line, size_t len, struct pipe_reply *ret)
 {
 	json_t *id = json_object_get(obj, "id"), *ok = json_object_get(obj, "ok");
 	json_t *error = member(obj, "error"), *retry = member(obj, "retry_in_ms");
 	json_t *result = member(obj, "result"), *progress = member(obj, "progress");
 	struct handler_result *res = &ret->res;
-	char what[300];
 
 	if (!json_is_integer(id) || json_integer_value(id) < 0)
 		return bad_reply(ret, line, len, "no \"id\" that is a non-negative integer");
-	if ((uint64_t)json_integer_value(id) != want_id) {
-		snprintf(what, sizeof(what), "wrong id %lld (the item sent was %llu)",
-			 (long long)json_integer_value(id), (unsigned long long)want_id);
-		return bad_reply(ret, line, len, what);
-	}
+	ret->id = (uint64_t)json_integer_value(id);
 	if (!ok && progress) {
 		ret->progress = true;
 		return dump(progress, PIPE_PROGRESS_MAX, "progress", line, len, ret);
@@ -119,7 +113,12 @@ void pipe_reply_clear(struct pipe_reply *r)
 	memset(r, 0, sizeof(*r));
 }
 
-int pipe_reply_parse(const char *line, size_t len, uint64_t want_id, struct pipe_reply *ret)
+int pipe_reply_refuse(struct pipe_reply *ret, const char *line, size_t len, const char *what)
+{
+	return bad_reply(ret, line, len, what);
+}
+
+int pipe_reply_parse(const char *line, size_t len, struct pipe_reply *ret)
 {
 	json_error_t e;
 	char what[300];
@@ -139,7 +138,7 @@ int pipe_reply_parse(const char *line, size_t len, uint64_t want_id, struct pipe
 	if (!json_is_object(obj))
 		r = bad_reply(ret, line, len, "not a JSON object (another JSON value)");
 	else
-		r = take(obj, line, len, want_id, ret);
+		r = take(obj, line, len, ret);
 	json_decref(obj);
 	return r;
 }

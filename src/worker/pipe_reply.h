@@ -4,7 +4,7 @@
  * duplicate keys, valid UTF-8); its values may be nested (a result object, progress), and
  * fields other than these are ignored:
  *
- *     "id"           the item's id: an integer, the one sent                 (required)
+ *     "id"           the item's id: a non-negative integer                   (required)
  *     "ok"           true or false                                           (required)
  *     "error"        with "ok":false, why: a string (or null)
  *     "retry_in_ms"  with "ok":false, run it again after this many ms, not counting as a
@@ -34,16 +34,21 @@
 
 /* A line read: a reply, or a progress report. */
 struct pipe_reply {
+	uint64_t id;                /* the item it is for */
 	bool progress;              /* a progress report, not the reply */
 	struct handler_result res;  /* the reply; its result points into text */
 	char *text;                 /* malloc'd compact JSON of "result" or "progress", or NULL */
 	size_t text_len;
 };
 
-/* Read line[0..len) (without its newline), from the co-process running item want_id, into
- * *ret (which pipe_reply_clear frees). Returns 0, or -EPROTO for a bad line: ret->res is then
- * HANDLER_FAILED with what is wrong and the start of the line, quoted, in its error. */
-int pipe_reply_parse(const char *line, size_t len, uint64_t want_id, struct pipe_reply *ret);
+/* Read line[0..len) (without its newline) into *ret (which pipe_reply_clear frees); whether
+ * ret->id is an item outstanding is the caller's to check. Returns 0, or -EPROTO for a bad
+ * line: ret->res is then HANDLER_FAILED with what is wrong and the start of the line, quoted,
+ * in its error. */
+int pipe_reply_parse(const char *line, size_t len, struct pipe_reply *ret);
+/* Make *ret (read from line[0..len)) a bad reply after all, for what (its id is not an item
+ * outstanding): as pipe_reply_parse's. Returns -EPROTO. */
+int pipe_reply_refuse(struct pipe_reply *ret, const char *line, size_t len, const char *what);
 void pipe_reply_clear(struct pipe_reply *r);
 
 #endif

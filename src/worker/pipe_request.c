@@ -1,4 +1,4 @@
-/* The request line of a pipe: co-process, written in two passes: measured (out NULL), then
+/* The lines a pipe: co-process reads, written in two passes: measured (out NULL), then
  * written into a buffer of that size. */
 #include "worker/pipe_request.h"
 
@@ -7,6 +7,15 @@
 
 #include "common/json.h"
 #include "worker/handler_util.h"
+
+static const char *const cancel_names[PIPE_CANCEL_COUNT] = {
+	"", "timeout", "shutdown", "cancelled",
+};
+
+const char *pipe_cancel_name(enum pipe_cancel why)
+{
+	return (unsigned)why < PIPE_CANCEL_COUNT ? cancel_names[why] : "";
+}
 
 static size_t emit(char *out, size_t at, const void *s, size_t n)
 {
@@ -73,4 +82,13 @@ size_t pipe_request(const struct handler_job *job, char *out)
 		w += EMIT_LIT(out, w, "null");
 	w += emit_payload(out, w, job);
 	return w + EMIT_LIT(out, w, "}\n");
+}
+
+size_t pipe_request_cancel(uint64_t id, enum pipe_cancel why, char *out)
+{
+	char line[120];
+	int n = snprintf(line, sizeof(line), "{\"id\":%llu,\"cancel\":true,\"reason\":\"%s\"}\n",
+			 (unsigned long long)id, pipe_cancel_name(why));
+
+	return emit(out, 0, line, (size_t)n);
 }

@@ -1,23 +1,32 @@
 #include "worker/prefetch.h"
 
-unsigned prefetch_size(struct prefetch *p, unsigned fixed)
+unsigned prefetch_peek(const struct prefetch *p, unsigned fixed, unsigned conc)
 {
-	uint64_t n;
+	uint64_t n, cap, cycles;
 
 	if (fixed)
-		return fixed;
+		return fixed - 1;
 	if (p->avg_ns == 0)
-		n = 1;
-	else
-		n = (PREFETCH_BUDGET_NS + p->avg_ns / 2) / p->avg_ns;
-	if (n > 2ull * p->last)
-		n = 2ull * p->last;
-	if (n < 1)
-		n = 1;
+		return 0;
+	n = ((uint64_t)conc * PREFETCH_BUDGET_NS + p->avg_ns / 2) / p->avg_ns;
+	cycles = ((uint64_t)conc * PREFETCH_CYCLES * p->cycle_ns + p->avg_ns / 2) / p->avg_ns;
+	if (cycles > n)
+		n = cycles;
+	cap = 2ull * p->last + 1;
+	if (n > cap)
+		n = cap;
 	if (n > PREFETCH_MAX)
 		n = PREFETCH_MAX;
-	p->last = (unsigned)n;
-	return p->last;
+	return (unsigned)n;
+}
+
+unsigned prefetch_extra(struct prefetch *p, unsigned fixed, unsigned conc)
+{
+	unsigned n = prefetch_peek(p, fixed, conc);
+
+	if (!fixed)
+		p->last = n;
+	return n;
 }
 
 void prefetch_ran(struct prefetch *p, uint64_t ns)
@@ -27,6 +36,11 @@ void prefetch_ran(struct prefetch *p, uint64_t ns)
 	/* A weight of 1/4: a slow item shows at once (one of them alone pulls the average
 	 * past the budget), a run of quick ones brings it down within a few dozen. */
 	p->avg_ns = p->avg_ns ? (3 * p->avg_ns + ns) / 4 : ns;
+}
+
+void prefetch_claimed(struct prefetch *p, uint64_t ns)
+{
+	p->cycle_ns = p->cycle_ns ? (3 * p->cycle_ns + ns) / 4 : ns;
 }
 
 uint64_t prefetch_overrun_ns(const struct prefetch *p)

@@ -1,6 +1,7 @@
-/* worker_int — the insides of a worker, shared by worker.c (its life: the states, what each
- * does, the database) and worker_main.c (the supervisor's messages and the set-up), which
- * only calls into worker.c. Not an interface. */
+/* worker_int — the insides of a worker, shared by worker.c (its claiming life: the states, the
+ * database), worker_items.c (the rows it holds: to the handler, through the rate-limit gate,
+ * back from it as outcomes), worker_progress.c and worker_main.c (the supervisor's messages
+ * and the set-up). Not an interface. */
 #ifndef CLAIMD_WORKER_INT_H
 #define CLAIMD_WORKER_INT_H
 
@@ -12,9 +13,11 @@
 #include "common/chan.h"
 #include "common/config.h"
 #include "common/proto.h"
+#include "common/scoreboard.h"
 #include "store/store.h"
 #include "worker/batch.h"
 #include "worker/handler.h"
+#include "worker/items.h"
 #include "worker/outcomes.h"
 #include "worker/prefetch.h"
 
@@ -22,16 +25,16 @@
 #define DB_BACKOFF_MAX_MS 5000
 #define PROGRESS_EVERY_MS 1000   /* a row's progress is written at most this often */
 
+/* The worker's claiming life. The rows it holds run meanwhile, in every state but START:
+ * how many it holds decides between FULL and WANT. */
 enum wstate {
 	WS_START,     /* connecting to the database for the first time */
 	WS_CONNECT,   /* a database call failed: waiting for the back-off, then reconnecting */
-	WS_WANT,      /* ready for more: a claim permit is asked for (WANT) */
+	WS_FULL,      /* holding as many rows as it should: no claim wanted until some end */
+	WS_WANT,      /* room for more: a claim permit is asked for (WANT) */
 	WS_SLEEP,     /* the last claim found nothing: asleep until the supervisor wakes us */
 	WS_CLAIM,     /* holding a permit: claim now, and answer it (CLAIMED) */
-	WS_BATCH,     /* holding claimed rows: start the next, or the batch is over */
-	WS_SLOT,      /* the next row waits for its rate-limit start slot (the slot timer) */
-	WS_RUN,       /* a handler runs a row */
-	WS_DRAIN,     /* stopping: rows not started go back, outcomes are written */
+	WS_DRAIN,     /* stopping: rows not started go back, running ones end, outcomes written */
 	WS_EXIT,      /* the loop stops */
 	WS_COUNT,
 };
@@ -42,57 +45,82 @@ struct worker {
 	struct chan *chan;
 	struct store *store;
 	struct handler *handler;
+	struct sb_slot *board;    /* this worker's scoreboard slot */
 	char claimer[160];
 	enum wstate state;
 	bool stopping;            /* a STOP came */
 	bool asked;               /* a WANT is out, unanswered */
+	uint64_t asked_ns;        /* when the last WANT went out (uv_hrtime); 0: woken unasked */
+	bool grace_over;          /* the stop's grace ended: running items were stopped */
 	int exit_code;
 
-	struct batch b;           /* the rows claimed */
-	struct prefetch pf;       /* how many to claim next (--batch auto) */
-	uint64_t item_started_ns;
+	struct items items;       /* the rows held */
+	struct batch b;           /* the claims and their statements */
+	struct prefetch pf;       /* how many to hold (--batch auto) */
+	unsigned conc;            /* items run at once (handler_concurrency) */
+	uint64_t last_end_ns;     /* when an item last ended, or rows were last claimed */
 	struct outcomes out;
-
-	/* the running row's progress: the latest, whether it is written, and when one was */
-	char progress[HANDLER_PROGRESS_MAX + 1];
-	bool progress_dirty;
-	uint64_t progress_at;     /* uv_now() of the last write; 0: none for this row */
 
 	struct backoff db_backoff;
 	/* what the supervisor was last told (STATE) */
 	uint8_t wire;
-	uint64_t wire_item;
-	uint32_t wire_hpid;
 	bool wire_sent;
-	uv_timer_t kick_timer, db_timer, lease_timer, grace_timer, slot_timer, flush_timer;
+	uv_timer_t kick_timer, db_timer, lease_timer, grace_timer, gate_timer, flush_timer;
 	uv_timer_t progress_timer;
-	uv_timer_t overrun_timer; /* --batch auto: the running item outlasts its batch's estimate */
+	uv_timer_t watch_timer;   /* rows waiting: a paused queue, or items running long */
 };
 
+/* ---- worker.c ---- */
 
 /* The one place the state changes (what may follow what is in worker.c). */
 void worker_enter(struct worker *w, enum wstate to);
 /* step() on the next loop turn: do what the state asks for. */
 void worker_kick(struct worker *w);
-/* Tell the supervisor what we do (STATE), when it changed. */
-void worker_report(struct worker *w, uint8_t wire, uint64_t item);
-void worker_send(struct worker *w, struct proto_msg *m);
-/* worker_send for outcomes_init (data: the worker). */
-void worker_send_out(void *data, struct proto_msg *m);
-/* The store's claim hook (store_set_claim_hook). */
-void worker_on_locked(void *data, const struct store_item *items, size_t n);
-/* The handler's on_progress (worker_progress.c). */
-void worker_on_progress(void *data, const char *json, size_t len);
-/* The log line of a finished item (--log-items): outcomes.finished. */
-void worker_log_item(void *data, const struct outcome *x, unsigned outcome);
-/* Answer a claim permit (CLAIMED) with the first n rows of the batch. */
-void worker_answer_permit(struct worker *w, size_t n);
-/* The running row's id, 0 when none runs. */
-uint64_t worker_running_id(const struct worker *w);
+/* A database call failed with r: back off, then reconnect (WS_CONNECT). */
+void worker_db_failed(struct worker *w, int r, const char *what, const char *err);
 /* Whether a database call failed and the back-off runs. */
 bool worker_db_waiting(const struct worker *w);
+/* Write the outcomes now (no claim). Returns 0, or a negative error (db_failed took over). */
+int worker_write(struct worker *w);
+/* Answer a claim permit (CLAIMED) with the last claim's first n rows. */
+void worker_answer_permit(struct worker *w, size_t n);
+/* The store's claim hook (store_set_claim_hook). */
+void worker_on_locked(void *data, const struct store_item *items, size_t n);
 /* The database back-off and the lease timer's callbacks. */
 void worker_on_db_timer(uv_timer_t *t);
 void worker_on_lease_timer(uv_timer_t *t);
+
+/* ---- worker_items.c ---- */
+
+/* The last claim's rows (w->b.rows) become items: to the handler, or the gate. */
+void worker_take_claimed(struct worker *w);
+/* How many rows a claim may bring now; 0 when none is wanted (not enough room). */
+unsigned worker_room(struct worker *w, bool commit);
+/* The rate-limit gate: pass what may go now. Returns 0, or a negative error (db_failed). */
+int worker_gate(struct worker *w);
+/* Every row not started goes back (release outcomes): stopping, or leases lapsed. */
+void worker_release_unstarted(struct worker *w);
+/* Whether anything is still running or waiting to run. */
+bool worker_busy(const struct worker *w);
+/* The handler's done hook. */
+void worker_on_done(void *data, struct handler_job *job, const struct handler_result *res);
+/* The watch timer (paused queues, items running long), set for what is due next. */
+void worker_watch(struct worker *w);
+
+/* ---- worker_progress.c ---- */
+
+/* The handler's progress hook: a running item's progress, written at most once every
+ * PROGRESS_EVERY_MS (the latest then); what is left at the end goes with a success. */
+void worker_on_progress(void *data, struct handler_job *job, const char *json, size_t len);
+
+/* ---- worker_wire.c ---- */
+
+/* Tell the supervisor what we do (STATE), when it changed. */
+void worker_report(struct worker *w);
+void worker_send(struct worker *w, struct proto_msg *m);
+/* worker_send for outcomes_init (data: the worker). */
+void worker_send_out(void *data, struct proto_msg *m);
+/* The log line of a finished item (--log-items): outcomes.finished. */
+void worker_log_item(void *data, const struct outcome *x, unsigned outcome);
 
 #endif

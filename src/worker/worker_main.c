@@ -16,11 +16,13 @@
 static void on_grace(uv_timer_t *t)
 {
 	struct worker *w = t->data;
+	unsigned n = handler_running(w->handler);
 
-	if (w->state == WS_RUN) {
-		log_warn("grace period over: stopping the handler of item id=%llu",
-			 (unsigned long long)worker_running_id(w));
-		handler_cancel(w->handler);
+	w->grace_over = true;
+	if (n > 0) {
+		log_warn("grace period over: stopping %u running item%s; they go back", n,
+			 n == 1 ? "" : "s");
+		handler_stop_all(w->handler, HANDLER_STOP_SHUTDOWN);
 	}
 }
 
@@ -30,6 +32,7 @@ static void on_wake(struct worker *w, const struct place *cursor)
 {
 	w->asked = false;
 	if (w->stopping || worker_db_waiting(w) || (w->state != WS_WANT && w->state != WS_SLEEP)) {
+		w->b.n = 0;
 		worker_answer_permit(w, 0);
 		return;
 	}
@@ -47,20 +50,20 @@ static void on_stop(struct worker *w, unsigned grace_ms)
 		return;
 	log_debug("stopping: in-flight items get %u ms", grace_ms);
 	w->stopping = true;
-	worker_report(w, PROTO_W_STOPPING, worker_running_id(w));
+	worker_report(w);
 	uv_timer_start(&w->grace_timer, on_grace, grace_ms, 0);
 	switch (w->state) {
 	case WS_CLAIM:
+		w->b.n = 0;
 		worker_answer_permit(w, 0);
 		/* fall through */
 	case WS_WANT:
 	case WS_SLEEP:
-	case WS_BATCH:
-	case WS_SLOT:
+	case WS_FULL:
 		worker_enter(w, WS_DRAIN);
 		break;
 	default:
-		break;  /* running: it drains when the result comes; connecting: when back */
+		break;  /* starting or connecting: it drains when the database is back */
 	}
 	worker_kick(w);
 }
@@ -93,7 +96,6 @@ static void on_close(void *data, int reason)
 		log_info("supervisor closed the channel; exiting");
 	else
 		log_error("supervisor channel failed: %s; exiting", strerror(-reason));
-	handler_cancel(w->handler);
 	w->exit_code = reason == 0 ? 0 : 1;
 	worker_enter(w, WS_EXIT);
 }
@@ -113,12 +115,20 @@ static int worker_init(struct worker *w, const struct config *cfg)
 
 	w->cfg = cfg;
 	w->state = WS_START;
+	__atomic_store_n(&w->b.lease_ok_ns, 0, __ATOMIC_RELEASE);
 	w->db_backoff = (struct backoff)BACKOFF_INIT(DB_BACKOFF_MIN_MS, DB_BACKOFF_MAX_MS);
 	outcomes_init(&w->out, worker_send_out, w);
 	if (cfg->log_items)
 		w->out.finished = worker_log_item;
 	srand((unsigned)(getpid() ^ uv_hrtime()));
-	if ((r = fence_init()) < 0)
+	r = scoreboard_attach(SCOREBOARD_FD, (unsigned)cfg->worker_slot, cfg->concurrency,
+			      &w->board);
+	if (r < 0) {
+		log_error("cannot map the scoreboard (fd %d): %s", SCOREBOARD_FD, strerror(-r));
+		return r;
+	}
+	close(SCOREBOARD_FD);   /* mapped: the descriptor is of no more use */
+	if ((r = fence_init(w->board)) < 0)
 		log_warn("cannot set the lease fence's timer (%s): a handler is not stopped when "
 			 "its lease ends", strerror(-r));
 	gethostname(host, sizeof(host) - 1);
@@ -127,19 +137,31 @@ static int worker_init(struct worker *w, const struct config *cfg)
 	if (r < 0)
 		return r;
 	uv_timer_t *timers[] = { &w->kick_timer, &w->db_timer, &w->lease_timer, &w->grace_timer,
-				 &w->slot_timer, &w->flush_timer, &w->progress_timer,
-				 &w->overrun_timer };
+				 &w->gate_timer, &w->flush_timer, &w->progress_timer,
+				 &w->watch_timer };
 	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
 		uv_timer_init(&w->loop, timers[i]);
 		timers[i]->data = w;
 	}
-	struct handler_opts ho = { .kill_grace_ms = cfg->kill_grace_ms,
-				   .exec_result = cfg->exec_result };
+	struct handler_opts ho = {
+		.concurrency = cfg->concurrency, .kill_grace_ms = cfg->kill_grace_ms,
+		.exec_result = cfg->exec_result, .scoreboard = w->board,
+		.lease_ok_ns = &w->b.lease_ok_ns,
+		.hooks = { .done = worker_on_done, .progress = worker_on_progress, .data = w },
+	};
 	r = handler_new(&w->loop, cfg->handler, &ho, &w->handler, err, sizeof(err));
 	if (r < 0) {
 		log_error("%s", err);
 		return r;
 	}
+	w->conc = handler_concurrency(w->handler);
+	if (w->conc < cfg->concurrency && cfg->worker_slot == 0)
+		log_warn("--concurrency %u: the plugin does not say it is thread-safe "
+			 "(CLAIMD_PLUGIN_THREAD_SAFE, claimd/handler.h): it runs one item at a time",
+			 cfg->concurrency);
+	r = items_init(&w->items, w->conc + PROTO_MAX_ITEMS);
+	if (r < 0)
+		return r;
 	r = store_new(&cfg->dsn, w->claimer, &w->store);
 	if (r < 0)
 		return r;
@@ -156,7 +178,7 @@ static int worker_init(struct worker *w, const struct config *cfg)
 	m.u.hello.pid = (uint32_t)getpid();
 	m.u.hello.slot = (uint32_t)cfg->worker_slot;
 	worker_send(w, &m);
-	worker_report(w, PROTO_W_STARTING, 0);
+	worker_report(w);
 	uv_timer_start(&w->lease_timer, worker_on_lease_timer, cfg->lease_ms / 3, cfg->lease_ms / 3);
 	return 0;
 }
@@ -181,7 +203,7 @@ int worker_main(const struct config *cfg)
 	if (w.chan)
 		chan_close(w.chan);
 	handler_free(w.handler);
-	batch_clear(&w.b);
+	items_fini(&w.items);
 	store_free(w.store);
 	log_debug("exit code=%d", w.exit_code);
 	return w.exit_code;

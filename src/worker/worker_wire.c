@@ -1,5 +1,6 @@
 /* What a worker tells the supervisor over its channel: messages, its state (STATE), and each
- * outcome in the log when --log-items asks for it. */
+ * outcome in the log when --log-items asks for it. Which items it runs is in the scoreboard,
+ * not on the wire. */
 #include "worker/worker_int.h"
 
 #include <string.h>
@@ -29,23 +30,38 @@ void worker_log_item(void *data, const struct outcome *x, unsigned outcome)
 		 x->wait_us / 1000.0);
 }
 
-/* Tell the supervisor what we do (STATE), when it changed. The handler's pid lets the
- * supervisor kill the handler's whole process group should this worker die. */
-void worker_report(struct worker *w, uint8_t wire, uint64_t item)
+/* What the state means on the wire: asleep (room, and nothing to claim) is idle; waiting
+ * for a permit with nothing held too; holding rows or claiming is busy. */
+static uint8_t wire_state(const struct worker *w)
 {
-	uint32_t hpid = (uint32_t)handler_pid(w->handler);
+	if (w->stopping)
+		return PROTO_W_STOPPING;
+	switch (w->state) {
+	case WS_START:
+		return PROTO_W_STARTING;
+	case WS_CONNECT:
+		return PROTO_W_DB_DOWN;
+	case WS_SLEEP:
+		return PROTO_W_IDLE;
+	case WS_WANT:
+		return items_held(&w->items) > 0 ? PROTO_W_BUSY : PROTO_W_IDLE;
+	default:
+		return PROTO_W_BUSY;
+	}
+}
+
+/* Tell the supervisor what we do (STATE), when it changed. */
+void worker_report(struct worker *w)
+{
+	uint8_t wire = wire_state(w);
 	struct proto_msg m;
 
-	if (w->wire_sent && w->wire == wire && w->wire_item == item && w->wire_hpid == hpid)
+	if (w->wire_sent && w->wire == wire)
 		return;
 	w->wire = wire;
-	w->wire_item = item;
-	w->wire_hpid = hpid;
 	w->wire_sent = true;
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_STATE;
 	m.u.state.state = wire;
-	m.u.state.item_id = item;
-	m.u.state.handler_pid = hpid;
 	worker_send(w, &m);
 }

@@ -7,7 +7,7 @@ import os
 import random
 import struct
 
-VERSION = 4
+VERSION = 5
 PLACE = 20  # PLACE_SIZE
 ACK, HELLO, PING, STATE, CLAIMED, FINISHED, WAKE, STOP, WANT, HOLDING = range(1, 11)
 
@@ -73,13 +73,13 @@ def main():
         'oversized_length': frame(CLAIMED, b'', length=8193),
         'oversized_length_4g': frame(WAKE, b'', length=0xFFFFFFFF),
         'ping': ping,
-        'state_busy': frame(STATE, struct.pack('>BQI', 2, 77, 4243)),
-        'state_idle': frame(STATE, struct.pack('>BQI', 1, 0, 0)),
-        'state_out_of_range': frame(STATE, struct.pack('>BQI', 9, 0, 0)),
-        'state_v0_body': frame(STATE, struct.pack('>BQ', 1, 0)),
+        'state_busy': frame(STATE, struct.pack('>B', 2)),
+        'state_idle': frame(STATE, struct.pack('>B', 1)),
+        'state_out_of_range': frame(STATE, struct.pack('>B', 9)),
+        'state_v4_body': frame(STATE, struct.pack('>BQI', 1, 0, 0)),
         'stop': frame(STOP, struct.pack('>I', 30000)),
         'stream_all_types': frame(ACK, struct.pack('>I', 5)) + hello + ping +
-                            frame(STATE, struct.pack('>BQI', 2, 77, 0)) + claimed(2) + fin +
+                            frame(STATE, struct.pack('>B', 2)) + claimed(2) + fin +
                             frame(WAKE, cursor(2)) + frame(STOP, struct.pack('>I', 1)) +
                             frame(WANT, b''),
         'stream_then_partial': hello + ping[:7],

@@ -48,6 +48,7 @@ MIGRATIONS = sorted(os.path.join(SOURCE_ROOT, 'sql', 'migrations', f)
                     for f in os.listdir(os.path.join(SOURCE_ROOT, 'sql', 'migrations'))
                     if f.endswith('.sql'))
 PIPE_ECHO = os.path.join(SOURCE_ROOT, 'tests', 'pipe_echo.py')
+PLUGIN_DIR = os.environ.get('CLAIMD_TEST_PLUGIN_DIR') or os.path.join(SOURCE_ROOT, 'build', 'tests')
 
 
 def _binary(env, name):
@@ -552,6 +553,37 @@ class Handler:
         return sorted({e.pid for e in self.events()})
 
 
+def runs_of(h):
+    """{item: [(start, end or None, pid), ...]} from a handler's log (start and end lines of
+    one run share the item, attempt and pid), each item's runs in start order."""
+    runs, open_by = {}, {}
+    for e in h.events():
+        if e.kind == 'start':
+            open_by[(e.id, e.pid, e.attempt)] = e.time
+            runs.setdefault(e.id, [])
+        elif e.kind == 'end':
+            t0 = open_by.pop((e.id, e.pid, e.attempt), None)
+            if t0 is not None:
+                runs[e.id].append((t0, e.time, e.pid))
+    for (item, pid, _), t0 in open_by.items():
+        runs[item].append((t0, None, pid))
+    for v in runs.values():
+        v.sort()
+    return runs
+
+
+def check_runs_apart(runs):
+    """Each row's runs one after the other. A run that never logged its end was cut short by
+    its process's death: the next run must be another process's, and that one gone."""
+    for item, rs in runs.items():
+        for a, b in zip(rs, rs[1:]):
+            if a[1] is None:
+                check(a[2] != b[2] and not pid_running(a[2]),
+                      f'row {item} ran again while its cut-short run may go on: {a} and {b}')
+            else:
+                check(a[1] <= b[0], f'row {item} ran twice at once: {a} and {b}')
+
+
 # The prelude every log_handler shares. Lines: start/end/child <id> <attempt> <time> <pid> ...
 _BASH_PRELUDE = r'''#!/bin/bash
 set -u
@@ -660,6 +692,14 @@ class Test:
         h = Handler(None, os.path.join(self.tmpdir, name + '.log'))
         self._handlers.append(h)
         return h, f'pipe:{sys.executable} {PIPE_ECHO} {h.log_path}'
+
+    def plugin(self, name):
+        """tests/plugins/<name>.c (built as claimd_test_<name>.so) as a so: handler logging
+        to <name>.log (printed on failure): returns (Handler, handler spec)."""
+        path = os.path.join(PLUGIN_DIR, f'claimd_test_{name}.so')
+        h = Handler(None, os.path.join(self.tmpdir, name + '.log'))
+        self._handlers.append(h)
+        return h, f'so:{path} {h.log_path}'
 
     def log_handler(self, body='', name=None):
         """A bash handler that reads the payload (as $payload) from stdin, appends

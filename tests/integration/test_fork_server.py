@@ -117,7 +117,10 @@ def it_reaps_the_orphans_of_a_killed_worker(t):
     subreaper, for the workers' sake): it must wait for them, or they stay zombies."""
     db = t.database()
     slow = db.insert_item('slow')
-    h = t.log_handler('if [ "$CLAIMD_ATTEMPT" = 1 ]; then spawn_logged sleep 60; fi')
+    # Its first run sleeps (the worker killed meanwhile gives its attempt back: the rerun is
+    # attempt 1 again, and must not sleep).
+    marker = os.path.join(t.tmpdir, 'slept')
+    h = t.log_handler(f'if [ ! -e {marker} ]; then touch {marker}; spawn_logged sleep 60; fi')
     c = t.claimd(db, '--workers', '1', '--handler', h.spec, '--verbose')
     st = c.wait_status(lambda s: worker_in_slot(s, 0).get('item') == slow, 15,
                        f'the worker busy with row {slow}')
@@ -130,7 +133,7 @@ def it_reaps_the_orphans_of_a_killed_worker(t):
              'zombie children of the supervisor')
     check('an orphan of a worker' in c.log(), 'the supervisor logs reaping an orphan (the guard '
           f'of the killed worker\'s handler): {c.log_tail(8)}')
-    wait_for(db.states, 15, 'the row done on its second attempt', until=lambda s: s.get('done') == 1)
+    wait_for(db.states, 15, 'the row done on its second run', until=lambda s: s.get('done') == 1)
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 

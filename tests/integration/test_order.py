@@ -208,21 +208,39 @@ def it_group_goes_on_after_its_running_row_is_deleted_by_hand(t):
     check_eq(order, rest, 'rows run after the deletion, in order')
 
 
-def it_group_goes_on_when_the_worker_running_its_last_attempt_is_killed(t):
-    # The supervisor releases a dead worker's rows; one on its last attempt goes dead, and its
-    # group's next row starts in the same transaction.
+def it_group_goes_on_when_its_row_crashes_its_worker_on_the_last_attempt(t):
+    # The supervisor releases a crashed worker's rows, counting the attempt of the one it ran;
+    # on its last attempt that row goes dead, and its group's next row starts in the same
+    # transaction.
+    t.allow_sanitizer_report('AddressSanitizer: SEGV', 'AddressSanitizer:DEADLYSIGNAL')
     db = t.database()
-    head = db.insert_item('sleep', group_key="'k'", max_attempts=1)
+    head = db.insert_item('crash:300', group_key="'k'", max_attempts=1)
     rest = db.insert_items(2, payload="'nap'", group_key="'k'")
-    h, spec = t.pipe_echo('killed')
+    h, spec = t.plugin('crash')
     c = t.claimd(db, '--workers', '2', '--handler', spec)
-    st = c.wait_status(lambda s: (harness.worker_with_item(s, head) or {}).get('state') == 'busy',
-                       10, f'row {head} running')
-    harness.kill_quietly(harness.worker_with_item(st, head)['pid'])
     wait_for(db.states, 15, 'the rest of the group done', until=lambda s: s['done'] == 2)
-    check_eq(db.row(head, 'state'), ('dead',), 'the row whose worker was killed (last attempt)')
+    state, _, err = db.row(head)
+    check_eq(state, 'dead', 'the row whose worker crashed (last attempt)')
+    check('crashed' in (err or ''), f'its last_error: {err!r}')
     order = [e.id for e in sorted(h.starts(), key=lambda e: e.time) if e.id != head]
     check_eq(order, rest, 'rows of the group run after it, in order')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
+def it_group_row_of_a_killed_worker_goes_back_first_in_its_group(t):
+    # A worker killed from outside is not the row's fault: it goes back with its attempt given
+    # back, keeps its group's turn, runs again, and then the rest of the group in order.
+    db = t.database()
+    head = db.insert_item('sleep:1500', group_key="'k'", max_attempts=1)
+    rest = db.insert_items(2, payload="'nap'", group_key="'k'")
+    h, spec = t.plugin('ok')
+    c = t.claimd(db, '--workers', '2', '--handler', spec)
+    st = c.wait_status(lambda s: harness.worker_with_item(s, head), 10, f'row {head} running')
+    harness.kill_quietly(harness.worker_with_item(st, head)['pid'])
+    wait_for(db.states, 20, 'the whole group done', until=lambda s: s['done'] == 3)
+    check_eq(db.row(head, 'state, attempts'), ('done', '1'), f'row {head} (state, attempts)')
+    order = [e.id for e in sorted(h.starts(), key=lambda e: e.time)]
+    check_eq(order, [head, head] + rest, 'runs of the group, in order')
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 

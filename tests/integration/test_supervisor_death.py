@@ -31,8 +31,9 @@ def it_workers_and_handlers_die_with_the_supervisor(t):
     h = t.log_handler('if [ "$CLAIMD_ATTEMPT" = 1 ]; then spawn_logged sleep 60; fi')
     c = t.claimd(db, '--workers', '2', '--handler', h.spec, '--lease', '2s')
 
-    st = c.wait_status(lambda s: len(s['workers']) == 2 and all(w['state'] == 'busy' for w in s['workers']),
-                       15, 'both workers busy')
+    st = c.wait_status(lambda s: len(s['workers']) == 2 and
+                       all(w['state'] == 'busy' and w['item'] for w in s['workers']),
+                       15, 'both workers busy with an item')
     check_eq(sorted(w['item'] for w in st['workers']), ids, 'items the two workers are busy with')
     wait_for(lambda: h.events('child'), 5, 'both handlers sleeping', until=lambda e: len(e) == 2)
     workers = {w['pid']: _identity(w['pid']) for w in st['workers']}

@@ -11,7 +11,7 @@ static const struct claimd_plugin plugin = {
 	.handle = bad_handle,
 };
 
-const struct claimd_plugin *claimd_plugin_v2(void)
+const struct claimd_plugin *claimd_plugin_v3(void)
 {
 	return &plugin;
 }

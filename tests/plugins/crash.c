@@ -1,5 +1,6 @@
-/* A test plugin that logs every item and completes it, except payload "crash", on which it
- * dereferences NULL (SIGSEGV, taking its worker down). */
+/* A test plugin (ABI 3, thread-safe) that logs every item and completes it, except payload
+ * "crash" or "crash:N" (after N ms), on which it dereferences NULL (SIGSEGV, taking its
+ * worker down); "sleep:N" waits N ms first. */
 #include "plugin_log.h"
 
 static int *volatile nowhere;  /* NULL, but the compiler cannot know: a real SIGSEGV */
@@ -12,7 +13,8 @@ static int crash_init(struct claimd_plugin_ctx *ctx)
 static void crash_handle(const struct claimd_job *job, struct claimd_result *res)
 {
 	plugin_log_event(job, "start");
-	if (payload_is(job, "crash"))
+	plugin_sleep_if_asked(job, "sleep");
+	if (payload_is(job, "crash") || plugin_sleep_if_asked(job, "crash"))
 		*nowhere = 1;
 	plugin_log_event(job, "end");
 }
@@ -23,9 +25,10 @@ static const struct claimd_plugin plugin = {
 	.init = crash_init,
 	.handle = crash_handle,
 	.fini = plugin_log_close,
+	.flags = CLAIMD_PLUGIN_THREAD_SAFE,
 };
 
-const struct claimd_plugin *claimd_plugin_v2(void)
+const struct claimd_plugin *claimd_plugin_v3(void)
 {
 	return &plugin;
 }

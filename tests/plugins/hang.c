@@ -1,5 +1,7 @@
-/* A test plugin that logs every item and completes it, except payload "hang", on which it
- * sleeps for 10 minutes (past any test's --timeout). */
+/* A test plugin (ABI 3, thread-safe) that logs every item and completes it, except payload
+ * "hang", on which it sleeps for 10 minutes (past any test's --timeout and kill grace,
+ * ignoring job->cancelled()), and "polite", on which it waits until job->cancelled() says
+ * to stop (logging "cancelled" then); "sleep:N" waits N ms first. */
 #include "plugin_log.h"
 
 static int hang_init(struct claimd_plugin_ctx *ctx)
@@ -10,8 +12,14 @@ static int hang_init(struct claimd_plugin_ctx *ctx)
 static void hang_handle(const struct claimd_job *job, struct claimd_result *res)
 {
 	plugin_log_event(job, "start");
+	plugin_sleep_if_asked(job, "sleep");
 	if (payload_is(job, "hang"))
 		sleep(600);
+	if (payload_is(job, "polite")) {
+		while (!job->cancelled(job))
+			usleep(10000);
+		plugin_log_event(job, "cancelled");
+	}
 	plugin_log_event(job, "end");
 }
 
@@ -21,9 +29,10 @@ static const struct claimd_plugin plugin = {
 	.init = hang_init,
 	.handle = hang_handle,
 	.fini = plugin_log_close,
+	.flags = CLAIMD_PLUGIN_THREAD_SAFE,
 };
 
-const struct claimd_plugin *claimd_plugin_v2(void)
+const struct claimd_plugin *claimd_plugin_v3(void)
 {
 	return &plugin;
 }

@@ -1,5 +1,6 @@
-/* A test plugin that logs every item (see plugin_log.h) and completes it; payload "fail"
- * fails with an error, "later" asks to be retried in 100 ms, "result" reports progress
+/* A test plugin (ABI 3, thread-safe) that logs every item (see plugin_log.h) and completes
+ * it; payload "sleep:N" waits N ms first (without CPU, as an item waiting on the network would),
+ * "fail" fails with an error, "later" asks to be retried in 100 ms, "result" reports progress
  * {"step":1} then leaves the result {"id":ID,"type":"<content type>"}, "bigresult" tries a
  * result over the limit (and logs what set_result said). */
 #include "plugin_log.h"
@@ -12,7 +13,8 @@ static int ok_init(struct claimd_plugin_ctx *ctx)
 static void ok_handle(const struct claimd_job *job, struct claimd_result *res)
 {
 	plugin_log_event(job, "start");
-	if (payload_is(job, "fail")) {
+	if (plugin_sleep_if_asked(job, "sleep")) {
+	} else if (payload_is(job, "fail")) {
 		res->status = CLAIMD_FAIL;
 		snprintf(res->error, sizeof(res->error), "ok plugin: failing item %llu as asked",
 			 (unsigned long long)job->id);
@@ -46,9 +48,10 @@ static const struct claimd_plugin plugin = {
 	.init = ok_init,
 	.handle = ok_handle,
 	.fini = plugin_log_close,
+	.flags = CLAIMD_PLUGIN_THREAD_SAFE,
 };
 
-const struct claimd_plugin *claimd_plugin_v2(void)
+const struct claimd_plugin *claimd_plugin_v3(void)
 {
 	return &plugin;
 }

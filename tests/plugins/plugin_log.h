@@ -7,6 +7,7 @@
 #include <claimd/handler.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
@@ -57,9 +58,23 @@ static void plugin_log_event(const struct claimd_job *job, const char *kind)
 		(void)!write((int)(intptr_t)job->user - 1, line, (size_t)len);
 }
 
-static int payload_is(const struct claimd_job *job, const char *s)
+static inline int payload_is(const struct claimd_job *job, const char *s)
 {
 	return job->payload_len == strlen(s) && !memcmp(job->payload, s, job->payload_len);
+}
+
+/* Payload "sleep:N" or "<word>:N": wait N ms (without CPU, as an item waiting on the network
+ * would). Returns whether the payload asked. */
+static inline int plugin_sleep_if_asked(const struct claimd_job *job, const char *word)
+{
+	size_t w = strlen(word);
+	char ms[16] = "";
+
+	if (job->payload_len <= w + 1 || memcmp(job->payload, word, w) || job->payload[w] != ':')
+		return 0;
+	memcpy(ms, job->payload + w + 1, job->payload_len - w - 1 < 15 ? job->payload_len - w - 1 : 15);
+	usleep((useconds_t)strtoul(ms, NULL, 10) * 1000u);
+	return 1;
 }
 
 #endif

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A pipe: handler for claimd: one long-lived co-process per worker, fed one item at a time.
+"""A pipe: handler for claimd: one long-lived co-process per worker, handling one item at a
+time (claimd may send it more requests meanwhile: they wait in its stdin).
 
     claimd --handler 'pipe:/usr/bin/python3 /usr/local/share/claimd/examples/pipe-handler.py' ...
 
@@ -13,6 +14,12 @@ and gets one line back on stdout, after any number of progress lines:
     {"id":1,"ok":false,"error":"why"}   failed: retried with back-off, dead after max_attempts
     {"id":1,"ok":false,"retry_in_ms":5000}   run it again later, not counted as a failure
 Nothing else may go to stdout: log to stderr.
+
+An item past its timeout, or still outstanding when the worker stops, gets a cancel line:
+    {"id":1,"cancel":true,"reason":"timeout"}     ("timeout", "shutdown" or "cancelled")
+This handler works on one item at a time and cannot stop one halfway, so it ignores cancels:
+an item it is working on is answered when it is done (within the kill grace, or the
+co-process is stopped), and a cancel for an item already answered needs nothing.
 
 This one takes a payload {"n": N} and sums the squares of 1..N, reporting its progress;
 a payload that is not such an object fails.
@@ -48,6 +55,8 @@ def main():
         if not line.strip():
             continue
         item = json.loads(line)
+        if item.get('cancel'):
+            continue
         try:
             answer = handle(item)
         except Exception as e:  # a bug here fails the item, not the co-process

@@ -1,5 +1,6 @@
 /* A so: handler plugin for claimd: loaded into each worker, handle() called once per item on
- * a thread of its own. Build it against the installed header:
+ * the worker's threads, up to --concurrency at once (it says it is thread-safe: it keeps no
+ * state but what init made, which it only reads). Build it against the installed header:
  *
  *     cc -shared -fPIC $(pkg-config --cflags claimd-handler) -o example.so plugin.c
  *     claimd --handler 'so:/path/to/example.so greeting=hello' ...
@@ -55,7 +56,13 @@ static void example_handle(const struct claimd_job *job, struct claimd_result *r
 	}
 	for (size_t i = 0; i < job->payload_len; i++) {
 		lines += job->payload[i] == '\n';
-		if (i % 65536 == 0 && job->progress) {
+		if (i % 65536 == 0 && job->cancelled(job)) {
+			/* Past its deadline (or claimd stops): give up now rather than at the end. */
+			res->status = CLAIMD_FAIL;
+			snprintf(res->error, sizeof(res->error), "stopped after %zu bytes", i);
+			return;
+		}
+		if (i % 65536 == 0) {
 			char p[32];
 			snprintf(p, sizeof(p), "%.2f", (double)i / (double)job->payload_len);
 			job->progress(job, p);
@@ -80,9 +87,10 @@ static const struct claimd_plugin plugin = {
 	.init = example_init,
 	.handle = example_handle,
 	.fini = example_fini,
+	.flags = CLAIMD_PLUGIN_THREAD_SAFE,
 };
 
-const struct claimd_plugin *claimd_plugin_v2(void)
+const struct claimd_plugin *claimd_plugin_v3(void)
 {
 	return &plugin;
 }

@@ -119,10 +119,11 @@ function drawQueues(queues) {
 
 function workerRows(workers) {
   return el('table', { class: 'workers' },
-    el('thead', {}, el('tr', {}, ...['slot', 'pid', 'state', 'item', 'for', 'done', 'failed',
-      'restarts', 'heartbeat'].map((h) => el('th', {}, h)))),
+    el('thead', {}, el('tr', {}, ...['slot', 'pid', 'state', 'running', 'oldest item', 'for',
+      'done', 'failed', 'restarts', 'heartbeat'].map((h) => el('th', {}, h)))),
     el('tbody', {}, ...(workers || []).map((w) => el('tr', { 'data-slot': w.slot },
       el('td', {}, w.slot), el('td', {}, w.pid ?? '—'), el('td', {}, pill(w.state)),
+      el('td', {}, w.inflight != null ? w.inflight : '—'),
       el('td', {}, w.item ? el('a', { href: '#job/' + w.item }, w.item) : '—'),
       el('td', {}, w.item_ms != null ? ago(w.item_ms / 1000) : '—'), el('td', {}, w.done),
       el('td', {}, w.failed), el('td', {}, w.restarts),

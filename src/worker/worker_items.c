@@ -1,0 +1,313 @@
+/* The rows a worker holds, from its claim to their outcome: each goes to the handler (or first
+ * through the rate-limit gate, one start slot at a time), runs there with up to the handler's
+ * concurrency of others, and comes back through the done hook as an outcome. Rows that wait
+ * (in the handler's queue or the gate) go back when their queue is paused, when the items
+ * running outlast what the prefetch expected, when the worker stops, or when their leases
+ * may have ended. */
+#include "worker/worker_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "worker/fence.h"
+
+#define RETRY_CAP_MS (3600u * 1000u)
+#define PAUSE_CHECK_MS 50u
+
+static unsigned retry_delay_ms(const struct worker *w, uint32_t attempt)
+{
+	double d = backoff_nth(w->cfg->retry_base_ms, RETRY_CAP_MS, attempt ? attempt - 1 : 0);
+
+	return (unsigned)(d * (0.75 + 0.5 * ((double)rand() / RAND_MAX)));  /* +-25 % */
+}
+
+static uint32_t us32(uint64_t ns)
+{
+	return ns / 1000u > UINT32_MAX ? UINT32_MAX : (uint32_t)(ns / 1000u);
+}
+
+/* x's run ended as kind (or it never ran): its outcome is recorded and the row leaves. A
+ * success keeps res's result, and the last progress its handler reported if that was not
+ * written yet. */
+static void finish(struct worker *w, struct item *x, enum outcome_kind kind,
+		   unsigned retry_ms, const char *error, const struct handler_result *res)
+{
+	uint64_t started = x->job.kstarted_ns;
+	const unsigned char *result = res ? res->result : NULL;
+	const char *progress = x->progress_dirty ? x->progress : NULL;
+	struct outcome *o;
+
+	o = outcomes_add(&w->out, &x->row, kind, retry_ms, error);
+	o->queue = x->qi;
+	if (started) {
+		o->run_us = us32(uv_hrtime() - started);
+		o->wait_us = us32(x->row.waited_us * 1000u +
+				  (started > x->claimed_ns ? started - x->claimed_ns : 0));
+	}
+	if (kind == OUTCOME_SUCCESS && (result || progress) &&
+	    outcome_set_result(&w->out, o, result, res ? res->result_len : 0,
+			       res ? res->result_type : NULL, progress) < 0)
+		log_warn("item id=%llu: out of memory for its result: not kept",
+			 (unsigned long long)x->row.id);
+	items_put(&w->items, x);
+	if (items_held(&w->items) == 0)
+		fence_disarm();
+}
+
+/* ---- to the handler ---- */
+
+static void submit(struct worker *w, struct item *x)
+{
+	char error[160];
+	int r = handler_submit(w->handler, &x->job);
+
+	if (r < 0) {
+		snprintf(error, sizeof(error), "could not start handler: %s", strerror(-r));
+		finish(w, x, OUTCOME_FAILURE, retry_delay_ms(w, x->row.attempt), error, NULL);
+	}
+}
+
+void worker_take_claimed(struct worker *w)
+{
+	uint64_t now = uv_hrtime();
+
+	for (size_t i = 0; i < w->b.n; i++) {
+		struct store_item *row = &w->b.rows[i];
+		struct item *x = items_add(&w->items, row, (uint8_t)w->b.qi, w->b.claimed_ns,
+					   row->min_interval_ms > 0 && !row->spent);
+		if (!x) {
+			/* worker_room never claims more than there is room for */
+			log_error("item id=%llu: no room to hold it; it goes back",
+				  (unsigned long long)row->id);
+			outcomes_add(&w->out, row, OUTCOME_RELEASE, 0, NULL)->queue = (uint8_t)w->b.qi;
+			store_items_clear(row, 1);
+			continue;
+		}
+		x->job = (struct handler_job){
+			.id = x->row.id, .token = x->row.token, .queue = x->row.queue,
+			.group = x->row.group, .attempt = x->row.attempt,
+			.max_attempts = x->row.max_attempts, .seq = x->row.group_seq,
+			.enqueued_at_ms = x->row.enqueued_at_ms, .payload = x->row.payload,
+			.payload_len = x->row.payload_len, .content_type = x->row.content_type,
+			.timeout_ms = x->row.timeout_ms ? x->row.timeout_ms : w->cfg->timeout_ms,
+		};
+		if (x->row.spent)
+			finish(w, x, OUTCOME_FAILURE, 0, "its last attempt's worker vanished (lease "
+			       "expired)", NULL);
+		else if (x->state == ITEM_HANDED)
+			submit(w, x);
+	}
+	w->b.n = 0;  /* the rows are the items' now */
+	w->last_end_ns = now;
+	worker_watch(w);
+}
+
+unsigned worker_room(struct worker *w, bool commit)
+{
+	unsigned extra, target, low, room;
+	size_t held = items_held(&w->items);
+
+	if (w->stopping || (held > 0 && batch_lease_lapsed(&w->b, uv_hrtime())))
+		return 0;
+	extra = commit ? prefetch_extra(&w->pf, w->cfg->batch, w->conc) :
+			 prefetch_peek(&w->pf, w->cfg->batch, w->conc);
+	target = w->conc + extra;
+	room = target > held ? target - (unsigned)held : 0;
+	if (room > PROTO_MAX_ITEMS)
+		room = PROTO_MAX_ITEMS;
+	if (commit)
+		return room;
+	/* Not a claim for every item that ends: half the rows waiting beyond those running,
+	 * or a whole --batch. */
+	low = w->cfg->batch ? w->cfg->batch : extra / 2;
+	if (low < 1)
+		low = 1;
+	if (low > PROTO_MAX_ITEMS)
+		low = PROTO_MAX_ITEMS;
+	return room >= low ? room : 0;
+}
+
+bool worker_busy(const struct worker *w)
+{
+	return items_held(&w->items) > 0;
+}
+
+void worker_release_unstarted(struct worker *w)
+{
+	struct handler_job *jobs[ITEMS_MAX];
+	size_t n = handler_withdraw(w->handler, jobs, ITEMS_MAX);
+	struct item *x;
+
+	for (size_t i = 0; i < n; i++)
+		finish(w, items_of_job(jobs[i]), OUTCOME_RELEASE, 0, NULL, NULL);
+	while ((x = items_gate_first(&w->items)))
+		finish(w, x, OUTCOME_RELEASE, 0, NULL, NULL);
+	uv_timer_stop(&w->gate_timer);
+}
+
+/* ---- the rate-limit gate ---- */
+
+static void on_gate(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+	struct item *x = items_gate_first(&w->items);
+
+	if (!x || w->stopping)
+		return;
+	items_gate_pass(&w->items);
+	submit(w, x);
+	worker_kick(w);
+}
+
+int worker_gate(struct worker *w)
+{
+	char err[STORE_ERR_MAX] = "";
+	struct item *x;
+	unsigned wait_ms;
+	int r;
+
+	while ((x = items_gate_first(&w->items)) && !w->stopping &&
+	       !uv_is_active((uv_handle_t *)&w->gate_timer)) {
+		if (batch_lease_lapsed(&w->b, uv_hrtime())) {
+			finish(w, x, OUTCOME_RELEASE, 0, NULL, NULL);
+			continue;
+		}
+		/* A slot is taken only when the row can start at once: nothing then stands
+		 * between the slot and the start (slots are min_interval_ms apart). */
+		if (handler_running(w->handler) + handler_queued(w->handler) >= w->conc ||
+		    worker_db_waiting(w))
+			return 0;
+		if (w->out.n > 0 && (r = worker_write(w)) < 0)
+			return r;
+		r = batch_paused(&w->b, w->store, x->row.queue, err, sizeof(err));
+		if (r > 0) {
+			log_info("queue '%s' paused: %zu rows waiting for their start slot go back",
+				 x->row.queue, w->items.count[ITEM_GATED]);
+			while ((x = items_gate_first(&w->items)))
+				finish(w, x, OUTCOME_RELEASE, 0, NULL, NULL);
+			return 0;
+		}
+		if (r == 0)
+			r = batch_take_slot(w->store, x, &wait_ms, err, sizeof(err));
+		if (r < 0) {
+			worker_db_failed(w, r, "taking a rate-limit slot", err);
+			return r;
+		}
+		if (wait_ms > 0) {
+			uv_timer_start(&w->gate_timer, on_gate, wait_ms, 0);
+			return 0;
+		}
+		items_gate_pass(&w->items);
+		submit(w, x);
+	}
+	return 0;
+}
+
+/* ---- back from the handler ---- */
+
+void worker_on_done(void *data, struct handler_job *job, const struct handler_result *res)
+{
+	struct worker *w = data;
+	struct item *x = items_of_job(job);
+	uint64_t started = job->kstarted_ns, now = uv_hrtime(), fired = fence_fired_ns();
+	char q[1300];
+
+	w->last_end_ns = now;
+	if (started && res->status != HANDLER_RELEASED)
+		prefetch_ran(&w->pf, now - started);
+	if (started && fired >= started && res->status != HANDLER_OK) {
+		log_warn("item id=%llu: its lease ended without a renewal (the database did not "
+			 "answer): its handler was killed, so that no other worker runs it at the "
+			 "same time", (unsigned long long)x->row.id);
+		finish(w, x, OUTCOME_FAILURE, retry_delay_ms(w, x->row.attempt),
+		       "killed: its lease could not be renewed in time (the database did not "
+		       "answer)", NULL);
+	} else if (res->status == HANDLER_OK) {
+		finish(w, x, OUTCOME_SUCCESS, 0, NULL, res);
+	} else if (res->status == HANDLER_RELEASED) {
+		finish(w, x, OUTCOME_RELEASE, 0, NULL, NULL);
+	} else if (res->status == HANDLER_RETRY_LATER) {
+		log_debug("item id=%llu asks to run again in %u ms", (unsigned long long)x->row.id,
+			  res->retry_in_ms);
+		finish(w, x, OUTCOME_DEFER, res->retry_in_ms, NULL, NULL);
+	} else {
+		log_info("item id=%llu attempt=%u/%u failed error=%s", (unsigned long long)x->row.id,
+			 x->row.attempt, x->row.max_attempts, log_quote(res->error, 300, q, sizeof(q)));
+		finish(w, x, OUTCOME_FAILURE, retry_delay_ms(w, x->row.attempt), res->error, NULL);
+	}
+	worker_kick(w);
+}
+
+/* ---- rows that wait ---- */
+
+static void on_watch(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+	struct handler_job *jobs[ITEMS_MAX];
+	char err[STORE_ERR_MAX] = "";
+	uint64_t now = uv_hrtime();
+	size_t n, kept = 0;
+	bool overrun;
+	int r = 0;
+
+	if (w->stopping || handler_queued(w->handler) == 0)
+		return;
+	overrun = !w->cfg->batch && now - w->last_end_ns >= prefetch_overrun_ns(&w->pf) &&
+		  handler_running(w->handler) >= w->conc;
+	if (!overrun && worker_db_waiting(w)) {
+		uv_timer_start(&w->watch_timer, on_watch, PAUSE_CHECK_MS, 0);
+		return;
+	}
+	if (!overrun && now - w->b.pause_seen_ns < PAUSE_CHECK_MS * 1000000ull) {
+		worker_watch(w);
+		return;
+	}
+	/* Take them back (newest first) and keep, in order, those that may still run. */
+	n = handler_withdraw(w->handler, jobs, ITEMS_MAX);
+	if (overrun)
+		log_debug("the items running outlast their estimate: %zu waiting rows go back", n);
+	for (size_t i = n; i-- > 0;) {
+		struct item *x = items_of_job(jobs[i]);
+		if (!overrun && r >= 0)
+			r = batch_paused(&w->b, w->store, x->row.queue, err, sizeof(err));
+		if (overrun || r > 0) {
+			if (r > 0)
+				log_info("queue '%s' paused: item id=%llu, waiting, goes back",
+					 x->row.queue, (unsigned long long)x->row.id);
+			finish(w, x, OUTCOME_RELEASE, 0, NULL, NULL);
+			continue;
+		}
+		submit(w, x);
+		kept++;
+	}
+	if (r < 0)
+		worker_db_failed(w, r, "checking for a pause", err);
+	else if (kept < n)
+		worker_write(w);
+	worker_watch(w);
+	worker_kick(w);
+}
+
+/* Rows wait with the handler: whether their queue was paused is asked about as often as an
+ * item starts, but not more than every PAUSE_CHECK_MS (a claim counts as asking); with
+ * --batch auto, whether the items running outlast their estimate too. */
+void worker_watch(struct worker *w)
+{
+	uint64_t now = uv_hrtime(), at, every = PAUSE_CHECK_MS * 1000000ull, over_at;
+
+	if (handler_queued(w->handler) == 0) {
+		uv_timer_stop(&w->watch_timer);
+		return;
+	}
+	if (w->pf.avg_ns / (w->conc ? w->conc : 1) > every)
+		every = w->pf.avg_ns / (w->conc ? w->conc : 1);
+	at = w->b.pause_seen_ns + every;
+	over_at = w->last_end_ns + prefetch_overrun_ns(&w->pf);
+	if (!w->cfg->batch && over_at < at)
+		at = over_at;
+	/* Never 0 ms: a timer set to 0 from its own callback runs again before the loop polls. */
+	uv_timer_start(&w->watch_timer, on_watch, at > now + 1000000u ? (at - now) / 1000000u : 1, 0);
+}
