@@ -17,6 +17,7 @@ from .pg import Postgres
 from . import stats
 
 NAME = 'peers'
+SUMMARY = 'each peer alone, both workloads: that they install and run (no targets)'
 # npm packages at the versions the figures are for.
 PINS = {'bullmq': '6.7.0', 'ioredis': '5.11.1', 'pg-boss': '12.38.0',
         'graphile-worker': '0.18.0', 'pg': '8.23.1'}
