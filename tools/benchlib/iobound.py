@@ -134,8 +134,8 @@ def record(b, res):
              for r in res['runs'].get(k, [])]
     rss = [r['rss_mib_max'] for r in cruns if r.get('rss_mib_max') is not None]
     conns = [r['connections_max'] / WORKERS for r in cruns if r.get('connections_max') is not None]
-    reason = '; '.join('%s: %s' % (k, why[k]) for k in ('so', 'pipe_python', 'pipe_node')
-                       if k in why) or 'no sample'
+    whys = [why[k] for k in ('so', 'pipe_python', 'pipe_node') if k in why]
+    reason = (whys[0] if len(set(whys)) == 1 else '; '.join(whys)) if whys else 'no sample'
     b.metric('iobound.claimd_rss_mib', max(rss)) if rss else b.unmeasured(
         'iobound.claimd_rss_mib', reason)
     b.metric('iobound.connections_per_worker', max(conns)) if conns else b.unmeasured(
