@@ -101,6 +101,8 @@ class Bench:
         self.baseline = None        # a baseline.Baseline once built
         self.baseline_error = None  # why there is none, with --baseline
         self.peers = None           # a peers.Peers, made by the first section that needs it
+        self.idle_memory = None     # section idle's reading for section rss
+        self.ran = set()            # the sections run so far
         self.metrics, self.reasons, self.infos = {}, {}, []
         self.results = {'sections': {}, 'sizes': self.sizes, 'batch': a.batch,
                         'workers': a.workers, 'quick': q, 'baseline_rev': a.baseline}

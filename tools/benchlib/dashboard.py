@@ -59,7 +59,7 @@ def run(b):
                 url = c.http_url()
                 t = None
                 if mode == 'on':
-                    t = threading.Thread(target=b.dashboard_poller, args=(url, stop, lat))
+                    t = threading.Thread(target=dashboard_poller, args=(b, url, stop, lat))
                     t.start()
                 time.sleep(5)
                 b.db.sql.query("UPDATE queues SET paused = 0 WHERE name = 'default'")
@@ -101,7 +101,7 @@ def run(b):
         pid = b.db.server_pid()
         for mode in ('idle', 'polled'):
             stop, lat = threading.Event(), []
-            t = threading.Thread(target=b.dashboard_poller, args=(url, stop, lat))
+            t = threading.Thread(target=dashboard_poller, args=(b, url, stop, lat))
             cpu0, w0 = proc_cpu(pid), time.monotonic()
             if mode == 'polled':
                 t.start()

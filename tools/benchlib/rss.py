@@ -10,7 +10,7 @@ SUMMARY = 'VmRSS/Pss of the supervisor, fork server and workers, 2 idle workers'
 
 
 def run(b):
-    mem = getattr(b, 'idle_memory', None)
+    mem = b.idle_memory
     if not mem:
         log('== rss: memory of 2 idle workers')
         b.db.empty()
