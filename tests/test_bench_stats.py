@@ -92,5 +92,33 @@ class Ratios(unittest.TestCase):
         self.assertEqual(stats.within_window(s, 1.0, 3.0), ['b', 'c'])
 
 
+class RunCosts(unittest.TestCase):
+    def snap(self, **kw):
+        base = dict(wall=0.0, busy=0.0, mariadbd=0.0, children=0.0, bench=0.0, page_reads=0,
+                    binlog_bytes=0)
+        base.update(kw)
+        return base
+
+    def test_per_job_and_the_others_share(self):
+        before = self.snap(wall=100.0, busy=50.0, mariadbd=10.0, children=1.0, bench=2.0,
+                           page_reads=1000, binlog_bytes=500)
+        # 10 s on 2 CPUs: 12 s busy, of which the server 4, claimd 3, the bench 1: others 4
+        after = self.snap(wall=110.0, busy=62.0, mariadbd=14.0, children=4.0, bench=3.0,
+                          page_reads=3000, binlog_bytes=1500)
+        c = stats.run_costs(before, after, 1000, 2)
+        self.assertAlmostEqual(c['mariadbd_us_per_job'], 4000)
+        self.assertAlmostEqual(c['client_us_per_job'], 3000)
+        self.assertAlmostEqual(c['page_reads_per_job'], 2)
+        self.assertAlmostEqual(c['binlog_bytes_per_job'], 1)
+        self.assertAlmostEqual(c['cpu_busy_pct'], 60)
+        self.assertAlmostEqual(c['other_cpu_pct'], 20)
+
+    def test_others_never_below_zero_and_no_time_no_share(self):
+        s = self.snap(busy=1.0)
+        c = stats.run_costs(self.snap(), self.snap(busy=1.0, mariadbd=2.0, wall=1.0), 0, 1)
+        self.assertEqual(c['other_cpu_pct'], 0)
+        self.assertIsNone(stats.run_costs(s, s, 10, 2)['other_cpu_pct'])
+
+
 if __name__ == '__main__':
     unittest.main()

@@ -17,25 +17,8 @@ import time
 from .common import ROOT, BenchError, log, proc_cpu
 from .claimd import Claimd
 from .db import Db
+from .stats import run_costs
 
-
-
-def run_costs(before, after, rows):
-    """Per-job costs of one run from two counters() snapshots. 'client' is claimd with its
-    workers, or the probe with its children (both reaped by then); 'other' is every other
-    process on the machine (other users, builds): it makes the figures noisy."""
-    d = {k: after[k] - before[k] for k in before}
-    other = max(0.0, d['busy'] - d['mariadbd'] - d['children'] - d['bench'])
-    ncpu = os.cpu_count() or 1
-    rows = max(rows, 1)
-    return {
-        'mariadbd_us_per_job': d['mariadbd'] / rows * 1e6,
-        'client_us_per_job': d['children'] / rows * 1e6,
-        'page_reads_per_job': d['page_reads'] / rows,
-        'binlog_bytes_per_job': d['binlog_bytes'] / rows,
-        'cpu_busy_pct': 100 * d['busy'] / (d['wall'] * ncpu),
-        'other_cpu_pct': 100 * other / (d['wall'] * ncpu),
-    }
 
 
 class Sampler:
@@ -217,7 +200,7 @@ class Bench:
         res = self.db.rate()
         if res['rows_claimed_twice']:
             log('warning: %d rows were claimed more than once' % res['rows_claimed_twice'])
-        res.update(run_costs(before, after, res['rows']))
+        res.update(run_costs(before, after, res['rows'], os.cpu_count() or 1))
         res['repeat'] = rep
         if sampler:
             res['samples'] = [v for _, v in sampler.samples]
@@ -239,7 +222,7 @@ class Bench:
         own = json.loads(r.stdout)
         after = self.counters()
         res = self.db.rate()
-        res.update(run_costs(before, after, res['rows']))
+        res.update(run_costs(before, after, res['rows'], os.cpu_count() or 1))
         res['repeat'] = rep
         res['probe_own_rows_per_s'] = own['rows_per_s']
         res['claims'] = own['claims']

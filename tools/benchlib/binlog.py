@@ -39,7 +39,7 @@ def run(b):
     med = {k: stats.median_run(v) for k, v in runs.items()}
 
     def ratio(a, b, what='jobs_per_s'):
-        return med[a][what] / med[b][what]
+        return stats.ratio(med[a][what], med[b][what])
     res = {'rows': n, 'runs': runs,
            'ratio': ratio('on', 'off'), 'cpu_ratio': ratio('on', 'off', 'mariadbd_us_per_job'),
            'pushed_ratio': ratio('on_pushed', 'on'),

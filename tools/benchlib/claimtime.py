@@ -3,12 +3,13 @@ timed claims, each completing the previous) with (a) 10k ready rows and (b) 1M r
 done rows: the claim must not slow down as the table grows."""
 
 import json
+import os
 import subprocess
 import time
 
 from .common import BenchError, fmt_count, log, md_table, print_table
-from .bench import run_costs
 from .db import LOAD_CHUNK
+from . import stats
 
 NAME = 'claimtime'
 SUMMARY = 'single-row claim time, 10k rows against 1M ready + 5M done (the slow one)'
@@ -26,7 +27,7 @@ def claim_latency(b, label):
         raise BenchError('claim_probe latency failed: ' + r.stderr.strip())
     res = json.loads(r.stdout)
     total = res['claims'] + res['warmup'] + 1
-    res['other_cpu_pct'] = run_costs(cpu0, b.counters(), total)['other_cpu_pct']
+    res['other_cpu_pct'] = stats.run_costs(cpu0, b.counters(), total, os.cpu_count() or 1)['other_cpu_pct']
     for s in names:
         res[s + '_per_claim'] = (b.db.sql.status(s) - before[s]) / total
     res['label'] = label
@@ -59,8 +60,8 @@ def run(b):
                                                      fmt_count(s['claimtime_done'])))
     b.db.empty()
     res = {'small': small, 'big': big, 'load_seconds': time.monotonic() - t0,
-           'ratio_p50': big['p50_us'] / small['p50_us'],
-           'ratio_mean': big['mean_us'] / small['mean_us']}
+           'ratio_p50': stats.ratio(big['p50_us'], small['p50_us']),
+           'ratio_mean': stats.ratio(big['mean_us'], small['mean_us'])}
     rows = [(r['label'], '%.0f' % r['p50_us'], '%.0f' % r['mean_us'], '%.0f' % r['p99_us'],
              '%.1f' % r['Handler_read_next_per_claim'],
              '%.1f' % r['Innodb_buffer_pool_read_requests_per_claim'])

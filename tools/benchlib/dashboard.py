@@ -73,11 +73,11 @@ def run(b):
             r['requests'] = len(lat)
             res['runs'][mode].append(r)
             log('round %d dashboard %-3s %s jobs/s' % (rnd + 1, mode, fmt_int(r['jobs_per_s'])))
-        res['ratios'].append(res['runs']['on'][-1]['jobs_per_s'] /
-                             res['runs']['off'][-1]['jobs_per_s'])
+        res['ratios'].append(stats.ratio(res['runs']['on'][-1]['jobs_per_s'],
+                                         res['runs']['off'][-1]['jobs_per_s']))
     med = {m: stats.median_run(res['runs'][m])['jobs_per_s'] for m in ('off', 'on')}
     # Rounds run back to back: the median of their ratios, drift falls on both alike.
-    res['ratio'] = sorted(res['ratios'])[(len(res['ratios']) - 1) // 2]
+    res['ratio'] = stats.median(res['ratios'])
     # (b) a large table
     big = 100000 if b.a.quick else 1000000
     b.db.empty()
@@ -109,7 +109,7 @@ def run(b):
             stop.set()
             if mode == 'polled':
                 t.join()
-            cpu = (proc_cpu(pid) - cpu0) / (time.monotonic() - w0)
+            cpu = stats.rate(proc_cpu(pid) - cpu0, time.monotonic() - w0)
             res['big'][mode] = {'server_cpu_share': cpu, 'requests': len(lat)}
             if lat:
                 res['big'][mode].update({'p50_ms': stats.percentile(lat, 50) * 1000,

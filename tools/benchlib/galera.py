@@ -34,7 +34,7 @@ def run(b):
         cluster.stop()
     med = {k: stats.median_run(v) for k, v in runs.items()}
     res = {'rows': n, 'runs': runs,
-           'ratio': med['galera']['jobs_per_s'] / med['single']['jobs_per_s']}
+           'ratio': stats.ratio(med['galera']['jobs_per_s'], med['single']['jobs_per_s'])}
     print_table('galera: Galera, %s no-op rows, 2 workers, claimd\'s defaults' % fmt_count(n),
                 ('database', 'jobs/s', 'runs'),
                 [(label, fmt_int(med[k]['jobs_per_s']),

@@ -10,6 +10,7 @@ import time
 
 from .common import BenchError, fmt_int, log, print_table
 from .claimd import Claimd
+from . import stats
 
 NAME = 'http'
 SUMMARY = 'HTTP enqueues/s with wrk at 1 and 64 connections, beside SQL INSERTs'
@@ -52,7 +53,7 @@ def run(b):
             after = int(b.db.sql.query('SELECT COUNT(*) FROM work_items')[0][0])
             res['runs'].append({'connections': conns, 'requests': reqs, 'non_2xx': errs,
                                 'rows_added': after - before,
-                                'per_s': reqs / (us / 1e6), 'p50_ms': float(m.group(4)) / 1000,
+                                'per_s': stats.rate(reqs, us / 1e6), 'p50_ms': float(m.group(4)) / 1000,
                                 'p99_ms': float(m.group(5)) / 1000})
     except BaseException:
         c.kill()
@@ -63,7 +64,7 @@ def run(b):
     while time.monotonic() - t0 < secs:
         b.db.sql.query("INSERT INTO work_items (queue, payload) VALUES ('sql', '{\"to\":\"a@b\"}')")
         n += 1
-    res['sql_inserts_per_s'] = n / (time.monotonic() - t0)
+    res['sql_inserts_per_s'] = stats.rate(n, time.monotonic() - t0)
     rows = [('HTTP, %d connection%s' % (r['connections'], 's' if r['connections'] > 1 else ''),
              fmt_int(r['per_s']), '%.2f' % r['p50_ms'], '%.2f' % r['p99_ms'],
              '%d non-2xx, %d rows for %d requests' % (r['non_2xx'], r['rows_added'], r['requests']))

@@ -9,6 +9,7 @@ import time
 
 from .common import claimd_processes, log, md_table, memory_mib, print_table
 from .claimd import Claimd
+from . import stats
 
 NAME = 'idle'
 SUMMARY = 'statements/s of an idle claimd (2, 16 workers, the --baseline build, --wake poll)'
@@ -59,7 +60,7 @@ def idle_run(b, workers, wake='auto', binary=None, want_memory=False, window=Tru
         c.kill()
         raise
     c.stop()
-    qps = (q1 - q0 - overhead) / (t1 - t0)
+    qps = stats.rate(q1 - q0 - overhead, t1 - t0)
     log('idle, %s, %d workers, --wake %s: %.2f statements/s (%d in %.1f s, minus %d of the '
         'bench)' % (label, workers, wake, qps, q1 - q0, t1 - t0, overhead))
     return {'workers': workers, 'wake': wake, 'build': label, 'queries': q1 - q0 - overhead,

@@ -54,7 +54,7 @@ def storm_run(b, mode, n, rnd):
     rows, done, dead, maxatt, us = (int(r[0]), int(r[1] or 0), int(r[2] or 0),
                                     int(r[3] or 0), int(r[4]))
     res = {'mode': mode, 'rows': rows, 'done': done, 'dead': dead, 'max_attempts': maxatt,
-           'kills': kills[0], 'seconds': us / 1e6, 'jobs_per_s': rows / (us / 1e6)}
+           'kills': kills[0], 'seconds': us / 1e6, 'jobs_per_s': stats.rate(rows, us / 1e6)}
     log('round %d %-5s %6.0f jobs/s (%.2f s), %d kills; %d of %d done, %d dead, '
         'attempts at most %d' % (rnd + 1, mode, res['jobs_per_s'], res['seconds'],
                                  res['kills'], done, rows, dead, maxatt))
@@ -72,7 +72,7 @@ def run(b):
     b.db.empty()
     calm, storm = stats.median_run(runs['calm']), stats.median_run(runs['storm'])
     lost = sum(r['rows'] - r['done'] for r in runs['storm'])
-    res = {'rows': n, 'runs': runs, 'ratio': storm['jobs_per_s'] / calm['jobs_per_s'],
+    res = {'rows': n, 'runs': runs, 'ratio': stats.ratio(storm['jobs_per_s'], calm['jobs_per_s']),
            'kills': [r['kills'] for r in runs['storm']], 'not_done': lost}
     print_table('killstorm: kill storm, %s no-op rows, 2 workers' % fmt_count(n),
                 ('run', 'jobs/s', 'kills', 'done', 'dead', 'max attempts'),

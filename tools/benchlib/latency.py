@@ -97,7 +97,7 @@ def latency_rows(b, c, where, since='created_at'):
         'SELECT TIMESTAMPDIFF(MICROSECOND, %s, claimed_at) FROM work_items WHERE ' % since
         + where)]
     return {'n': len(ms), 'p50_ms': stats.percentile(ms, 50), 'p99_ms': stats.percentile(ms, 99),
-            'mean_ms': sum(ms) / len(ms), 'max_ms': max(ms)}
+            'mean_ms': stats.ratio(sum(ms), len(ms)), 'max_ms': max(ms, default=None)}
 
 
 def latency_sql(b, c, n, tag='lat-sql'):

@@ -78,3 +78,23 @@ def per(total, n):
 def within_window(samples, start, end):
     """The values of (time, value) samples taken in [start, end]."""
     return [v for t, v in samples if start <= t <= end]
+
+
+def run_costs(before, after, rows, ncpu):
+    """Per-job costs of one run from two snapshots of counters (CPU seconds of the whole
+    machine's busy time, of the database server, of the finished children (claimd or the
+    probe, reaped by then) and of the bench; the server's page reads and binary log bytes;
+    the wall clock). 'other' is every other process on the machine (other users, builds):
+    it makes the figures noisy. ncpu: the machine's CPUs."""
+    d = {k: after[k] - before[k] for k in before}
+    other = max(0.0, d['busy'] - d['mariadbd'] - d['children'] - d['bench'])
+    rows = max(rows, 1)
+    wall = d['wall'] * ncpu
+    return {
+        'mariadbd_us_per_job': d['mariadbd'] / rows * 1e6,
+        'client_us_per_job': d['children'] / rows * 1e6,
+        'page_reads_per_job': d['page_reads'] / rows,
+        'binlog_bytes_per_job': d['binlog_bytes'] / rows,
+        'cpu_busy_pct': 100 * d['busy'] / wall if wall > 0 else None,
+        'other_cpu_pct': 100 * other / wall if wall > 0 else None,
+    }
