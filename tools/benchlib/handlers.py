@@ -118,7 +118,8 @@ def record(b, res):
         if a in jps and c in jps:
             b.metric(key, stats.ratio(jps[a], jps[c]))
             per = stats.paired_ratios(res['runs'][a], res['runs'][c])
-            b.info('%s, per round' % key.split('.')[1], ', '.join('%.2f' % x for x in per))
+            b.info('%s / %s, each round' % (a.replace('_', ' '), c),
+                   ', '.join('%.2f' % x for x in per))
         else:
             b.unmeasured(key, '; '.join('%s: %s' % (s, why.get(s, 'no figure'))
                                         for s in (a, c) if s not in jps))
