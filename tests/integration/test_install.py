@@ -43,6 +43,7 @@ def it_installs_what_an_operator_needs(t):
     share = os.path.join(prefix, 'share', 'claimd')
     want = ['bin/claimd', 'bin/claimctl', 'include/claimd/handler.h',
             'share/claimd/examples/exec-handler.sh', 'share/claimd/examples/pipe-handler.py',
+            'share/claimd/examples/pipe-async.py', 'share/claimd/examples/pipe-async.mjs',
             'share/claimd/examples/plugin.c', 'share/claimd/examples/claimd.conf',
             'share/claimd/examples/claimd.env', 'lib/systemd/system/claimd.service',
             'share/man/man8/claimd.8', 'share/man/man1/claimctl.1',
@@ -51,7 +52,7 @@ def it_installs_what_an_operator_needs(t):
     check_eq(missing, [], f'installed under {prefix}')
     check(glob.glob(os.path.join(prefix, 'lib', '**', 'claimd-handler.pc'), recursive=True),
           'claimd-handler.pc installed')
-    for f in ('exec-handler.sh', 'pipe-handler.py'):
+    for f in ('exec-handler.sh', 'pipe-handler.py', 'pipe-async.py', 'pipe-async.mjs'):
         check(os.access(os.path.join(share, 'examples', f), os.X_OK), f'{f} is executable')
     src = sorted(os.listdir(os.path.join(harness.SOURCE_ROOT, 'sql', 'migrations')))
     check_eq(sorted(os.listdir(os.path.join(share, 'migrations'))), src, 'the migrations')
@@ -164,6 +165,25 @@ def it_runs_the_installed_pipe_example(t):
          {'n': 10, 'sum_of_squares': 385}),
         ('not json', lambda s, e, r: s == 'dead' and 'is not {"n": N}' in (e or '')),
     ])
+
+
+def it_runs_the_installed_concurrent_pipe_examples(t):
+    dest, prefix = installed(t)
+    node = shutil.which('node')
+    if not node and os.environ.get('CLAIMD_TEST_REQUIRE_BROWSER') == '1':
+        harness.fail('node is not installed (Debian: nodejs)')
+    kinds = [('pipe-async.py', shutil.which('python3'))] + ([('pipe-async.mjs', node)]
+                                                             if node else [])
+    for name, interpreter in kinds:
+        script = os.path.join(prefix, 'share/claimd/examples', name)
+        _run_example(t, prefix, f'pipe:{interpreter} {script}', [
+            ('{"sleep_ms": 20}', lambda s, e, r: s == 'done' and json.loads(r) ==
+             {'echo': '{"sleep_ms": 20}'}),
+            ('hello', lambda s, e, r: s == 'done' and json.loads(r) == {'echo': 'hello'}),
+            ('{"sleep_ms": -1}', lambda s, e, r: s == 'dead' and 'sleep_ms must be' in (e or '')),
+        ])
+    if not node:
+        raise harness.Skip('node is not installed: pipe-async.mjs not run (pipe-async.py was)')
 
 
 def it_builds_and_runs_the_example_plugin_with_pkg_config(t):

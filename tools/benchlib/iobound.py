@@ -1,0 +1,168 @@
+"""Section iobound: I/O-bound jobs, 4,000 that each wait 50 ms without CPU, claimd with 2
+workers x --concurrency 50 (so: tools/bench_plugin.so sleep_ms=50; pipe: the shipped Python
+asyncio and Node co-processes, told by the payload {"sleep_ms":50}; exec:/bin/sleep 0.05 as
+a line of information) beside BullMQ 2 x concurrency 50, pg-boss 2 x batch 50 and
+graphile-worker 2 x concurrency 50, alternating in rounds. During claimd's runs, every
+0.2 s: the VmRSS (and Pss) of claimd's own processes summed (supervisor, fork server,
+workers; not the co-processes), and its connections in the server's processlist (claimd
+connects as a user of its own here). Without --concurrency in this claimd, its sides are not
+run (MISS, with the reason); so: at one item per worker is run on a twentieth of the rows, as
+the figure the option is measured against."""
+
+import os
+
+from .common import BenchError, claimd_processes, fmt_int, log, md_table, memory_mib, print_table
+from .claimd import accepts, handler_spec
+from .db import Sql
+from . import peers as peers_mod
+from . import stats
+
+NAME = 'iobound'
+SUMMARY = '4,000 jobs of 50 ms at --concurrency 50 beside the peers at 2 x 50; claimd\'s RSS and connections'
+WORKERS = 2
+CLAIMD_SIDES = (
+    ('so', 'claimd so: sleep_ms=50', 'so'),
+    ('pipe_python', 'claimd pipe: Python asyncio (pipe-async.py)', 'pipe-python'),
+    ('pipe_node', 'claimd pipe: Node (pipe-async.mjs)', 'pipe-node'),
+    ('exec', 'claimd exec:/bin/sleep 0.05', 'exec'),
+)
+PEER_SIDES = ('bullmq', 'pgboss', 'graphile')
+
+
+def sampler(b, sql):
+    """What one sample of a claimd run reads: its processes' memory, its connections."""
+    def sample(c):
+        procs = claimd_processes(c.p.pid)
+        mem = [memory_mib(p) for p in [procs['supervisor'], *procs['fork_server'],
+                                         *procs['workers']]]
+        return {'rss_mib': sum(m['rss_mib'] or 0 for m in mem),
+                'pss_mib': sum(m['pss_mib'] or 0 for m in mem),
+                'processes': len(mem), 'workers': len(procs['workers']),
+                'connections': int(sql.value(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = '%s'"
+                    % b.db.counted_user))}
+    return sample
+
+
+def run(b):
+    peers = peers_mod.get(b)
+    n, ms, conc, rounds = (b.sizes['io_rows'], b.sizes['io_sleep_ms'], b.sizes['io_concurrency'],
+                           b.sizes['io_rounds'])
+    payload = '{"sleep_ms":%d}' % ms
+    refused = accepts(b.bin('claimd'), '--concurrency', str(conc))
+    labels, why = {}, {}
+    for key, label, kind in CLAIMD_SIDES:
+        labels[key] = '%s, %d workers x --concurrency %d' % (label, WORKERS, conc)
+        if refused:
+            why[key] = refused
+        elif kind == 'pipe-node' and not b.node:
+            why[key] = 'node is not installed'
+    labels['so_c1'] = 'claimd so: sleep_ms=50, %d workers, one item each (no --concurrency)' % WORKERS
+    for p in PEER_SIDES:
+        labels[p] = peers.label(p, conc)
+        if p in peers.why:
+            why[p] = peers.why[p]
+    order0 = [k for k in list(labels) if k not in why]
+    log('== iobound: %d jobs of %d ms, claimd %d workers x --concurrency %d, the peers 2 x %d, '
+        '%d round(s): %s' % (n, ms, WORKERS, conc, conc, rounds, ', '.join(order0)))
+    for k, w in why.items():
+        log('iobound: %s not run: %s' % (k, w))
+    dsn = b.db.counted_dsn()
+    sql = Sql(b.db.sock, os.path.join(b.out, 'sql-client-iobound.err'))
+    runs = {k: [] for k in order0}
+    try:
+        for rnd in range(rounds):
+            for key in (order0 if rnd % 2 == 0 else order0[::-1]):
+                if key in why or (key == 'so_c1' and rnd > 0):
+                    continue
+                try:
+                    if key in PEER_SIDES:
+                        r = peers.run(key, n, conc, ms)
+                    else:
+                        kind = 'so' if key == 'so_c1' else next(
+                            k for s, _, k in CLAIMD_SIDES if s == key)
+                        args = ['--handler', handler_spec(b, kind, ms), '--workers', str(WORKERS)]
+                        if key != 'so_c1':
+                            args += ['--concurrency', str(conc)]
+                        r = b.drain('iobound-%s' % key, args, n // 20 if key == 'so_c1' else n,
+                                    payload=payload, dsn=dsn, sample=sampler(b, sql), rep=rnd)
+                        summarize(r)
+                except BenchError as e:
+                    why[key] = 'failed: %s' % e
+                    log('round %d %s failed: %s' % (rnd + 1, key, e))
+                    continue
+                runs[key].append(r)
+                log('round %d %-12s %7s jobs/s%s' % (
+                    rnd + 1, key, fmt_int(r['jobs_per_s']),
+                    '; claimd %.1f MiB RSS, %d connections at most' % (
+                        r['rss_mib_max'], r['connections_max']) if 'rss_mib_max' in r else ''))
+    finally:
+        sql.close()
+    b.db.empty()
+    med = {k: stats.median_run(v) for k, v in runs.items() if v and k not in why}
+    res = {'rows': n, 'sleep_ms': ms, 'concurrency': conc, 'rounds': rounds, 'runs': runs,
+           'not_run': why, 'labels': labels,
+           'jobs_per_s': {k: m['jobs_per_s'] for k, m in med.items()}}
+
+    print_table('iobound: %d jobs of %d ms, median of %d round(s)' % (n, ms, rounds),
+                ('side', 'jobs/s', 'rounds', 'claimd RSS MiB (Pss)', 'connections'),
+                table_rows(res))
+    return res
+
+
+def summarize(r):
+    """The largest of each sampled figure of a claimd run."""
+    s = r.get('samples') or []
+    for k in ('rss_mib', 'pss_mib', 'connections', 'workers'):
+        r[k + '_max'] = max((x[k] for x in s), default=None)
+
+
+def record(b, res):
+    jps, why = res['jobs_per_s'], res['not_run']
+    for key in ('so', 'pipe_python', 'pipe_node'):
+        if key in jps:
+            b.metric('iobound.%s_jobs_per_s' % key, jps[key])
+        else:
+            b.unmeasured('iobound.%s_jobs_per_s' % key, why.get(key, 'no figure'))
+        if key in jps and 'bullmq' in jps:
+            b.metric('iobound.%s_vs_bullmq' % key, stats.ratio(jps[key], jps['bullmq']))
+        else:
+            b.unmeasured('iobound.%s_vs_bullmq' % key, '; '.join(
+                '%s: %s' % (s, why.get(s, 'no figure')) for s in (key, 'bullmq') if s not in jps))
+    # memory and connections over the runs at --concurrency (the three targets' sides)
+    cruns = [r for k in ('so', 'pipe_python', 'pipe_node') if k not in why
+             for r in res['runs'].get(k, [])]
+    rss = [r['rss_mib_max'] for r in cruns if r.get('rss_mib_max') is not None]
+    conns = [r['connections_max'] / WORKERS for r in cruns if r.get('connections_max') is not None]
+    whys = [why[k] for k in ('so', 'pipe_python', 'pipe_node') if k in why]
+    reason = (whys[0] if len(set(whys)) == 1 else '; '.join(whys)) if whys else 'no sample'
+    b.metric('iobound.claimd_rss_mib', max(rss)) if rss else b.unmeasured(
+        'iobound.claimd_rss_mib', reason)
+    b.metric('iobound.connections_per_worker', max(conns)) if conns else b.unmeasured(
+        'iobound.connections_per_worker', reason)
+    for k in ('exec', 'so_c1', 'pgboss', 'graphile'):
+        if k in jps:
+            b.info('%s (I/O-bound)' % res['labels'][k], fmt_int(jps[k]) + ' jobs/s')
+
+
+def table_rows(res):
+    rows = []
+    for k, label in res['labels'].items():
+        if k in res['jobs_per_s']:
+            rs = res['runs'][k]
+            mem = [r for r in rs if r.get('rss_mib_max') is not None]
+            rows.append((label, fmt_int(res['jobs_per_s'][k]),
+                         ', '.join(fmt_int(r['jobs_per_s']) for r in rs),
+                         '%.1f (%.1f)' % (max(r['rss_mib_max'] for r in mem),
+                                          max(r['pss_mib_max'] for r in mem)) if mem else '-',
+                         str(max(r['connections_max'] for r in mem)) if mem else '-'))
+        else:
+            rows.append((label, 'not run', res['not_run'].get(k, ''), '', ''))
+    return rows
+
+
+def markdown(res):
+    return ('## I/O-bound: %s jobs of %d ms (median of %d rounds)\n\n'
+            % (fmt_int(res['rows']), res['sleep_ms'], res['rounds']) +
+            md_table(('side', 'jobs/s', 'rounds', "claimd's processes: RSS MiB (Pss), most",
+                      'its connections, most'), table_rows(res)) + '\n\n')
