@@ -99,9 +99,10 @@ static const struct claimd_plugin plugin = {
 	.init = bench_init,
 	.handle = bench_handle,
 	.fini = bench_fini,
+	.flags = CLAIMD_PLUGIN_THREAD_SAFE,
 };
 
-const struct claimd_plugin *claimd_plugin_v2(void)
+const struct claimd_plugin *claimd_plugin_v3(void)
 {
 	return &plugin;
 }
