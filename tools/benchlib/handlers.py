@@ -109,7 +109,7 @@ def run(b):
 RATIOS = (('handlers.so_vs_baseline_noop', 'so', 'baseline'),
           ('handlers.so_vs_bullmq', 'so', 'bullmq'),
           ('handlers.so_vs_pgboss', 'so', 'pgboss'),
-          ('handlers.pipe_node_vs_bullmq', 'pipe_node', 'bullmq'))
+          ('handlers.pipe_node_vs_bullmq', 'pipe_node_c10', 'bullmq'))
 
 
 def record(b, res):
@@ -123,7 +123,10 @@ def record(b, res):
         else:
             b.unmeasured(key, '; '.join('%s: %s' % (s, why.get(s, 'no figure'))
                                         for s in (a, c) if s not in jps))
-    for k in ('pipe_python', 'exec', 'noop', 'pipe_node_c10', 'graphile'):
+    if 'pipe_node' in jps and 'bullmq' in jps:
+        b.info('pipe: Node at defaults (one item at a time per worker) / BullMQ 2 x 10',
+               '%.2f' % stats.ratio(jps['pipe_node'], jps['bullmq']))
+    for k in ('pipe_python', 'exec', 'noop', 'pipe_node', 'graphile'):
         if k in jps:
             b.info('%s (CPU-trivial)' % res['labels'][k], fmt_int(jps[k]) + ' jobs/s')
 

@@ -22,7 +22,8 @@ TARGETS = (
     Target('handlers.so_vs_pgboss', '>=', 2.0, 'x',
            'so: no-op, 2 workers at defaults / pg-boss, 2 x batch 10'),
     Target('handlers.pipe_node_vs_bullmq', '>=', 1.5, 'x',
-           'pipe: Node co-process no-op, 2 workers at defaults / BullMQ 2 x concurrency 10'),
+           'pipe: Node co-process no-op, 2 workers x --concurrency 10 / BullMQ 2 x '
+           'concurrency 10 (the same items at once)'),
     # -- I/O-bound: 4,000 jobs of 50 ms, 2 workers, --concurrency 50 (section iobound) --
     Target('iobound.so_jobs_per_s', '>=', 1800, 'jobs/s',
            'so: sleep_ms=50, 2 workers x --concurrency 50'),
