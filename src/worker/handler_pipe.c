@@ -362,6 +362,18 @@ static void on_item_timer(uv_timer_t *t)
 	}
 }
 
+/* Write the requests held since pipe_coproc_cork. */
+static void uncork(struct handler_pipe *p)
+{
+	char why[120];
+	int r = pipe_coproc_uncork(p->cp);
+
+	if (r < 0) {
+		snprintf(why, sizeof(why), "cannot write the items to its stdin: %s", uv_strerror(r));
+		coproc_fault(p, r, why);
+	}
+}
+
 /* Start job in a free slot: sent now, or waiting for a co-process. */
 static void item_start(struct handler_pipe *p, struct handler_job *job)
 {
@@ -408,9 +420,11 @@ static void coproc_start(struct handler_pipe *p)
 	}
 	p->cp_replied = false;
 	p->stop = CP_STOP_NONE;
+	pipe_coproc_cork(p->cp);
 	for (unsigned i = 0; i < p->slots.n && pipe_coproc_usable(p->cp); i++)
 		if (p->items[i].state == ITEM_WAITING)
 			item_send(&p->items[i]);
+	uncork(p);
 }
 
 /* Report the items stopped before they were sent, start queued jobs while a slot is free,
@@ -419,11 +433,14 @@ static void coproc_start(struct handler_pipe *p)
 static void pump(struct handler_pipe *p)
 {
 	struct handler_job *job;
+	bool corked = p->cp && pipe_coproc_usable(p->cp);
 
 	for (unsigned i = 0; i < p->slots.n && !p->closing; i++)
 		if (p->items[i].state == ITEM_ENDING)
 			item_report_text(&p->items[i], HANDLER_RELEASED, "stopped: the worker is "
 					 "stopping (it was not sent to the co-process yet)");
+	if (corked)
+		pipe_coproc_cork(p->cp);   /* the requests started now go in one write */
 	while (!p->closing && p->slots.nused < p->slots.n &&
 	       (job = handler_util_queue_pop(&p->queue))) {
 		if (handler_util_lease_lapsed(p->env.lease_ok_ns))
@@ -432,6 +449,8 @@ static void pump(struct handler_pipe *p)
 		else
 			item_start(p, job);
 	}
+	if (corked && p->cp)
+		uncork(p);
 	if (!p->closing && !p->cp && find(p, B(ITEM_WAITING), 0) &&
 	    !uv_is_active((uv_handle_t *)&p->start_timer))
 		coproc_start(p);

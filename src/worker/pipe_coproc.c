@@ -25,13 +25,28 @@ struct pipe_coproc {
 	struct pipe_coproc_hooks hooks;
 	char *line;              /* a line not complete yet */
 	size_t line_len, line_cap;
+	bool corked;
+	struct pipe_coproc_line *held, *held_tail;   /* corked lines, in order */
+	unsigned nheld;
 };
+
+#define CORK_MAX 256   /* lines in one write at most */
+
+static void free_lines(struct pipe_coproc_line *line)
+{
+	while (line) {
+		struct pipe_coproc_line *next = line->next;
+		free(line);
+		line = next;
+	}
+}
 
 static void on_closed(uv_handle_t *hd)
 {
 	struct pipe_coproc *cp = hd->data;
 
 	if (--cp->open_handles == 0) {
+		free_lines(cp->held);
 		free(cp->line);
 		free(cp);
 	}
@@ -158,7 +173,8 @@ static void on_written(uv_write_t *w, int status)
 	struct pipe_coproc *cp = w->data;
 	char why[120];
 
-	free(w);  /* the uv_write_t is the first member of its struct pipe_coproc_line */
+	/* the uv_write_t is the first member of the first struct pipe_coproc_line */
+	free_lines((struct pipe_coproc_line *)(void *)w);
 	if (status < 0 && status != UV_ECANCELED) {
 		snprintf(why, sizeof(why), "cannot write to its stdin: %s", uv_strerror(status));
 		fault(cp, status, why);
@@ -169,21 +185,60 @@ struct pipe_coproc_line *pipe_coproc_line(size_t len)
 {
 	struct pipe_coproc_line *line = malloc(sizeof(*line) + len);
 
-	if (line)
+	if (line) {
 		line->len = len;
+		line->next = NULL;
+	}
 	return line;
+}
+
+/* Write first and the lines linked to it (at most CORK_MAX) in one request. */
+static int write_lines(struct pipe_coproc *cp, struct pipe_coproc_line *first)
+{
+	uv_buf_t b[CORK_MAX];
+	unsigned n = 0;
+	int r;
+
+	for (struct pipe_coproc_line *l = first; l; l = l->next)
+		b[n++] = uv_buf_init(l->data, (unsigned)l->len);
+	first->w.data = cp;
+	r = uv_write(&first->w, (uv_stream_t *)&cp->in, b, n, on_written);
+	if (r < 0)
+		free_lines(first);
+	return r;
 }
 
 int pipe_coproc_send(struct pipe_coproc *cp, struct pipe_coproc_line *line)
 {
-	uv_buf_t b = uv_buf_init(line->data, (unsigned)line->len);
-	int r;
+	line->next = NULL;
+	if (!cp->corked)
+		return write_lines(cp, line);
+	if (cp->held_tail)
+		cp->held_tail->next = line;
+	else
+		cp->held = line;
+	cp->held_tail = line;
+	if (++cp->nheld == CORK_MAX) {
+		int r = pipe_coproc_uncork(cp);
+		cp->corked = true;
+		return r;
+	}
+	return 0;
+}
 
-	line->w.data = cp;
-	r = uv_write(&line->w, (uv_stream_t *)&cp->in, &b, 1, on_written);
-	if (r < 0)
-		free(line);
-	return r;
+void pipe_coproc_cork(struct pipe_coproc *cp)
+{
+	cp->corked = true;
+}
+
+int pipe_coproc_uncork(struct pipe_coproc *cp)
+{
+	struct pipe_coproc_line *first = cp->held;
+
+	cp->corked = false;
+	cp->held = cp->held_tail = NULL;
+	cp->nheld = 0;
+	return first ? write_lines(cp, first) : 0;
 }
 
 /* ---- its life ---- */

@@ -43,6 +43,7 @@ void pipe_coproc_free(struct pipe_coproc *cp);
 /* A line on its way to the stdin: len bytes at data, its newline included. */
 struct pipe_coproc_line {
 	uv_write_t w;
+	struct pipe_coproc_line *next;   /* the lines written with it (corked) */
 	size_t len;
 	char data[];
 };
@@ -52,6 +53,13 @@ struct pipe_coproc_line *pipe_coproc_line(size_t len);
 /* Write line, which it takes in any case. Returns 0, or a libuv error (nothing written). A
  * write that fails later calls the fault hook. */
 int pipe_coproc_send(struct pipe_coproc *cp, struct pipe_coproc_line *line);
+
+/* Until pipe_coproc_uncork, lines sent are held and then written together, in one write:
+ * many items started at once cost the co-process one wake-up, and us one system call. */
+void pipe_coproc_cork(struct pipe_coproc *cp);
+/* Write what was held. Returns 0, or a libuv error (nothing written; the fault hook is not
+ * called for it). */
+int pipe_coproc_uncork(struct pipe_coproc *cp);
 
 /* SIGTERM to its group now (once), SIGKILL grace_ms later unless it has exited. What it
  * writes from now on is read (to see its EOF) and dropped. */

@@ -44,10 +44,12 @@ export class RetryLater extends Error {
 // CPU), reporting its progress once half-way; any payload is echoed back.
 async function handle(job, { progress, signal }) {
   let data = null;
-  try {
-    data = job.payload ? JSON.parse(job.payload) : null;
-  } catch {
-    data = null;
+  if (job.payload && job.payload[0] === '{') {
+    try {
+      data = JSON.parse(job.payload);
+    } catch {
+      data = null;
+    }
   }
   if (data !== null && typeof data === 'object' && 'sleep_ms' in data) {
     const ms = data.sleep_ms;
@@ -63,7 +65,18 @@ async function handle(job, { progress, signal }) {
 // ---- the protocol --------------------------------------------------------------------------
 
 const log = (msg) => process.stderr.write(`pipe-async.mjs: ${msg}\n`);
-const reply = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
+// Replies made in one turn of the event loop go out in one write (a write to a pipe is a
+// system call each: many items at once would pay one per reply).
+let pending = [];
+const flush = () => {
+  const text = pending.join('');
+  pending = [];
+  process.stdout.write(text);
+};
+const reply = (obj) => {
+  if (pending.push(JSON.stringify(obj) + '\n') === 1)
+    setImmediate(flush);
+};
 const running = new Map(); // id -> { controller, done (a promise) }
 
 async function run(job, controller) {

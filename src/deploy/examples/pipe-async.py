@@ -49,10 +49,12 @@ async def handle(job, progress):
     The example: a payload that is JSON with "sleep_ms" waits that long (without using the
     CPU), reporting its progress once half-way; any payload is echoed back."""
     payload = job.get('payload')
-    try:
-        data = json.loads(payload) if payload else None
-    except ValueError:
-        data = None
+    data = None
+    if payload and payload[0] == '{':
+        try:
+            data = json.loads(payload)
+        except ValueError:
+            pass
     if isinstance(data, dict) and 'sleep_ms' in data:
         ms = data['sleep_ms']
         if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not 0 <= ms <= 3_600_000:
@@ -69,9 +71,23 @@ def log(msg):
     print('pipe-async.py: ' + msg, file=sys.stderr, flush=True)
 
 
-def reply(obj):
-    sys.stdout.write(json.dumps(obj, separators=(',', ':')) + '\n')
+_flush_soon = False
+
+
+def _flush():
+    global _flush_soon
+    _flush_soon = False
     sys.stdout.flush()
+
+
+def reply(obj):
+    """Replies made in one turn of the event loop go out in one write (a flush is a system
+    call: many items at once would pay one per reply)."""
+    global _flush_soon
+    sys.stdout.write(json.dumps(obj, separators=(',', ':')) + '\n')
+    if not _flush_soon:
+        _flush_soon = True
+        asyncio.get_running_loop().call_soon(_flush)
 
 
 class CoProcess:
@@ -86,7 +102,8 @@ class CoProcess:
         def progress(value):
             if jid in self.running:
                 reply({'id': jid, 'progress': value})
-        # handle() in a task of its own, cancelled by a cancel line even before it has started
+        # handle() in a task of its own, cancelled by a cancel line even before it has
+        # started; another task answers it, however it ended.
         self.running[jid] = asyncio.ensure_future(handle(job, progress))
         answering = asyncio.ensure_future(self.answer(jid, self.running[jid]))
         self.answering.add(answering)
@@ -146,6 +163,7 @@ class CoProcess:
         # stdin closed: finish what is outstanding, answer it, exit 0
         while self.answering:
             await asyncio.gather(*list(self.answering))
+        sys.stdout.flush()
 
 
 if __name__ == '__main__':
