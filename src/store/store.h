@@ -222,9 +222,10 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *err,
 		size_t errlen);
 
-/* The running row's progress: JSON text of at most STORE_PROGRESS_MAX bytes (fenced).
- * Returns 1 if written, 0 if fenced out, or a negative error. */
-int store_progress(struct store *s, struct store_ref ref, const char *json, char *err,
+/* Running rows' progress: refs[i].progress, JSON text of at most STORE_PROGRESS_MAX bytes
+ * (fenced), in one statement. Returns how many rows were written (the others were fenced
+ * out), or a negative error. */
+int store_progress(struct store *s, const struct store_ref *refs, size_t n, char *err,
 		   size_t errlen);
 
 /* Push the lease of claimed rows to NOW(6) + lease_ms (fenced). Returns how many rows were

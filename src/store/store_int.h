@@ -197,6 +197,9 @@ void sq_add_error_text(struct store *s, const char *text);
 /* ", result = CASE id .., result_type = .., progress = .." (for an UPDATE's SET) over the
  * refs that have them; nothing when none has. */
 void sq_add_results(struct store *s, const struct store_ref *refs, size_t n);
+/* ", progress = CASE id WHEN .. THEN <refs[i].progress> .. ELSE progress END" for the refs
+ * that have one. */
+void sq_add_progress(struct store *s, const struct store_ref *refs, size_t n);
 
 /* A decimal column value. */
 bool sq_parse_u64(const char *p, unsigned long len, uint64_t *ret);

@@ -123,27 +123,25 @@ int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *
 	return run_update(s, "store_defer", 1, err, errlen);
 }
 
-int store_progress(struct store *s, struct store_ref ref, const char *json, char *err,
+int store_progress(struct store *s, const struct store_ref *refs, size_t n, char *err,
 		   size_t errlen)
 {
-	int r = sq_check(s, "store_progress", &ref, 1, NULL, err, errlen);
-	size_t len = json ? strlen(json) : 0;
-	char *q;
+	int r = sq_check(s, "store_progress", refs, n, NULL, err, errlen);
 
-	if (r < 0)
+	if (r < 0 || n == 0)
 		return r;
-	if (!json || len > STORE_PROGRESS_MAX)
-		return sq_fail_msg(-EINVAL, err, errlen, "store_progress: progress must be 0..%d "
-				   "bytes", STORE_PROGRESS_MAX);
-	q = malloc(2 * len + 3);
-	if (!q)
-		return sq_fail_msg(-ENOMEM, err, errlen, "store_progress: out of memory");
-	sq_quote(s->conn, q, json, len);
+	for (size_t i = 0; i < n; i++)
+		if (!refs[i].progress || strlen(refs[i].progress) > STORE_PROGRESS_MAX)
+			return sq_fail_msg(-EINVAL, err, errlen, "store_progress: progress must be "
+					   "1..%d bytes", STORE_PROGRESS_MAX);
 	sq_reset(s);
-	sql_add(s, QUIET "UPDATE work_items SET progress = %s WHERE ", q);
-	free(q);
-	sq_add_fence(s, &ref, 1);
-	return run_update(s, "store_progress", 1, err, errlen);
+	/* claim_token = claim_token changes nothing: the SET list's first item, before the
+	 * CASE that sq_add_progress starts with a comma. */
+	sql_add(s, QUIET "UPDATE work_items SET claim_token = claim_token");
+	sq_add_progress(s, refs, n);
+	sql_add(s, " WHERE ");
+	sq_add_fence(s, refs, n);
+	return run_update(s, "store_progress", n, err, errlen);
 }
 
 int store_extend(struct store *s, const struct store_ref *refs, size_t n, unsigned lease_ms,

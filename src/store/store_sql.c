@@ -138,3 +138,8 @@ void sq_add_results(struct store *s, const struct store_ref *refs, size_t n)
 	add_case(s, "result_type", refs, n, result_type_of);
 	add_case(s, "progress", refs, n, progress_of);
 }
+
+void sq_add_progress(struct store *s, const struct store_ref *refs, size_t n)
+{
+	add_case(s, "progress", refs, n, progress_of);
+}
