@@ -2,7 +2,9 @@
  * (store.c, store_conn.c and store_admin.c, through their private store_int.h).
  *
  * A struct store is one connection, used by one thread at a time. Sessions run at READ
- * COMMITTED; every time comparison uses the database clock (NOW(6)). Claims take rows with
+ * COMMITTED and in UTC (time_zone '+00:00'); every time comparison uses the database clock
+ * (NOW(6)), and every time column is a TIMESTAMP(6): a point in time, whatever zone a session
+ * reads it in, so a change of daylight saving time moves nothing. Claims take rows with
  * SELECT ... FOR UPDATE SKIP LOCKED over the claim index and update them by primary key in
  * the same short transaction; every later update of a claimed row (complete, fail, release,
  * extend) names the row's claim token and state 'claimed', so a worker whose claim was lost
@@ -319,8 +321,8 @@ void store_set_dedupe_window(struct store *s, unsigned seconds);
  * many, or a negative error. */
 int store_dedupe_expire(struct store *s, unsigned limit, char *err, size_t errlen);
 
-/* One row as an operator sees it (store_job_get). Times are the server's text
- * ("YYYY-MM-DD HH:MM:SS.ffffff", its time zone), "" for NULL. */
+/* One row as an operator sees it (store_job_get). Times are RFC 3339 in UTC
+ * ("2026-03-29T01:00:00.123456Z"), "" for NULL. */
 #define STORE_PREVIEW_MAX 1024
 struct store_job {
 	uint64_t id;

@@ -67,7 +67,8 @@
 	QUIET "UPDATE work_items SET state = IF(period_s IS NULL, 'done', 'ready'), " \
 	"claim_token = claim_token + 1, " \
 	"finished_at = NOW(6), " \
-	"visible_at = IF(period_s IS NULL, NULL, NOW(6) + INTERVAL period_s SECOND), " \
+	"visible_at = IF(period_s IS NULL, NULL, LEAST(NOW(6) + INTERVAL period_s SECOND, " \
+	TS_MAX ")), " \
 	"attempts = IF(period_s IS NULL, attempts, 0), " \
 	"last_error = IF(period_s IS NULL, last_error, NULL), " \
 	"dedupe_until = IF(period_s IS NULL AND dedupe_key IS NOT NULL, " \

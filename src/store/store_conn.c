@@ -395,10 +395,14 @@ static void set_options(MYSQL *c)
 	 * claim is two round trips in one transaction; if the network drops between them the
 	 * server would keep that session, and the rows it locked, until wait_timeout (8 hours):
 	 * MariaDB ends a session idle inside a transaction after idle_transaction_timeout. Our
-	 * transactions are never idle for long, so 10 s; MySQL has no such variable and skips
-	 * the versioned comment. */
-	mysql_options(c, MYSQL_INIT_COMMAND, "SET SESSION autocommit = 1, innodb_lock_wait_timeout = 5"
-		      " /*M!100300 , idle_transaction_timeout = 10 */");
+	 * transactions are never idle for long, so 10 s (a versioned comment: a MySQL server,
+	 * which has no such variable, still connects and --doctor can say it is unsupported).
+	 * time_zone: every time claimd writes or compares (NOW(6), the TIMESTAMP columns, the
+	 * claim cursor's text) is UTC, which never jumps; in the server's own zone a change of
+	 * daylight saving time would move NOW(6) by an hour (sql/migrations/003_utc_times.sql).
+	 * '+00:00' needs no time zone tables. */
+	mysql_options(c, MYSQL_INIT_COMMAND, "SET SESSION autocommit = 1, innodb_lock_wait_timeout = 5, "
+		      "time_zone = '+00:00' /*M!100300 , idle_transaction_timeout = 10 */");
 }
 
 /* A request the network swallows (a link cut, a host gone) fails once it has gone

@@ -35,6 +35,15 @@
 	"SELECT id, created_at < NOW(6) - INTERVAL %u SECOND FROM work_items " \
 	"WHERE @claimd_pruner = 1 AND id >= %llu ORDER BY id LIMIT 1"
 
+/* The last moment a TIMESTAMP holds (MariaDB before 11.5), as a literal of claimd's UTC
+ * sessions: a time claimd computes from a row's own numbers (a recurring row's next run) is
+ * held to it rather than refused, which would fail the claim that completes the row. */
+#define TS_MAX "TIMESTAMP'2038-01-19 03:14:07.999999'"
+
+/* A time column as RFC 3339 text in UTC, "2026-03-29T01:00:00.123456Z" (claimd's sessions
+ * are UTC); NULL stays NULL. For the format of sql_add (hence the doubled '%'). */
+#define UTC_TEXT(col) "DATE_FORMAT(" col ", '%%Y-%%m-%%dT%%H:%%i:%%s.%%fZ')"
+
 /* A paused queue's rows are not claimed (nor polled for). The subqueries name the queue
  * itself, not work_items.queue: uncorrelated, each runs once per statement. */
 #define NOT_PAUSED "NOT EXISTS (SELECT 1 FROM queues WHERE name = %s AND paused)"

@@ -10,7 +10,8 @@
 
 #define JOB_COLUMNS \
 	"id, queue, state, attempts, max_attempts, priority, period_s, timeout_s, " \
-	"run_at, visible_at, created_at, claimed_at, finished_at, claimed_by, group_key, " \
+	UTC_TEXT("run_at") ", " UTC_TEXT("visible_at") ", " UTC_TEXT("created_at") ", " \
+	UTC_TEXT("claimed_at") ", " UTC_TEXT("finished_at") ", claimed_by, group_key, " \
 	"group_seq, dedupe_key, %s, LEFT(payload, %u), LENGTH(payload), content_type, " \
 	"result_type, %s, progress"
 /* last_error and result whole for one row; cut for a list */
@@ -382,7 +383,8 @@ int store_supervisors(struct store *s, struct store_supervisor **ret, size_t *re
 	if (r < 0)
 		return r;
 	sq_reset(s);
-	sql_add(s, "SELECT id, host, pid, version, queues, COALESCE(http, ''), started_at, seen_at, "
+	sql_add(s, "SELECT id, host, pid, version, queues, COALESCE(http, ''), " UTC_TEXT("started_at")
+		", " UTC_TEXT("seen_at") ", "
 		"TIMESTAMPDIFF(MICROSECOND, seen_at, NOW(6)) / 1e6, workers FROM supervisors "
 		"ORDER BY host, pid");
 	r = sq_run(s, "store_supervisors", &rr, err, errlen);

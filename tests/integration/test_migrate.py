@@ -34,7 +34,8 @@ def it_refuses_an_old_schema_and_migrates_it(t):
     check_eq(left, [], 'processes left')
     rc, out, err = _migrate(t, dsn)
     check_eq((rc, out.splitlines()), (0, ['applied migration 001_base',
-                                          'applied migration 002_results']),
+                                          'applied migration 002_results',
+                                          'applied migration 003_utc_times']),
              f'claimd --migrate ({err})')
     rc, out, _ = _migrate(t, dsn)
     check(rc == 0 and 'nothing to do' in out, f'again: {out!r}')
@@ -48,9 +49,11 @@ def it_migrates_an_older_database_keeping_its_rows(t):
     server.load(db, harness.MIGRATIONS[0])
     server.sql("INSERT INTO work_items (payload) VALUES ('kept 1'), ('kept 2')", db=db)
     rc, _, err, _ = run_claimd(t, ['--dsn', dsn, '--handler', 'noop'])
-    check(rc == 2 and 'version 1, this claimd needs version 2' in err, f'at version 1: {err!r}')
+    check(rc == 2 and 'version 1, this claimd needs version 3' in err, f'at version 1: {err!r}')
     rc, out, err = _migrate(t, dsn)
-    check_eq((rc, out.strip()), (0, 'applied migration 002_results'), f'--migrate ({err})')
+    check_eq((rc, out.splitlines()), (0, ['applied migration 002_results',
+                                          'applied migration 003_utc_times']),
+             f'--migrate ({err})')
     check_eq(server.sql('SELECT payload, result FROM work_items ORDER BY id', db=db),
              [('kept 1', None), ('kept 2', None)], 'the rows, with the new column')
     # A database from before migrations: the tables, but no claimd_schema.
@@ -61,7 +64,7 @@ def it_migrates_an_older_database_keeping_its_rows(t):
     check_eq(rc, 0, f'--migrate from before migrations ({err})')
     check_eq(server.sql('SELECT COUNT(*) FROM work_items', db=db), [('2',)], 'rows kept')
     check_eq(server.sql('SELECT version FROM claimd_schema ORDER BY version', db=db),
-             [('1',), ('2',)], 'the versions recorded')
+             [('1',), ('2',), ('3',)], 'the versions recorded')
 
 
 def it_doctor_reports_the_set_up_and_missing_privileges(t):
@@ -70,7 +73,7 @@ def it_doctor_reports_the_set_up_and_missing_privileges(t):
                         '--control', os.path.join(t.tmpdir, 'none.sock')],
                        capture_output=True, text=True, timeout=60)
     check_eq(r.returncode, 0, f'doctor on a good set-up: {r.stdout}')
-    for want in ('ok   connected to the database', 'ok   the schema is version 2',
+    for want in ('ok   connected to the database', 'ok   the schema is version 3',
                  'ok   every privilege claimd uses', 'isolation level of claimd',
                  'frees its rows after 10 s (idle_transaction_timeout)',
                  'binary log:', 'clock: the server is', 'no claimd answers on the control'):
