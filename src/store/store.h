@@ -272,7 +272,8 @@ void store_cursor_hint(struct store *s, const char *queue, const struct place *a
 /* What an add may set besides queue and payload; zero (and period_s -1) leaves the column's
  * default. */
 struct store_add_opts {
-	const char *run_at;      /* a DATETIME literal in the database's time zone, or NULL */
+	const char *run_at;      /* a time as utctime_parse reads it (UTC unless it says its
+				  * offset), within the TIMESTAMP's range, or NULL */
 	unsigned delay_ms;       /* run_at = NOW(6) + delay (when run_at is NULL) */
 	long period_s;           /* recurring every period_s; -1 = not recurring */
 	unsigned max_attempts;

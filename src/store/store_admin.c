@@ -4,6 +4,8 @@
 #include "store/store.h"
 #include "store/store_int.h"
 
+#include "common/utctime.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +83,38 @@ static void sql_add_quoted(struct store *s, const char *v, size_t len)
 	free(q);
 }
 
+/* The earliest and the latest time a TIMESTAMP holds (MariaDB before 11.5), in us. */
+#define TS_MIN_US 1000000LL
+#define TS_MAX_US 2147483647999999LL
+
+/* A run_at (utctime_parse) inside the TIMESTAMP's range into *ret_us; -EINVAL with why. */
+static int run_at_us(const char *run_at, int64_t *ret_us, char *err, size_t errlen)
+{
+	char why[200];
+	int64_t us;
+
+	if (utctime_parse(run_at, &us, why, sizeof(why)) < 0)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_add: run_at %s", why);
+	if (us < TS_MIN_US || us > TS_MAX_US)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_add: run_at '%.40s' is outside "
+				   "1970-01-01T00:00:01Z .. 2038-01-19T03:14:07Z, the times the "
+				   "database's TIMESTAMP holds", run_at);
+	*ret_us = us;
+	return 0;
+}
+
+/* ", 'YYYY-MM-DD HH:MM:SS.ffffff'": run_at in UTC, as claimd's sessions read it (checked by
+ * check_add before). */
+static void sql_add_run_at(struct store *s, const char *run_at)
+{
+	char text[UTCTIME_TEXT_MAX];
+	int64_t us = 0;
+
+	(void)run_at_us(run_at, &us, NULL, 0);
+	utctime_format(us, text);
+	sql_add(s, ", '%s'", text);
+}
+
 /* "(queue, payload, run_at, ..., content_type" of one row: without the closing parenthesis,
  * for the dedupe key to follow. */
 static void sql_add_values(struct store *s, const char *queue, const unsigned char *payload,
@@ -92,7 +126,7 @@ static void sql_add_values(struct store *s, const char *queue, const unsigned ch
 	sql_add(s, "(%s", q);
 	sql_add_quoted(s, (const char *)(payload ? payload : (const unsigned char *)""), len);
 	if (o->run_at)
-		sql_add_quoted(s, o->run_at, strlen(o->run_at));
+		sql_add_run_at(s, o->run_at);
 	else if (o->delay_ms)
 		sql_add(s, ", NOW(6) + INTERVAL %llu MICROSECOND", (unsigned long long)o->delay_ms * 1000u);
 	else
@@ -136,6 +170,8 @@ static void sql_add_dedupe_row(struct store *s, const char *queue, const unsigne
 static int check_add(const char *queue, size_t len, const struct store_add_opts *o, char *err,
 		     size_t errlen)
 {
+	int64_t us;
+
 	if (!queue || !*queue || strlen(queue) > STORE_QUEUE_MAX)
 		return sq_fail_msg(-EINVAL, err, errlen, "store_add: queue name must be 1..%d bytes",
 				   STORE_QUEUE_MAX);
@@ -151,6 +187,8 @@ static int check_add(const char *queue, size_t len, const struct store_add_opts 
 	if (o->priority < STORE_PRIORITY_MIN || o->priority > STORE_PRIORITY_MAX)
 		return sq_fail_msg(-EINVAL, err, errlen, "store_add: priority %d is out of range",
 				o->priority);
+	if (o->run_at)
+		return run_at_us(o->run_at, &us, err, errlen);
 	return 0;
 }
 
