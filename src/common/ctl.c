@@ -64,15 +64,21 @@ int ctl_fail(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* run_at: a time utctime_parse reads (UTC unless it says its offset). */
+/* run_at: a time utctime_parse reads (UTC unless it says its offset), which the database
+ * can hold. */
 static int check_add(const struct ctl_request *r, char *err, size_t errlen)
 {
 	char why[200];
 	int64_t us;
 
-	if (!ctl_has(r, CTL_F_RUN_AT) || utctime_parse(r->run_at, &us, why, sizeof(why)) == 0)
+	if (!ctl_has(r, CTL_F_RUN_AT))
 		return 0;
-	return ctl_fail(err, errlen, "add: run_at %s", why);
+	if (utctime_parse(r->run_at, &us, why, sizeof(why)) < 0)
+		return ctl_fail(err, errlen, "add: run_at %s", why);
+	if (us < UTCTIME_DB_MIN_US || us > UTCTIME_DB_MAX_US)
+		return ctl_fail(err, errlen, "add: run_at '%.40s' is outside " UTCTIME_DB_RANGE
+				", the times the database's TIMESTAMP holds", r->run_at);
+	return 0;
 }
 
 static int check_jobs(const struct ctl_request *r, char *err, size_t errlen)

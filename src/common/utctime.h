@@ -14,6 +14,12 @@
 
 #define UTCTIME_TEXT_MAX 32    /* "YYYY-MM-DD HH:MM:SS.ffffff" and its NUL, with room */
 
+/* The times the database's TIMESTAMP holds (MariaDB before 11.5), which a run_at must be in:
+ * 1970-01-01T00:00:01Z to 2038-01-19T03:14:07.999999Z, in us. */
+#define UTCTIME_DB_MIN_US 1000000LL
+#define UTCTIME_DB_MAX_US 2147483647999999LL
+#define UTCTIME_DB_RANGE "1970-01-01T00:00:01Z .. 2038-01-19T03:14:07Z"
+
 /* Microseconds since 1970-01-01 00:00:00 UTC of the time s names (years 0001-9999, a real
  * calendar date, hours 0-23, no leap second), into *ret_us. Returns 0, or -EINVAL with what
  * is wrong in err. *ret_us is written only on success. */

@@ -83,10 +83,6 @@ static void sql_add_quoted(struct store *s, const char *v, size_t len)
 	free(q);
 }
 
-/* The earliest and the latest time a TIMESTAMP holds (MariaDB before 11.5), in us. */
-#define TS_MIN_US 1000000LL
-#define TS_MAX_US 2147483647999999LL
-
 /* A run_at (utctime_parse) inside the TIMESTAMP's range into *ret_us; -EINVAL with why. */
 static int run_at_us(const char *run_at, int64_t *ret_us, char *err, size_t errlen)
 {
@@ -95,10 +91,10 @@ static int run_at_us(const char *run_at, int64_t *ret_us, char *err, size_t errl
 
 	if (utctime_parse(run_at, &us, why, sizeof(why)) < 0)
 		return sq_fail_msg(-EINVAL, err, errlen, "store_add: run_at %s", why);
-	if (us < TS_MIN_US || us > TS_MAX_US)
+	if (us < UTCTIME_DB_MIN_US || us > UTCTIME_DB_MAX_US)
 		return sq_fail_msg(-EINVAL, err, errlen, "store_add: run_at '%.40s' is outside "
-				   "1970-01-01T00:00:01Z .. 2038-01-19T03:14:07Z, the times the "
-				   "database's TIMESTAMP holds", run_at);
+				   UTCTIME_DB_RANGE ", the times the database's TIMESTAMP holds",
+				   run_at);
 	*ret_us = us;
 	return 0;
 }
