@@ -163,8 +163,9 @@ int store_new(const struct dsn *dsn, const char *claimer, struct store **ret);
 void store_free(struct store *s);
 
 /* (Re)connect: closes any old connection, connects with a 3 s connect timeout and 10 s
- * read/write timeouts, sets READ COMMITTED. The password is CLAIMD_DB_PASSWORD if set
- * (and not empty), else the first line of dsn->password_file if set, else none.
+ * read/write timeouts, sets READ COMMITTED and UTC. The password is CLAIMD_DB_PASSWORD if
+ * set (and not empty), else the first line of dsn->password_file if set, else the one of
+ * dsn->option_file if it has one, else none.
  * -ENOTCONN: server unreachable (try again later); -EIO: refused (bad password, unknown
  * database, unreadable password_file: retrying will not help until someone fixes it). */
 int store_connect(struct store *s, char *err, size_t errlen);

@@ -457,6 +457,10 @@ static int connect_one(struct store *s, const struct dsn_host *h, const char *pw
 		return sq_fail_msg(-ENOMEM, err, errlen, "store_connect: out of memory");
 	set_options(s->conn);
 	set_tls(s->conn, d);
+	/* No password of our own: NULL lets the client library take the option file's (an
+	 * empty string would be a password, and override it). */
+	if (!pw[0] && d->option_file[0])
+		pw = NULL;
 	if (!mysql_real_connect(s->conn, host, d->user[0] ? d->user : NULL, pw, d->db, h->port,
 				sock, CLIENT_MULTI_STATEMENTS | CLIENT_FOUND_ROWS)) {
 		r = db_error(s, "store_connect", err, errlen);

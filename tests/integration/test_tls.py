@@ -89,5 +89,34 @@ def it_connects_over_verified_tls_and_refuses_a_wrong_ca(t):
         check(rc == 2 and words in err, f'{q}: {rc} {err!r}')
 
 
+def it_takes_the_password_from_the_dsn_option_file(t):
+    """A password only in the MySQL option file the DSN names ([client] password=...): claimd
+    connects with it (with no CLAIMD_DB_PASSWORD nor password_file, the client library's own)."""
+    db = t.database()
+    user = f'optfile_{os.getpid()}'
+    db.server.sql(f"CREATE USER IF NOT EXISTS {user}@localhost IDENTIFIED BY 'opt-file-pw';"
+                  f"GRANT SELECT, INSERT, UPDATE, DELETE ON `{db.name}`.* TO {user}@localhost")
+    t.defer(db.server.sql, f'DROP USER IF EXISTS {user}@localhost')
+    opt = os.path.join(t.tmpdir, 'client.cnf')
+    with open(opt, 'w') as f:
+        f.write('[client]\npassword=opt-file-pw\n')
+    base = f'mysql://{user}@localhost/{db.name}?socket={db.server.socket}'
+    env = {k: v for k, v in os.environ.items() if k != 'CLAIMD_DB_PASSWORD'}
+    # The user needs its password: without the option file it is refused.
+    rc, _, err, _ = run_claimd(t, ['--dsn', base, '--handler', 'noop'])
+    check(rc == 2 and 'Access denied' in err, f'without the option file: {rc} {err!r}')
+    c = t.claimd(None, '--workers', '1', '--handler', 'noop', dsn=f'{base}&option-file={opt}',
+                 env=env)
+    c.wait_ready()
+    item = db.insert_item('by the option file')
+    wait_for(lambda: db.row(item, 'state')[0], 15, 'the row done', until=lambda s: s == 'done')
+    check_eq(c.stop(), 0, 'claimd exit code')
+    r = subprocess.run([harness.CLAIMD_BIN, '--doctor', '--dsn', f'{base}&option-file={opt}',
+                        '--control', os.path.join(t.tmpdir, 'none.sock')], capture_output=True,
+                       text=True, env=env, timeout=60)
+    check(r.returncode == 0 and 'connected to the database' in r.stdout and '0 problems' in r.stdout,
+          f'--doctor: {r.stdout!r}')
+
+
 if __name__ == '__main__':
     harness.main()
