@@ -444,6 +444,19 @@ static int check_synced(struct store *s, char *err, size_t errlen)
 	return r;
 }
 
+/* Appends to err what a verifying ssl-mode checks, after a failed TLS handshake. */
+static void tls_hint(const struct dsn *d, const char *host, char *err, size_t errlen)
+{
+	size_t n = strlen(err);
+
+	if (d->ssl_mode == DSN_SSL_VERIFY_CA)
+		snprintf(err + n, errlen - n, " (ssl-mode=VERIFY_CA: the server's certificate must be "
+			 "signed by ssl-ca %s)", d->ssl_ca);
+	else if (d->ssl_mode == DSN_SSL_VERIFY_IDENTITY)
+		snprintf(err + n, errlen - n, " (ssl-mode=VERIFY_IDENTITY: the server's certificate "
+			 "must be signed by ssl-ca %s and name the host '%s')", d->ssl_ca, host);
+}
+
 static int connect_one(struct store *s, const struct dsn_host *h, const char *pw, char *err,
 		       size_t errlen)
 {
@@ -463,7 +476,10 @@ static int connect_one(struct store *s, const struct dsn_host *h, const char *pw
 		pw = NULL;
 	if (!mysql_real_connect(s->conn, host, d->user[0] ? d->user : NULL, pw, d->db, h->port,
 				sock, CLIENT_MULTI_STATEMENTS | CLIENT_FOUND_ROWS)) {
+		unsigned e = mysql_errno(s->conn);
 		r = db_error(s, "store_connect", err, errlen);
+		if (e == 2026)  /* CR_SSL_CONNECTION_ERROR: say what was checked */
+			tls_hint(d, host, err, errlen);
 		return r == -ENOTCONN ? r : -EIO;
 	}
 	set_tcp_user_timeout(s->conn);

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """TLS to the database: a MariaDB started with a certificate this test makes (openssl),
 reached over TCP by a user that must use TLS; claimd connects with ssl-mode=VERIFY_CA and
-VERIFY_IDENTITY and works; a CA that did not sign the server's certificate is refused at
-start with a clear error and exit 2; the DSN's TLS parameters are checked."""
+VERIFY_IDENTITY and works; a CA that did not sign the server's certificate, and with
+VERIFY_IDENTITY a certificate that names another host, are refused at start with a clear error
+and exit 2; the DSN's TLS parameters are checked. And a password in the DSN's option file."""
 
 import os
 import socket
@@ -47,8 +48,9 @@ def it_connects_over_verified_tls_and_refuses_a_wrong_ca(t):
     os.chmod(d, 0o755)
     _certificates(d)
     port = _free_port()
+    # 127.0.0.2 as well: the same server at an address its certificate does not name.
     server = t.private_server(env={
-        'CLAIMD_DB_PORT': str(port),
+        'CLAIMD_DB_PORT': str(port), 'CLAIMD_DB_BIND': '127.0.0.1,127.0.0.2',
         'CLAIMD_DB_EXTRA': f'ssl-ca={d}/ca.pem\nssl-cert={d}/server.pem\n'
                            f'ssl-key={d}/server-key.pem'})
     server.sql("CREATE USER app@'%' IDENTIFIED BY 'tls-test-password' REQUIRE SSL;"
@@ -79,6 +81,20 @@ def it_connects_over_verified_tls_and_refuses_a_wrong_ca(t):
     check(rc == 2 and 'refused the connection' in err and ('certificate' in err or 'TLS' in err),
           f'a wrong CA: {rc} {err!r}')
     check_eq(left, [], 'processes left')
+    # VERIFY_IDENTITY at an address the certificate does not name (127.0.0.2; it names
+    # localhost and 127.0.0.1): refused at start, exit 2, though the CA signed it (VERIFY_CA
+    # there connects).
+    other = f'mysql://app@127.0.0.2:{port}/claimd?password_file={pwfile}&ssl-ca={d}/ca.pem'
+    rc, _, err, left = run_claimd(t, ['--dsn', f'{other}&ssl-mode=VERIFY_IDENTITY',
+                                      '--handler', 'noop'], env_extra={})
+    t.note(f'VERIFY_IDENTITY at 127.0.0.2: {err.strip()}')
+    check(rc == 2 and 'refused the connection' in err and 'certificate' in err and
+          "name the host '127.0.0.2'" in err, f'a certificate naming another host: {rc} {err!r}')
+    check_eq(left, [], 'processes left')
+    r = subprocess.run([harness.CLAIMD_BIN, '--doctor', '--dsn', f'{other}&ssl-mode=VERIFY_CA',
+                        '--control', os.path.join(t.tmpdir, 'none.sock')], capture_output=True,
+                       text=True, env=env, timeout=60)
+    check('over TLS (' in r.stdout, f'VERIFY_CA at 127.0.0.2 connects: {r.stdout!r}')
     # Without TLS the user is refused (REQUIRE SSL): the test's server really needs it.
     rc, _, err, _ = run_claimd(t, ['--dsn', f'{base}&ssl-mode=DISABLED', '--handler', 'noop'])
     check(rc == 2 and 'Access denied' in err, f'without TLS: {rc} {err!r}')
