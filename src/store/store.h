@@ -107,6 +107,37 @@ int store_schema_version(struct store *s, unsigned *ret, char *err, size_t errle
  * Returns 0 or a negative error with err naming the statement's line. */
 int store_migrate(struct store *s, const struct store_migration *m, char *err, size_t errlen);
 
+/* Which servers claimd supports: MariaDB 10.6 or later (and Galera clusters of it). Its SQL
+ * uses MariaDB's own forms (INSERT ... RETURNING, ADD COLUMN IF NOT EXISTS, compound
+ * statements outside stored programs, idle_transaction_timeout) and the binary log follower
+ * MariaDB's replication protocol. */
+#define STORE_MARIADB_MIN_MAJOR 10
+#define STORE_MARIADB_MIN_MINOR 6
+
+enum store_server_kind {
+	STORE_SERVER_MARIADB,          /* MariaDB, new enough */
+	STORE_SERVER_MARIADB_OLD,      /* MariaDB before 10.6 */
+	STORE_SERVER_NOT_MARIADB,      /* no "MariaDB" in its version: MySQL, Percona, ... */
+	STORE_SERVER_UNREADABLE,       /* "MariaDB", but no X.Y.Z version in it */
+	STORE_SERVER_NKINDS
+};
+extern const char *const store_server_kind_names[STORE_SERVER_NKINDS];
+
+/* Pure: the kind of server whose VERSION() is version ("10.11.6-MariaDB-log", "8.0.36"; a
+ * "5.5.5-" prefix is skipped), and its version numbers into *ret_major, *ret_minor (0 when
+ * not read; either may be NULL). */
+enum store_server_kind store_server_classify(const char *version, unsigned *ret_major,
+					     unsigned *ret_minor);
+
+/* Pure: 0 when a server of that version is supported, else -ENOTSUP with why in err, naming
+ * what it is (comment: its @@version_comment, which names MySQL's flavours; may be NULL). */
+int store_server_supported(const char *version, const char *comment, char *err, size_t errlen);
+
+/* The server's VERSION() and @@version_comment (one statement). Returns 0 or a negative
+ * error. */
+int store_server_version(struct store *s, char *version, size_t vlen, char *comment,
+			 size_t clen, char *err, size_t errlen);
+
 /* What claimd --doctor reads of the server, and which of claimd's statements it refuses. */
 struct store_doctor {
 	double server_time;            /* unix seconds, by the server's clock */

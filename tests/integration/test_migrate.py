@@ -2,7 +2,8 @@
 """The schema's versions: claimd refuses a database whose schema is older than it needs and
 says what to run; claimd --migrate applies what is missing, in order, keeping the rows (also
 on a database made before migrations existed); claimd --doctor reports the set-up and the
-privileges claimd's user lacks."""
+privileges claimd's user lacks; a server that is not MariaDB 10.6 or later is named as
+unsupported."""
 
 import os
 import subprocess
@@ -124,6 +125,37 @@ def it_works_with_the_grants_the_readme_lists(t):
     wait_for(lambda: c.status().get('wake'), 15, 'woken by the binary log',
              until=lambda w: w == 'binlog')
     check_eq(c.stop(), 0, 'claimd as the README claimd user')
+
+
+def it_names_a_server_it_does_not_support(t):
+    """A server that says it is MySQL 8.0.36, then MariaDB 10.5 (a MariaDB started with
+    version=...): --migrate and --doctor stop at once with exit 2 and say what the server is and
+    what claimd supports; so does claimd at start. Nothing is created."""
+    server = t.private_server(env={'CLAIMD_DB_EXTRA': 'version=8.0.36'})
+    for version, says in (('8.0.36', "the server is not MariaDB (version '8.0.36'"),
+                          ('10.5.99-MariaDB', 'the server is MariaDB 10.5.99-MariaDB, older than '
+                                              '10.6')):
+        if version != '8.0.36':
+            r = subprocess.run([harness.TOOLS_DB, 'restart', server.dir], capture_output=True,
+                               text=True, timeout=120,
+                               env=dict(os.environ, CLAIMD_DB_EXTRA=f'version={version}'))
+            check_eq(r.returncode, 0, f'restart as {version}: {r.stderr}')
+        check_eq(server.sql('SELECT VERSION()')[0][0], version, "the server's version")
+        server.sql('DROP DATABASE IF EXISTS fresh; CREATE DATABASE fresh')
+        dsn = server.dsn('fresh')
+        rc, out, err = _migrate(t, dsn)
+        check(rc == 2 and says in err and 'claimd supports MariaDB 10.6 or later' in err,
+              f'--migrate on {version}: {rc} {err!r}')
+        check_eq(server.sql("SELECT COUNT(*) FROM information_schema.TABLES WHERE "
+                            "TABLE_SCHEMA = 'fresh'"), [('0',)], 'tables made')
+        r = subprocess.run([CLAIMD_BIN, '--doctor', '--dsn', dsn, '--control',
+                            os.path.join(t.tmpdir, 'none.sock')], capture_output=True,
+                           text=True, timeout=60)
+        check(r.returncode == 2 and f'FAIL unsupported server: {says}' in r.stdout and
+              'schema' not in r.stdout, f'--doctor on {version}: {r.returncode} {r.stdout!r}')
+        rc, _, err, left = run_claimd(t, ['--dsn', dsn, '--handler', 'noop'])
+        check(rc == 2 and says in err, f'claimd on {version}: {rc} {err!r}')
+        check_eq(left, [], 'processes left')
 
 
 if __name__ == '__main__':
