@@ -156,11 +156,15 @@ static void sql_add_dedupe_row(struct store *s, const char *queue, const unsigne
 	sq_quote(s->conn, q, queue, strlen(queue));
 	sq_quote(s->conn, k, o->dedupe_key, strlen(o->dedupe_key));
 	sql_add(s, "UPDATE work_items SET dedupe_key = NULL, dedupe_until = NULL "
-		"WHERE queue = %s AND dedupe_key = %s AND dedupe_until < NOW(6);", q, k);
-	sql_add(s, "SET @claimd_dup = 0;INSERT INTO work_items " ADD_COLUMNS ", dedupe_key) VALUES ");
+		"WHERE queue = %s AND dedupe_key = %s AND dedupe_until < NOW(6)", q, k);
+	sq_end(s);
+	sql_add(s, "SET @claimd_dup = 0");
+	sq_end(s);
+	sql_add(s, "INSERT INTO work_items " ADD_COLUMNS ", dedupe_key) VALUES ");
 	sql_add_values(s, queue, payload, len, o);
-	sql_add(s, ", %s) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@claimd_dup := 1);",
+	sql_add(s, ", %s) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@claimd_dup := 1)",
 		k);
+	sq_end(s);
 }
 
 static int check_add(const char *queue, size_t len, const struct store_add_opts *o, char *err,
@@ -259,11 +263,15 @@ int store_add_many(struct store *s, struct store_add_row *rows, size_t n, char *
 	}
 	if (plain + keyed == 0)
 		return 0;
-	/* One transaction, one round trip: the rows without a dedupe key in one multi-row
-	 * INSERT whose RETURNING gives their ids in order; each row with a key as store_add
-	 * writes it, its dup flag and id appended to a session variable read at the end. */
+	/* One transaction: the rows without a dedupe key in one multi-row INSERT whose
+	 * RETURNING gives their ids in order (alone, one statement and one round trip); each row
+	 * with a key as store_add writes it, its dup flag and id appended to a session variable
+	 * read at the end (a statement and a round trip each, without multi-statements). */
 	sq_reset(s);
-	sql_add(s, "START TRANSACTION;");
+	if (keyed) {
+		sql_add(s, "START TRANSACTION");
+		sq_end(s);
+	}
 	if (plain) {
 		bool first = true;
 		sql_add(s, "INSERT INTO work_items " ADD_COLUMNS ") VALUES ");
@@ -277,20 +285,26 @@ int store_add_many(struct store *s, struct store_add_row *rows, size_t n, char *
 			sql_add(s, ")");
 			first = false;
 		}
-		sql_add(s, " RETURNING id;");
+		sql_add(s, " RETURNING id");
 	}
 	if (keyed) {
-		sql_add(s, "SET @claimd_ids = '';");
+		if (plain)
+			sq_end(s);
+		sql_add(s, "SET @claimd_ids = ''");
+		sq_end(s);
 		for (size_t i = 0; i < n; i++) {
 			const struct store_add_opts *o = rows[i].opts ? rows[i].opts : &none;
 			if (rows[i].rc < 0 || !o->dedupe_key)
 				continue;
 			sql_add_dedupe_row(s, rows[i].queue, rows[i].payload, rows[i].len, o);
 			sql_add(s, "SET @claimd_ids = CONCAT(@claimd_ids, @claimd_dup, ':', "
-				"LAST_INSERT_ID(), ',');");
+				"LAST_INSERT_ID(), ',')");
+			sq_end(s);
 		}
+		sql_add(s, "COMMIT");
+		sq_end(s);
+		sql_add(s, "SELECT @claimd_ids");
 	}
-	sql_add(s, "COMMIT%s", keyed ? ";SELECT @claimd_ids" : "");
 	r = sq_run_retry(s, "store_add_many", &rr, err, errlen);
 	if (r < 0)
 		return r;
@@ -371,10 +385,17 @@ int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err,
 	/* A grouped row goes back parked, behind its group's running row if there is one; if
 	 * there is none, the oldest live row of the group starts (GROUP_HEAL). */
 	sq_reset(s);
-	sql_add(s, "START TRANSACTION;" GROUP_LOCK ";", which);
+	sql_add(s, "START TRANSACTION");
+	sq_end(s);
+	sql_add(s, GROUP_LOCK, which);
+	sq_end(s);
 	sql_add(s, "UPDATE work_items SET state = 'ready', attempts = 0, "
 		"visible_at = IF(group_key IS NULL OR period_s IS NOT NULL, NOW(6), NULL), "
-		"finished_at = NULL WHERE %s;" GROUP_HEAL ";COMMIT", which, scope);
+		"finished_at = NULL WHERE %s", which);
+	sq_end(s);
+	sql_add(s, GROUP_HEAL, scope);
+	sq_end(s);
+	sql_add(s, "COMMIT");
 	r = sq_run_retry(s, "store_retry_dead", &rr, err, errlen);
 	if (r < 0)
 		return r;
@@ -462,9 +483,10 @@ int store_take_slot(struct store *s, const char *queue, unsigned *ret_wait_ms, c
 	 * by the interval. One autocommit UPDATE: the row is locked for microseconds. */
 	sql_add(s, QUIET "UPDATE queues SET next_start_at = (@claimd_slot := GREATEST("
 		"COALESCE(next_start_at, NOW(6)), NOW(6))) + INTERVAL min_interval_ms * 1000 "
-		"MICROSECOND WHERE name = %s AND min_interval_ms > 0;"
-		"SELECT IF(ROW_COUNT() > 0, GREATEST(TIMESTAMPDIFF(MICROSECOND, NOW(6), "
-		"@claimd_slot), 0), 0)", q);
+		"MICROSECOND WHERE name = %s AND min_interval_ms > 0", q);
+	sq_end(s);
+	sql_add(s, "SELECT IF(ROW_COUNT() > 0, GREATEST(TIMESTAMPDIFF(MICROSECOND, NOW(6), "
+		"@claimd_slot), 0), 0)");
 	r = sq_run(s, "store_take_slot", &rr, err, errlen);
 	if (r < 0)
 		return sq_final(r);
@@ -501,8 +523,11 @@ int store_prune(struct store *s, unsigned keep_done_s, uint64_t from, unsigned s
 	 * taking a lock this session holds would nest it. Then the span by primary key, and the
 	 * row after it: a row created less than keep_done_s ago cannot have finished earlier,
 	 * and ids grow with creation time, so the sweep ends there. */
-	sql_add(s, PRUNE_ELECT ";" PRUNE_SPAN ";" PRUNE_NEXT, a, b, keep_done_s, keep_done_s,
-		keep_done_s, b);
+	sql_add(s, PRUNE_ELECT);
+	sq_end(s);
+	sql_add(s, PRUNE_SPAN, a, b, keep_done_s, keep_done_s);
+	sq_end(s);
+	sql_add(s, PRUNE_NEXT, keep_done_s, b);
 	r = sq_run(s, "store_prune", &rr, err, errlen);
 	if (r < 0)
 		return sq_final(r);

@@ -116,6 +116,13 @@ struct prio_set {
 
 struct store {
 	MYSQL *conn;                 /* NULL when not connected */
+	/* Multi-statements (one text of several statements, one round trip) are on only on a
+	 * connection that claimed (sq_need_multi): the claim needs them to stay at its two round
+	 * trips. Elsewhere a batch is sent statement by statement, at the cuts sq_end made, and
+	 * a text with a stray ';' is a syntax error, never a second statement. */
+	bool multi;
+	size_t *cuts;                /* where sq_end ended each statement of s->sql */
+	size_t ncuts, cuts_cap;
 	struct dsn dsn;
 	unsigned host;               /* the index in dsn.hosts connected to (or last tried) */
 	char claimer[256];
@@ -150,15 +157,27 @@ int sq_fail_msg(int code, char *err, size_t errlen, const char *fmt, ...)
 static inline void sq_reset(struct store *s)
 {
 	buf_reset(&s->sql);
+	s->ncuts = 0;
 }
+
+/* Ends a statement of a batch in s->sql: sq_run sends the batch as one text where the
+ * connection takes multi-statements, else one statement at a time. Write every ';' between
+ * statements with it, never in a literal. */
+void sq_end(struct store *s);
+
+/* Turns multi-statements on for this connection, once (a round trip the first time): only
+ * the claim asks, which must stay one text per round trip. Returns 0 or a negative error. */
+int sq_need_multi(struct store *s, char *err, size_t errlen);
 
 #define sql_add(s, ...) buf_printf(&(s)->sql, __VA_ARGS__)
 
 /* Writes str quoted and escaped to out (2 * len + 3 bytes); returns its length. */
 size_t sq_quote(MYSQL *c, char *out, const char *str, size_t len);
 
-/* Sends the statement text (one or more statements) and reads every result: the row count of
- * each statement into rr->rows, the one result set (callers send at most one) into rr->res.
+/* Sends the statement text (one or more statements, ended by sq_end) and reads every result:
+ * the row count of each statement into rr->rows, the first two result sets into rr->res and
+ * rr->res2. Without multi-statements on the connection, each statement is sent on its own,
+ * up to the first that fails.
  * Returns 0, or -ENOTCONN (connection dropped), -EDEADLK/-ETIMEDOUT (1213/1205), -EIO. */
 int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t errlen);
 
