@@ -237,7 +237,7 @@ static void check_http(struct report *rep, const struct config *cfg)
 int admin_doctor(const struct config *cfg)
 {
 	struct buf json;
-	struct report rep = { .json = cfg->json ? &json : NULL };
+	struct report rep = { .fails = 0 };
 	struct store_doctor d;
 	struct store *s = NULL;
 	char err[800] = "";
@@ -247,6 +247,7 @@ int admin_doctor(const struct config *cfg)
 	int r;
 
 	buf_init(&json);
+	rep.json = cfg->json ? &json : NULL;
 	say(&rep, "ok", "settings read%s%s", *cfg->config_file ? " from " : "", cfg->config_file);
 	if (connect_store(cfg, &s, err, sizeof(err)) < 0) {
 		say(&rep, "FAIL", "cannot connect as claimd would: %s", err);
