@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,15 @@ static int connect_store(const struct config *cfg, struct store **ret, char *err
 	}
 	*ret = s;
 	return 0;
+}
+
+/* MariaDB 10.6 or later, else -ENOTSUP with why (or another error reading the version). */
+static int check_server(struct store *s, char *version, size_t vlen, char *err, size_t errlen)
+{
+	char comment[128];
+	int r = store_server_version(s, version, vlen, comment, sizeof(comment), err, errlen);
+
+	return r < 0 ? r : store_server_supported(version, comment, err, errlen);
 }
 
 static void needs_migration(unsigned have)
@@ -57,10 +67,14 @@ int admin_preflight(const struct config *cfg)
 			*err ? err : strerror(-r));
 		return -1;
 	}
-	r = store_schema_version(s, &have, err, sizeof(err));
+	char version[80];
+	r = check_server(s, version, sizeof(version), err, sizeof(err));
+	if (r == 0)
+		r = store_schema_version(s, &have, err, sizeof(err));
 	store_free(s);
 	if (r < 0) {
-		fprintf(stderr, "claimd: cannot read the schema's version: %s\n", err);
+		fprintf(stderr, "claimd: %s%s\n", r == -ENOTSUP ? "" : "cannot read the schema's "
+			"version: ", err);
 		return -1;
 	}
 	if (have < store_nmigrations) {
@@ -101,7 +115,15 @@ int admin_migrate(const struct config *cfg)
 		admin_error(cfg, "--migrate", err);
 		return 2;
 	}
-	r = store_schema_version(s, &have, err, sizeof(err));
+	char version[80];
+	r = check_server(s, version, sizeof(version), err, sizeof(err));
+	if (r == -ENOTSUP) {
+		admin_error(cfg, "--migrate", err);
+		store_free(s);
+		return 2;
+	}
+	if (r == 0)
+		r = store_schema_version(s, &have, err, sizeof(err));
 	if (r < 0) {
 		admin_error(cfg, "--migrate", err);
 		store_free(s);
@@ -137,6 +159,7 @@ int admin_migrate(const struct config *cfg)
 
 struct report {
 	int fails, warns;
+	bool unsupported;   /* not a server claimd supports: exit 2 */
 	struct buf *json;   /* --json: the checks so far, else NULL */
 };
 
@@ -214,14 +237,17 @@ static void check_http(struct report *rep, const struct config *cfg)
 int admin_doctor(const struct config *cfg)
 {
 	struct buf json;
-	struct report rep = { 0, 0, cfg->json ? &json : NULL };
+	struct report rep = { .fails = 0 };
 	struct store_doctor d;
 	struct store *s = NULL;
 	char err[800] = "";
 	unsigned have = 0;
 	struct timeval now;
+	char version[80];
+	int r;
 
 	buf_init(&json);
+	rep.json = cfg->json ? &json : NULL;
 	say(&rep, "ok", "settings read%s%s", *cfg->config_file ? " from " : "", cfg->config_file);
 	if (connect_store(cfg, &s, err, sizeof(err)) < 0) {
 		say(&rep, "FAIL", "cannot connect as claimd would: %s", err);
@@ -239,6 +265,19 @@ int admin_doctor(const struct config *cfg)
 		say(&rep, dsn_may_use_tls(&cfg->dsn) ? "warn" : "ok", "connected to the database%s "
 		    "without TLS%s", at, dsn_may_use_tls(&cfg->dsn) ? " (the DSN asks for it where "
 		    "the server offers it: it does not)" : "");
+	r = check_server(s, version, sizeof(version), err, sizeof(err));
+	if (r == -ENOTSUP) {
+		/* The checks below would fail half-way on it, and say less. */
+		say(&rep, "FAIL", "unsupported server: %s", err);
+		rep.unsupported = true;
+		store_free(s);
+		goto local;
+	}
+	if (r < 0)
+		say(&rep, "FAIL", "cannot read the server's version: %s", err);
+	else
+		say(&rep, "ok", "server %s (claimd supports MariaDB %d.%d or later)", version,
+		    STORE_MARIADB_MIN_MAJOR, STORE_MARIADB_MIN_MINOR);
 	if (store_schema_version(s, &have, err, sizeof(err)) < 0)
 		say(&rep, "FAIL", "cannot read the schema's version: %s", err);
 	else if (have < store_nmigrations)
@@ -269,7 +308,6 @@ int admin_doctor(const struct config *cfg)
 		say(&rep, skew > 1 || skew < -1 ? "warn" : "ok", "clock: the server is %.3f s %s "
 		    "this host (claimd uses the server's clock; other tools may not)",
 		    skew < 0 ? -skew : skew, skew < 0 ? "behind" : "ahead of");
-		say(&rep, "info", "server %s", d.version);
 	}
 	store_free(s);
 local:
@@ -283,5 +321,5 @@ local:
 		printf("%d problem%s, %d warning%s\n", rep.fails, rep.fails == 1 ? "" : "s",
 		       rep.warns, rep.warns == 1 ? "" : "s");
 	buf_free(&json);
-	return rep.fails ? 1 : 0;
+	return rep.unsupported ? 2 : rep.fails ? 1 : 0;
 }

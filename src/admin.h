@@ -7,15 +7,18 @@
 #include "common/config.h"
 
 /* Connect once as the workers will: a server that refuses (a password, a certificate, an
- * unknown database) or a schema older than this claimd needs returns -1 (said why on
- * stderr); a server that does not answer is waited for later (0). */
+ * unknown database), one claimd does not support (MySQL, MariaDB before 10.6) or a schema
+ * older than this claimd needs returns -1 (said why on stderr); a server that does not
+ * answer is waited for later (0). */
 int admin_preflight(const struct config *cfg);
 
-/* Apply the migrations the database lacks, in order. Returns the exit status. */
+/* Apply the migrations the database lacks, in order. Returns the exit status (2: no
+ * connection, or a server claimd does not support; 1: a migration failed). */
 int admin_migrate(const struct config *cfg);
 
-/* Check the set-up: connect, the schema, privileges, isolation, binary log, clock skew, the
- * control socket, HTTP. Returns the exit status (1 when something fails). */
+/* Check the set-up: connect, the server's version, the schema, privileges, isolation, binary
+ * log, clock skew, the control socket, HTTP. Returns the exit status (1 when something
+ * fails, 2 when the server is one claimd does not support). */
 int admin_doctor(const struct config *cfg);
 
 #endif

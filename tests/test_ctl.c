@@ -125,7 +125,7 @@ static const struct bad {
 	{ "add queue=q max_attempts=0", "max_attempts must be" },
 	{ "add queue=q run_at=tomorrow", "run_at 'tomorrow' is not" },
 	{ "add queue=q run_at=2030-01-02%2003%3A04", "is not 'YYYY-MM-DD" },
-	{ "add queue=q run_at=2030-01-02T03%3A04%3A05", "is not 'YYYY-MM-DD" },
+	{ "add queue=q run_at=2030-01-02T03%3A04%3A05%2B2", "is not 'YYYY-MM-DD" },
 	{ "add queue=q run_at=2030-01-02%2003%3A04%3A05.", "is not 'YYYY-MM-DD" },
 	{ "add queue=q run_at=2030-01-02%2003%3A04%3A05.1234567", "is not 'YYYY-MM-DD" },
 	{ "add queue=q max_attempts=1000001", "max_attempts must be" },

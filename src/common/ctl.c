@@ -4,6 +4,7 @@
  * its usage). Decoding, encoding and claimctl's command line all read them, so a verb's
  * arguments are checked the same way at both ends. */
 #include "common/ctl_int.h"
+#include "common/utctime.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -20,8 +21,8 @@ const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 			  AT(queue) },
 	[CTL_F_PAYLOAD] = { "payload", NULL, "PAYLOAD", T_BYTES, CLI_NUMBER, 0, CTL_PAYLOAD_MAX,
 			    AT(payload) },
-	[CTL_F_RUN_AT] = { "run_at", "--run-at", "'YYYY-MM-DD HH:MM:SS'", T_TEXT, CLI_NUMBER, 1,
-			   64, AT(run_at) },
+	[CTL_F_RUN_AT] = { "run_at", "--run-at", "'YYYY-MM-DD HH:MM:SS[Z|+HH:MM]'", T_TEXT,
+			   CLI_NUMBER, 1, 64, AT(run_at) },
 	[CTL_F_DELAY] = { "delay_ms", "--delay", "DUR", T_UINT, CLI_DURATION, 0, UINT32_MAX,
 			  AT(delay_ms) },
 	[CTL_F_PERIOD] = { "period_ms", "--period", "DUR", T_UINT, CLI_DURATION, 0, UINT32_MAX,
@@ -63,25 +64,21 @@ int ctl_fail(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* run_at: 'YYYY-MM-DD HH:MM:SS' with up to 6 digits of a second after a '.'. */
+/* run_at: a time utctime_parse reads (UTC unless it says its offset), which the database
+ * can hold. */
 static int check_add(const struct ctl_request *r, char *err, size_t errlen)
 {
-	static const char form[] = "dddd-dd-dd dd:dd:dd";
-	const char *t = r->run_at;
-	size_t n;
+	char why[200];
+	int64_t us;
 
 	if (!ctl_has(r, CTL_F_RUN_AT))
 		return 0;
-	n = strlen(t);
-	for (size_t i = 0; i < n; i++) {
-		char want = i < sizeof(form) - 1 ? form[i] : i == sizeof(form) - 1 ? '.' : 'd';
-		if (want == 'd' ? !(t[i] >= '0' && t[i] <= '9') : t[i] != want)
-			goto bad;
-	}
-	if (n == sizeof(form) - 1 || (n > sizeof(form) && n <= sizeof(form) + 6))
-		return 0;
-bad:
-	return ctl_fail(err, errlen, "add: run_at '%.40s' is not 'YYYY-MM-DD HH:MM:SS[.ffffff]'", t);
+	if (utctime_parse(r->run_at, &us, why, sizeof(why)) < 0)
+		return ctl_fail(err, errlen, "add: run_at %s", why);
+	if (us < UTCTIME_DB_MIN_US || us > UTCTIME_DB_MAX_US)
+		return ctl_fail(err, errlen, "add: run_at '%.40s' is outside " UTCTIME_DB_RANGE
+				", the times the database's TIMESTAMP holds", r->run_at);
+	return 0;
 }
 
 static int check_jobs(const struct ctl_request *r, char *err, size_t errlen)

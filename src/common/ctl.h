@@ -30,7 +30,8 @@
  *                                                  every supervisor sharing the database and
  *                                                  its pool (as its supervisors row has it)
  *     add      queue*:text(64) payload:bytes      insert one row, wake a worker for it
- *              run_at:text(64) ('YYYY-MM-DD HH:MM:SS', the database's time zone)
+ *              run_at:text(64) ('YYYY-MM-DD HH:MM:SS' in UTC, or RFC 3339 with Z or an
+ *              offset: common/utctime.h)
  *              delay_ms:uint  period_ms:uint  max_attempts:uint(1..1000000)
  *              timeout_ms:uint(1..)  dedupe:text(255)  priority:int(-10..10)
  *              group:text(255)  content_type:text(255) (the payload's type)

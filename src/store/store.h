@@ -2,7 +2,9 @@
  * (store.c, store_conn.c and store_admin.c, through their private store_int.h).
  *
  * A struct store is one connection, used by one thread at a time. Sessions run at READ
- * COMMITTED; every time comparison uses the database clock (NOW(6)). Claims take rows with
+ * COMMITTED and in UTC (time_zone '+00:00'); every time comparison uses the database clock
+ * (NOW(6)), and every time column is a TIMESTAMP(6): a point in time, whatever zone a session
+ * reads it in, so a change of daylight saving time moves nothing. Claims take rows with
  * SELECT ... FOR UPDATE SKIP LOCKED over the claim index and update them by primary key in
  * the same short transaction; every later update of a claimed row (complete, fail, release,
  * extend) names the row's claim token and state 'claimed', so a worker whose claim was lost
@@ -105,6 +107,37 @@ int store_schema_version(struct store *s, unsigned *ret, char *err, size_t errle
  * Returns 0 or a negative error with err naming the statement's line. */
 int store_migrate(struct store *s, const struct store_migration *m, char *err, size_t errlen);
 
+/* Which servers claimd supports: MariaDB 10.6 or later (and Galera clusters of it). Its SQL
+ * uses MariaDB's own forms (INSERT ... RETURNING, ADD COLUMN IF NOT EXISTS, compound
+ * statements outside stored programs, idle_transaction_timeout) and the binary log follower
+ * MariaDB's replication protocol. */
+#define STORE_MARIADB_MIN_MAJOR 10
+#define STORE_MARIADB_MIN_MINOR 6
+
+enum store_server_kind {
+	STORE_SERVER_MARIADB,          /* MariaDB, new enough */
+	STORE_SERVER_MARIADB_OLD,      /* MariaDB before 10.6 */
+	STORE_SERVER_NOT_MARIADB,      /* no "MariaDB" in its version: MySQL, Percona, ... */
+	STORE_SERVER_UNREADABLE,       /* "MariaDB", but no X.Y.Z version in it */
+	STORE_SERVER_NKINDS
+};
+extern const char *const store_server_kind_names[STORE_SERVER_NKINDS];
+
+/* Pure: the kind of server whose VERSION() is version ("10.11.6-MariaDB-log", "8.0.36"; a
+ * "5.5.5-" prefix is skipped), and its version numbers into *ret_major, *ret_minor (0 when
+ * not read; either may be NULL). */
+enum store_server_kind store_server_classify(const char *version, unsigned *ret_major,
+					     unsigned *ret_minor);
+
+/* Pure: 0 when a server of that version is supported, else -ENOTSUP with why in err, naming
+ * what it is (comment: its @@version_comment, which names MySQL's flavours; may be NULL). */
+int store_server_supported(const char *version, const char *comment, char *err, size_t errlen);
+
+/* The server's VERSION() and @@version_comment (one statement). Returns 0 or a negative
+ * error. */
+int store_server_version(struct store *s, char *version, size_t vlen, char *comment,
+			 size_t clen, char *err, size_t errlen);
+
 /* What claimd --doctor reads of the server, and which of claimd's statements it refuses. */
 struct store_doctor {
 	double server_time;            /* unix seconds, by the server's clock */
@@ -161,8 +194,9 @@ int store_new(const struct dsn *dsn, const char *claimer, struct store **ret);
 void store_free(struct store *s);
 
 /* (Re)connect: closes any old connection, connects with a 3 s connect timeout and 10 s
- * read/write timeouts, sets READ COMMITTED. The password is CLAIMD_DB_PASSWORD if set
- * (and not empty), else the first line of dsn->password_file if set, else none.
+ * read/write timeouts, sets READ COMMITTED and UTC. The password is CLAIMD_DB_PASSWORD if
+ * set (and not empty), else the first line of dsn->password_file if set, else the one of
+ * dsn->option_file if it has one, else none.
  * -ENOTCONN: server unreachable (try again later); -EIO: refused (bad password, unknown
  * database, unreadable password_file: retrying will not help until someone fixes it). */
 int store_connect(struct store *s, char *err, size_t errlen);
@@ -271,7 +305,8 @@ void store_cursor_hint(struct store *s, const char *queue, const struct place *a
 /* What an add may set besides queue and payload; zero (and period_s -1) leaves the column's
  * default. */
 struct store_add_opts {
-	const char *run_at;      /* a DATETIME literal in the database's time zone, or NULL */
+	const char *run_at;      /* a time as utctime_parse reads it (UTC unless it says its
+				  * offset), within the TIMESTAMP's range, or NULL */
 	unsigned delay_ms;       /* run_at = NOW(6) + delay (when run_at is NULL) */
 	long period_s;           /* recurring every period_s; -1 = not recurring */
 	unsigned max_attempts;
@@ -320,8 +355,8 @@ void store_set_dedupe_window(struct store *s, unsigned seconds);
  * many, or a negative error. */
 int store_dedupe_expire(struct store *s, unsigned limit, char *err, size_t errlen);
 
-/* One row as an operator sees it (store_job_get). Times are the server's text
- * ("YYYY-MM-DD HH:MM:SS.ffffff", its time zone), "" for NULL. */
+/* One row as an operator sees it (store_job_get). Times are RFC 3339 in UTC
+ * ("2026-03-29T01:00:00.123456Z"), "" for NULL. */
 #define STORE_PREVIEW_MAX 1024
 struct store_job {
 	uint64_t id;

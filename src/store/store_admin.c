@@ -4,6 +4,8 @@
 #include "store/store.h"
 #include "store/store_int.h"
 
+#include "common/utctime.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +83,34 @@ static void sql_add_quoted(struct store *s, const char *v, size_t len)
 	free(q);
 }
 
+/* A run_at (utctime_parse) inside the TIMESTAMP's range into *ret_us; -EINVAL with why. */
+static int run_at_us(const char *run_at, int64_t *ret_us, char *err, size_t errlen)
+{
+	char why[200];
+	int64_t us;
+
+	if (utctime_parse(run_at, &us, why, sizeof(why)) < 0)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_add: run_at %s", why);
+	if (us < UTCTIME_DB_MIN_US || us > UTCTIME_DB_MAX_US)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_add: run_at '%.40s' is outside "
+				   UTCTIME_DB_RANGE ", the times the database's TIMESTAMP holds",
+				   run_at);
+	*ret_us = us;
+	return 0;
+}
+
+/* ", 'YYYY-MM-DD HH:MM:SS.ffffff'": run_at in UTC, as claimd's sessions read it (checked by
+ * check_add before). */
+static void sql_add_run_at(struct store *s, const char *run_at)
+{
+	char text[UTCTIME_TEXT_MAX];
+	int64_t us = 0;
+
+	(void)run_at_us(run_at, &us, NULL, 0);
+	utctime_format(us, text);
+	sql_add(s, ", '%s'", text);
+}
+
 /* "(queue, payload, run_at, ..., content_type" of one row: without the closing parenthesis,
  * for the dedupe key to follow. */
 static void sql_add_values(struct store *s, const char *queue, const unsigned char *payload,
@@ -92,7 +122,7 @@ static void sql_add_values(struct store *s, const char *queue, const unsigned ch
 	sql_add(s, "(%s", q);
 	sql_add_quoted(s, (const char *)(payload ? payload : (const unsigned char *)""), len);
 	if (o->run_at)
-		sql_add_quoted(s, o->run_at, strlen(o->run_at));
+		sql_add_run_at(s, o->run_at);
 	else if (o->delay_ms)
 		sql_add(s, ", NOW(6) + INTERVAL %llu MICROSECOND", (unsigned long long)o->delay_ms * 1000u);
 	else
@@ -126,16 +156,22 @@ static void sql_add_dedupe_row(struct store *s, const char *queue, const unsigne
 	sq_quote(s->conn, q, queue, strlen(queue));
 	sq_quote(s->conn, k, o->dedupe_key, strlen(o->dedupe_key));
 	sql_add(s, "UPDATE work_items SET dedupe_key = NULL, dedupe_until = NULL "
-		"WHERE queue = %s AND dedupe_key = %s AND dedupe_until < NOW(6);", q, k);
-	sql_add(s, "SET @claimd_dup = 0;INSERT INTO work_items " ADD_COLUMNS ", dedupe_key) VALUES ");
+		"WHERE queue = %s AND dedupe_key = %s AND dedupe_until < NOW(6)", q, k);
+	sq_end(s);
+	sql_add(s, "SET @claimd_dup = 0");
+	sq_end(s);
+	sql_add(s, "INSERT INTO work_items " ADD_COLUMNS ", dedupe_key) VALUES ");
 	sql_add_values(s, queue, payload, len, o);
-	sql_add(s, ", %s) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@claimd_dup := 1);",
+	sql_add(s, ", %s) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@claimd_dup := 1)",
 		k);
+	sq_end(s);
 }
 
 static int check_add(const char *queue, size_t len, const struct store_add_opts *o, char *err,
 		     size_t errlen)
 {
+	int64_t us;
+
 	if (!queue || !*queue || strlen(queue) > STORE_QUEUE_MAX)
 		return sq_fail_msg(-EINVAL, err, errlen, "store_add: queue name must be 1..%d bytes",
 				   STORE_QUEUE_MAX);
@@ -151,6 +187,8 @@ static int check_add(const char *queue, size_t len, const struct store_add_opts 
 	if (o->priority < STORE_PRIORITY_MIN || o->priority > STORE_PRIORITY_MAX)
 		return sq_fail_msg(-EINVAL, err, errlen, "store_add: priority %d is out of range",
 				o->priority);
+	if (o->run_at)
+		return run_at_us(o->run_at, &us, err, errlen);
 	return 0;
 }
 
@@ -225,11 +263,15 @@ int store_add_many(struct store *s, struct store_add_row *rows, size_t n, char *
 	}
 	if (plain + keyed == 0)
 		return 0;
-	/* One transaction, one round trip: the rows without a dedupe key in one multi-row
-	 * INSERT whose RETURNING gives their ids in order; each row with a key as store_add
-	 * writes it, its dup flag and id appended to a session variable read at the end. */
+	/* One transaction: the rows without a dedupe key in one multi-row INSERT whose
+	 * RETURNING gives their ids in order (alone, one statement and one round trip); each row
+	 * with a key as store_add writes it, its dup flag and id appended to a session variable
+	 * read at the end (a statement and a round trip each, without multi-statements). */
 	sq_reset(s);
-	sql_add(s, "START TRANSACTION;");
+	if (keyed) {
+		sql_add(s, "START TRANSACTION");
+		sq_end(s);
+	}
 	if (plain) {
 		bool first = true;
 		sql_add(s, "INSERT INTO work_items " ADD_COLUMNS ") VALUES ");
@@ -243,20 +285,26 @@ int store_add_many(struct store *s, struct store_add_row *rows, size_t n, char *
 			sql_add(s, ")");
 			first = false;
 		}
-		sql_add(s, " RETURNING id;");
+		sql_add(s, " RETURNING id");
 	}
 	if (keyed) {
-		sql_add(s, "SET @claimd_ids = '';");
+		if (plain)
+			sq_end(s);
+		sql_add(s, "SET @claimd_ids = ''");
+		sq_end(s);
 		for (size_t i = 0; i < n; i++) {
 			const struct store_add_opts *o = rows[i].opts ? rows[i].opts : &none;
 			if (rows[i].rc < 0 || !o->dedupe_key)
 				continue;
 			sql_add_dedupe_row(s, rows[i].queue, rows[i].payload, rows[i].len, o);
 			sql_add(s, "SET @claimd_ids = CONCAT(@claimd_ids, @claimd_dup, ':', "
-				"LAST_INSERT_ID(), ',');");
+				"LAST_INSERT_ID(), ',')");
+			sq_end(s);
 		}
+		sql_add(s, "COMMIT");
+		sq_end(s);
+		sql_add(s, "SELECT @claimd_ids");
 	}
-	sql_add(s, "COMMIT%s", keyed ? ";SELECT @claimd_ids" : "");
 	r = sq_run_retry(s, "store_add_many", &rr, err, errlen);
 	if (r < 0)
 		return r;
@@ -337,10 +385,17 @@ int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err,
 	/* A grouped row goes back parked, behind its group's running row if there is one; if
 	 * there is none, the oldest live row of the group starts (GROUP_HEAL). */
 	sq_reset(s);
-	sql_add(s, "START TRANSACTION;" GROUP_LOCK ";", which);
+	sql_add(s, "START TRANSACTION");
+	sq_end(s);
+	sql_add(s, GROUP_LOCK, which);
+	sq_end(s);
 	sql_add(s, "UPDATE work_items SET state = 'ready', attempts = 0, "
 		"visible_at = IF(group_key IS NULL OR period_s IS NOT NULL, NOW(6), NULL), "
-		"finished_at = NULL WHERE %s;" GROUP_HEAL ";COMMIT", which, scope);
+		"finished_at = NULL WHERE %s", which);
+	sq_end(s);
+	sql_add(s, GROUP_HEAL, scope);
+	sq_end(s);
+	sql_add(s, "COMMIT");
 	r = sq_run_retry(s, "store_retry_dead", &rr, err, errlen);
 	if (r < 0)
 		return r;
@@ -428,9 +483,10 @@ int store_take_slot(struct store *s, const char *queue, unsigned *ret_wait_ms, c
 	 * by the interval. One autocommit UPDATE: the row is locked for microseconds. */
 	sql_add(s, QUIET "UPDATE queues SET next_start_at = (@claimd_slot := GREATEST("
 		"COALESCE(next_start_at, NOW(6)), NOW(6))) + INTERVAL min_interval_ms * 1000 "
-		"MICROSECOND WHERE name = %s AND min_interval_ms > 0;"
-		"SELECT IF(ROW_COUNT() > 0, GREATEST(TIMESTAMPDIFF(MICROSECOND, NOW(6), "
-		"@claimd_slot), 0), 0)", q);
+		"MICROSECOND WHERE name = %s AND min_interval_ms > 0", q);
+	sq_end(s);
+	sql_add(s, "SELECT IF(ROW_COUNT() > 0, GREATEST(TIMESTAMPDIFF(MICROSECOND, NOW(6), "
+		"@claimd_slot), 0), 0)");
 	r = sq_run(s, "store_take_slot", &rr, err, errlen);
 	if (r < 0)
 		return sq_final(r);
@@ -467,8 +523,11 @@ int store_prune(struct store *s, unsigned keep_done_s, uint64_t from, unsigned s
 	 * taking a lock this session holds would nest it. Then the span by primary key, and the
 	 * row after it: a row created less than keep_done_s ago cannot have finished earlier,
 	 * and ids grow with creation time, so the sweep ends there. */
-	sql_add(s, PRUNE_ELECT ";" PRUNE_SPAN ";" PRUNE_NEXT, a, b, keep_done_s, keep_done_s,
-		keep_done_s, b);
+	sql_add(s, PRUNE_ELECT);
+	sq_end(s);
+	sql_add(s, PRUNE_SPAN, a, b, keep_done_s, keep_done_s);
+	sq_end(s);
+	sql_add(s, PRUNE_NEXT, keep_done_s, b);
 	r = sq_run(s, "store_prune", &rr, err, errlen);
 	if (r < 0)
 		return sq_final(r);

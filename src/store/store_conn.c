@@ -144,26 +144,46 @@ static int db_error(struct store *s, const char *op, char *err, size_t errlen)
 	return e == 1213 ? -EDEADLK : e == 1205 ? -ETIMEDOUT : -EIO;
 }
 
-/* Sends s->sql (one or more statements) and reads every result: the row count of each
- * statement into rr->rows, the first result set into rr->res and the second into rr->res2
- * (callers send at most two). */
-int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t errlen)
+void sq_end(struct store *s)
+{
+	if (s->ncuts == s->cuts_cap) {
+		size_t cap = s->cuts_cap ? 2 * s->cuts_cap : 16;
+		size_t *p = realloc(s->cuts, cap * sizeof(*p));
+		if (!p) {
+			s->sql.failed = true;   /* sq_run says out of memory */
+			return;
+		}
+		s->cuts = p;
+		s->cuts_cap = cap;
+	}
+	s->cuts[s->ncuts++] = s->sql.len;
+	sql_add(s, ";");
+}
+
+int sq_need_multi(struct store *s, char *err, size_t errlen)
+{
+	if (s->multi)
+		return 0;
+	if (mysql_set_server_option(s->conn, MYSQL_OPTION_MULTI_STATEMENTS_ON) != 0)
+		return db_error(s, "store: multi-statements", err, errlen);
+	s->multi = true;
+	return 0;
+}
+
+/* Reads every result of the statements sent, into rr from its statement *i on. */
+static int take_results(struct store *s, struct run *rr, unsigned *i)
 {
 	MYSQL_RES *res;
-	unsigned i = 0;
-	int status, r;
+	int status;
 
-	memset(rr, 0, sizeof(*rr));
-	if (buf_failed(&s->sql))
-		return sq_fail_msg(-ENOMEM, err, errlen, "%s: out of memory", op);
-	if (mysql_real_query(s->conn, s->sql.data, (unsigned long)s->sql.len) != 0)
-		return db_error(s, op, err, errlen);
 	do {
 		res = mysql_store_result(s->conn);
 		if (!res && mysql_field_count(s->conn) != 0)
-			goto fail;
-		if (i < RUN_MAX_STMTS)
-			rr->rows[i++] = res ? mysql_num_rows(res) : mysql_affected_rows(s->conn);
+			return -1;
+		if (*i < RUN_MAX_STMTS)
+			rr->rows[(*i)++] = res ? mysql_num_rows(res) : mysql_affected_rows(s->conn);
+		else
+			(*i)++;
 		if (res && !rr->res)
 			rr->res = res;
 		else if (res && !rr->res2)
@@ -172,8 +192,33 @@ int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t er
 			mysql_free_result(res);
 		status = mysql_next_result(s->conn);
 	} while (status == 0);
-	if (status > 0)
-		goto fail;
+	return status > 0 ? -1 : 0;
+}
+
+/* Sends s->sql and reads every result: the row count of each statement into rr->rows, the
+ * first result set into rr->res and the second into rr->res2 (callers send at most two).
+ * With multi-statements off, the statements go one by one, between the cuts of sq_end. */
+int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t errlen)
+{
+	const char *text = s->sql.data;
+	size_t from = 0, k = 0, n = s->multi ? 0 : s->ncuts;
+	unsigned i = 0;
+	int r;
+
+	memset(rr, 0, sizeof(*rr));
+	if (buf_failed(&s->sql))
+		return sq_fail_msg(-ENOMEM, err, errlen, "%s: out of memory", op);
+	for (;;) {
+		size_t to = k < n ? s->cuts[k] : s->sql.len;
+		if (to > from) {
+			if (mysql_real_query(s->conn, text + from, (unsigned long)(to - from)) != 0 ||
+			    take_results(s, rr, &i) < 0)
+				goto fail;
+		}
+		if (k++ >= n)
+			break;
+		from = to + 1;   /* past the ';' */
+	}
 	return 0;
 fail:
 	r = db_error(s, op, err, errlen);
@@ -330,6 +375,7 @@ void store_free(struct store *s)
 		return;
 	drop(s);
 	free(s->scratch);  /* store_claim leaves no payload in it, whatever happened */
+	free(s->cuts);
 	buf_free(&s->sql);
 	free(s);
 }
@@ -395,10 +441,14 @@ static void set_options(MYSQL *c)
 	 * claim is two round trips in one transaction; if the network drops between them the
 	 * server would keep that session, and the rows it locked, until wait_timeout (8 hours):
 	 * MariaDB ends a session idle inside a transaction after idle_transaction_timeout. Our
-	 * transactions are never idle for long, so 10 s; MySQL has no such variable and skips
-	 * the versioned comment. */
-	mysql_options(c, MYSQL_INIT_COMMAND, "SET SESSION autocommit = 1, innodb_lock_wait_timeout = 5"
-		      " /*M!100300 , idle_transaction_timeout = 10 */");
+	 * transactions are never idle for long, so 10 s (a versioned comment: a MySQL server,
+	 * which has no such variable, still connects and --doctor can say it is unsupported).
+	 * time_zone: every time claimd writes or compares (NOW(6), the TIMESTAMP columns, the
+	 * claim cursor's text) is UTC, which never jumps; in the server's own zone a change of
+	 * daylight saving time would move NOW(6) by an hour (sql/migrations/003_utc_times.sql).
+	 * '+00:00' needs no time zone tables. */
+	mysql_options(c, MYSQL_INIT_COMMAND, "SET SESSION autocommit = 1, innodb_lock_wait_timeout = 5, "
+		      "time_zone = '+00:00' /*M!100300 , idle_transaction_timeout = 10 */");
 }
 
 /* A request the network swallows (a link cut, a host gone) fails once it has gone
@@ -440,6 +490,19 @@ static int check_synced(struct store *s, char *err, size_t errlen)
 	return r;
 }
 
+/* Appends to err what a verifying ssl-mode checks, after a failed TLS handshake. */
+static void tls_hint(const struct dsn *d, const char *host, char *err, size_t errlen)
+{
+	size_t n = strlen(err);
+
+	if (d->ssl_mode == DSN_SSL_VERIFY_CA)
+		snprintf(err + n, errlen - n, " (ssl-mode=VERIFY_CA: the server's certificate must be "
+			 "signed by ssl-ca %s)", d->ssl_ca);
+	else if (d->ssl_mode == DSN_SSL_VERIFY_IDENTITY)
+		snprintf(err + n, errlen - n, " (ssl-mode=VERIFY_IDENTITY: the server's certificate "
+			 "must be signed by ssl-ca %s and name the host '%s')", d->ssl_ca, host);
+}
+
 static int connect_one(struct store *s, const struct dsn_host *h, const char *pw, char *err,
 		       size_t errlen)
 {
@@ -453,9 +516,18 @@ static int connect_one(struct store *s, const struct dsn_host *h, const char *pw
 		return sq_fail_msg(-ENOMEM, err, errlen, "store_connect: out of memory");
 	set_options(s->conn);
 	set_tls(s->conn, d);
+	/* No password of our own: NULL lets the client library take the option file's (an
+	 * empty string would be a password, and override it). */
+	if (!pw[0] && d->option_file[0])
+		pw = NULL;
+	/* Without multi-statements: only the claim turns them on (sq_need_multi). */
+	s->multi = false;
 	if (!mysql_real_connect(s->conn, host, d->user[0] ? d->user : NULL, pw, d->db, h->port,
-				sock, CLIENT_MULTI_STATEMENTS | CLIENT_FOUND_ROWS)) {
+				sock, CLIENT_MULTI_RESULTS | CLIENT_FOUND_ROWS)) {
+		unsigned e = mysql_errno(s->conn);
 		r = db_error(s, "store_connect", err, errlen);
+		if (e == 2026)  /* CR_SSL_CONNECTION_ERROR: say what was checked */
+			tls_hint(d, host, err, errlen);
 		return r == -ENOTCONN ? r : -EIO;
 	}
 	set_tcp_user_timeout(s->conn);

@@ -35,6 +35,15 @@
 	"SELECT id, created_at < NOW(6) - INTERVAL %u SECOND FROM work_items " \
 	"WHERE @claimd_pruner = 1 AND id >= %llu ORDER BY id LIMIT 1"
 
+/* The last moment a TIMESTAMP holds (MariaDB before 11.5), as a literal of claimd's UTC
+ * sessions: a time claimd computes from a row's own numbers (a recurring row's next run) is
+ * held to it rather than refused, which would fail the claim that completes the row. */
+#define TS_MAX "TIMESTAMP'2038-01-19 03:14:07.999999'"
+
+/* A time column as RFC 3339 text in UTC, "2026-03-29T01:00:00.123456Z" (claimd's sessions
+ * are UTC); NULL stays NULL. For the format of sql_add (hence the doubled '%'). */
+#define UTC_TEXT(col) "DATE_FORMAT(" col ", '%%Y-%%m-%%dT%%H:%%i:%%s.%%fZ')"
+
 /* A paused queue's rows are not claimed (nor polled for). The subqueries name the queue
  * itself, not work_items.queue: uncorrelated, each runs once per statement. */
 #define NOT_PAUSED "NOT EXISTS (SELECT 1 FROM queues WHERE name = %s AND paused)"
@@ -107,6 +116,13 @@ struct prio_set {
 
 struct store {
 	MYSQL *conn;                 /* NULL when not connected */
+	/* Multi-statements (one text of several statements, one round trip) are on only on a
+	 * connection that claimed (sq_need_multi): the claim needs them to stay at its two round
+	 * trips. Elsewhere a batch is sent statement by statement, at the cuts sq_end made, and
+	 * a text with a stray ';' is a syntax error, never a second statement. */
+	bool multi;
+	size_t *cuts;                /* where sq_end ended each statement of s->sql */
+	size_t ncuts, cuts_cap;
 	struct dsn dsn;
 	unsigned host;               /* the index in dsn.hosts connected to (or last tried) */
 	char claimer[256];
@@ -141,15 +157,27 @@ int sq_fail_msg(int code, char *err, size_t errlen, const char *fmt, ...)
 static inline void sq_reset(struct store *s)
 {
 	buf_reset(&s->sql);
+	s->ncuts = 0;
 }
+
+/* Ends a statement of a batch in s->sql: sq_run sends the batch as one text where the
+ * connection takes multi-statements, else one statement at a time. Write every ';' between
+ * statements with it, never in a literal. */
+void sq_end(struct store *s);
+
+/* Turns multi-statements on for this connection, once (a round trip the first time): only
+ * the claim asks, which must stay one text per round trip. Returns 0 or a negative error. */
+int sq_need_multi(struct store *s, char *err, size_t errlen);
 
 #define sql_add(s, ...) buf_printf(&(s)->sql, __VA_ARGS__)
 
 /* Writes str quoted and escaped to out (2 * len + 3 bytes); returns its length. */
 size_t sq_quote(MYSQL *c, char *out, const char *str, size_t len);
 
-/* Sends the statement text (one or more statements) and reads every result: the row count of
- * each statement into rr->rows, the one result set (callers send at most one) into rr->res.
+/* Sends the statement text (one or more statements, ended by sq_end) and reads every result:
+ * the row count of each statement into rr->rows, the first two result sets into rr->res and
+ * rr->res2. Without multi-statements on the connection, each statement is sent on its own,
+ * up to the first that fails.
  * Returns 0, or -ENOTCONN (connection dropped), -EDEADLK/-ETIMEDOUT (1213/1205), -EIO. */
 int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t errlen);
 

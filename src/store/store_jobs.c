@@ -10,7 +10,8 @@
 
 #define JOB_COLUMNS \
 	"id, queue, state, attempts, max_attempts, priority, period_s, timeout_s, " \
-	"run_at, visible_at, created_at, claimed_at, finished_at, claimed_by, group_key, " \
+	UTC_TEXT("run_at") ", " UTC_TEXT("visible_at") ", " UTC_TEXT("created_at") ", " \
+	UTC_TEXT("claimed_at") ", " UTC_TEXT("finished_at") ", claimed_by, group_key, " \
 	"group_seq, dedupe_key, %s, LEFT(payload, %u), LENGTH(payload), content_type, " \
 	"result_type, %s, progress"
 /* last_error and result whole for one row; cut for a list */
@@ -197,11 +198,20 @@ int store_cancel(struct store *s, uint64_t id, char ret_state[16], char *err, si
 	/* The group is locked first (as every change of a group's rows does); a ready row that
 	 * was its group's turn hands the turn on (GROUP_HEAL). */
 	sq_reset(s);
-	sql_add(s, "START TRANSACTION;" GROUP_LOCK ";", which);
-	sql_add(s, "SET @claimd_cancel_queue = (SELECT queue FROM work_items WHERE id = %llu);"
-		"DELETE FROM work_items WHERE %s;" GROUP_HEAL ";COMMIT;"
-		"SELECT state FROM work_items WHERE id = %llu", (unsigned long long)id, which, scope,
+	sql_add(s, "START TRANSACTION");
+	sq_end(s);
+	sql_add(s, GROUP_LOCK, which);
+	sq_end(s);
+	sql_add(s, "SET @claimd_cancel_queue = (SELECT queue FROM work_items WHERE id = %llu)",
 		(unsigned long long)id);
+	sq_end(s);
+	sql_add(s, "DELETE FROM work_items WHERE %s", which);
+	sq_end(s);
+	sql_add(s, GROUP_HEAL, scope);
+	sq_end(s);
+	sql_add(s, "COMMIT");
+	sq_end(s);
+	sql_add(s, "SELECT state FROM work_items WHERE id = %llu", (unsigned long long)id);
 	r = sq_run_retry(s, "store_cancel", &rr, err, errlen);
 	if (r < 0)
 		return r;
@@ -347,10 +357,13 @@ int store_supervisor_seen(struct store *s, const struct store_supervisor *sv,
 	sql_add(s, "INSERT INTO supervisors (id, host, pid, version, queues, http, started_at, "
 		"seen_at, workers) VALUES (%s, %s, %u, %s, %s, NULLIF(%s, ''), NOW(6), NOW(6), %s) "
 		"ON DUPLICATE KEY UPDATE seen_at = NOW(6), workers = VALUES(workers), "
-		"queues = VALUES(queues), http = VALUES(http)%s",
-		id, host, sv->pid, ver, qs, http, w, sweep ? ";DELETE FROM supervisors WHERE "
-		"seen_at < NOW(6) - INTERVAL 1 DAY LIMIT 100" : "");
+		"queues = VALUES(queues), http = VALUES(http)",
+		id, host, sv->pid, ver, qs, http, w);
 	free(w);
+	if (sweep) {
+		sq_end(s);
+		sql_add(s, "DELETE FROM supervisors WHERE seen_at < NOW(6) - INTERVAL 1 DAY LIMIT 100");
+	}
 	r = sq_run(s, "store_supervisor_seen", &rr, err, errlen);
 	return r < 0 ? sq_final(r) : 0;
 }
@@ -382,7 +395,8 @@ int store_supervisors(struct store *s, struct store_supervisor **ret, size_t *re
 	if (r < 0)
 		return r;
 	sq_reset(s);
-	sql_add(s, "SELECT id, host, pid, version, queues, COALESCE(http, ''), started_at, seen_at, "
+	sql_add(s, "SELECT id, host, pid, version, queues, COALESCE(http, ''), " UTC_TEXT("started_at")
+		", " UTC_TEXT("seen_at") ", "
 		"TIMESTAMPDIFF(MICROSECOND, seen_at, NOW(6)) / 1e6, workers FROM supervisors "
 		"ORDER BY host, pid");
 	r = sq_run(s, "store_supervisors", &rr, err, errlen);

@@ -53,16 +53,18 @@ int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const c
 	if (r < 0)
 		return r;
 	sq_reset(s);
-	sql_add(s, "START TRANSACTION;");
+	sql_add(s, "START TRANSACTION");
+	sq_end(s);
 	if (ref.grouped)
 		sq_add_group_lock(s, &ref, 1);
 	sql_add_finish(s, retry_ms, error, false);
 	sq_add_fence(s, &ref, 1);
-	sql_add(s, ";");
+	sq_end(s);
 	if (ref.grouped)
 		sq_add_group_next(s, &ref, 1);
-	sql_add(s, "SELECT state FROM work_items WHERE id = %llu;COMMIT",
-		(unsigned long long)ref.id);
+	sql_add(s, "SELECT state FROM work_items WHERE id = %llu", (unsigned long long)ref.id);
+	sq_end(s);
+	sql_add(s, "COMMIT");
 	r = sq_run_retry(s, "store_fail", &rr, err, errlen);
 	if (r < 0)
 		return r;
@@ -94,11 +96,12 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 		return run_update(s, "store_release", n, err, errlen);
 	}
 	/* Rows whose last attempt this was go dead: their groups go on. */
-	sql_add(s, "START TRANSACTION;");
+	sql_add(s, "START TRANSACTION");
+	sq_end(s);
 	sq_add_group_lock(s, refs, n);
 	sql_add_finish(s, 0, reason, true);
 	sq_add_fence(s, refs, n);
-	sql_add(s, ";");
+	sq_end(s);
 	sq_add_group_next(s, refs, n);
 	sql_add(s, "COMMIT");
 	r = sq_run_retry(s, "store_release", &rr, err, errlen);

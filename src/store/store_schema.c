@@ -60,6 +60,86 @@ int store_migrate(struct store *s, const struct store_migration *m, char *err, s
 	return 0;
 }
 
+/* ---- which server ---- */
+
+const char *const store_server_kind_names[STORE_SERVER_NKINDS] = {
+	[STORE_SERVER_MARIADB] = "MariaDB",
+	[STORE_SERVER_MARIADB_OLD] = "MariaDB older than 10.6",
+	[STORE_SERVER_NOT_MARIADB] = "not MariaDB",
+	[STORE_SERVER_UNREADABLE] = "MariaDB of an unreadable version",
+};
+
+enum store_server_kind store_server_classify(const char *version, unsigned *ret_major,
+					     unsigned *ret_minor)
+{
+	unsigned major = 0, minor = 0, patch = 0;
+	enum store_server_kind k;
+	const char *v = version ? version : "";
+
+	if (!strncmp(v, "5.5.5-", 6))   /* what MariaDB 10 says to old MySQL clients */
+		v += 6;
+	if (!strstr(v, "MariaDB") && !strstr(v, "mariadb"))
+		k = STORE_SERVER_NOT_MARIADB;
+	else if (sscanf(v, "%u.%u.%u", &major, &minor, &patch) != 3)
+		k = STORE_SERVER_UNREADABLE;
+	else if (major < STORE_MARIADB_MIN_MAJOR ||
+		 (major == STORE_MARIADB_MIN_MAJOR && minor < STORE_MARIADB_MIN_MINOR))
+		k = STORE_SERVER_MARIADB_OLD;
+	else
+		k = STORE_SERVER_MARIADB;
+	if (k == STORE_SERVER_NOT_MARIADB || k == STORE_SERVER_UNREADABLE)
+		major = minor = 0;
+	if (ret_major)
+		*ret_major = major;
+	if (ret_minor)
+		*ret_minor = minor;
+	return k;
+}
+
+int store_server_supported(const char *version, const char *comment, char *err, size_t errlen)
+{
+	const char *c = comment && *comment ? comment : NULL;
+	enum store_server_kind k = store_server_classify(version, NULL, NULL);
+
+	switch (k) {
+	case STORE_SERVER_MARIADB:
+		return 0;
+	case STORE_SERVER_MARIADB_OLD:
+		return sq_fail_msg(-ENOTSUP, err, errlen, "the server is MariaDB %s, older than "
+				   "10.6: claimd supports MariaDB 10.6 or later (and Galera clusters "
+				   "of it); upgrade the server", version);
+	case STORE_SERVER_NOT_MARIADB:
+		return sq_fail_msg(-ENOTSUP, err, errlen, "the server is not MariaDB (version '%.60s'"
+				   "%s%.80s): claimd supports MariaDB 10.6 or later (and Galera "
+				   "clusters of it), not MySQL: its SQL and its binary log follower "
+				   "use MariaDB's own forms", version ? version : "", c ? ", " : "",
+				   c ? c : "");
+	default:
+		return sq_fail_msg(-ENOTSUP, err, errlen, "cannot read the server's version '%.60s': "
+				   "claimd supports MariaDB 10.6 or later", version ? version : "");
+	}
+}
+
+int store_server_version(struct store *s, char *version, size_t vlen, char *comment,
+			 size_t clen, char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_server_version", NULL, 0, NULL, err, errlen);
+	MYSQL_RES *res;
+	MYSQL_ROW row;
+
+	if (r < 0)
+		return r;
+	if (mysql_query(s->conn, "SELECT VERSION(), @@version_comment") != 0)
+		return sq_fail_msg(-EIO, err, errlen, "store_server_version: mysql error %u: %s",
+				   mysql_errno(s->conn), mysql_error(s->conn));
+	res = mysql_store_result(s->conn);
+	row = res ? mysql_fetch_row(res) : NULL;
+	snprintf(version, vlen, "%s", row && row[0] ? row[0] : "");
+	snprintf(comment, clen, "%s", row && row[1] ? row[1] : "");
+	mysql_free_result(res);
+	return 0;
+}
+
 /* What claimd does to each table, tried inside a transaction that is rolled back. */
 static const struct {
 	const char *what, *sql;

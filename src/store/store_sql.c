@@ -33,7 +33,7 @@ bool sq_any_grouped(const struct store_ref *refs, size_t n)
 	return false;
 }
 
-/* "GROUP_LOCK;" for the rows refs[0..n). */
+/* "GROUP_LOCK;" for the rows refs[0..n) (ended by sq_end). */
 void sq_add_group_lock(struct store *s, const struct store_ref *refs, size_t n)
 {
 	struct buf w;
@@ -43,10 +43,12 @@ void sq_add_group_lock(struct store *s, const struct store_ref *refs, size_t n)
 	for (size_t i = 0; i < n; i++)
 		buf_printf(&w, "%s%llu", i ? "," : "", (unsigned long long)refs[i].id);
 	buf_puts(&w, ")");
-	if (buf_failed(&w))
+	if (buf_failed(&w)) {
 		s->sql.failed = true; /* sq_run says out of memory */
-	else
-		sql_add(s, GROUP_LOCK ";", w.data);
+	} else {
+		sql_add(s, GROUP_LOCK, w.data);
+		sq_end(s);
+	}
 	buf_free(&w);
 }
 
@@ -62,10 +64,12 @@ void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n)
 		buf_printf(&tokens, " WHEN %llu THEN %llu", (unsigned long long)refs[i].id,
 			   (unsigned long long)refs[i].token + 1);
 	}
-	if (buf_failed(&ids) || buf_failed(&tokens))
+	if (buf_failed(&ids) || buf_failed(&tokens)) {
 		s->sql.failed = true;
-	else
-		sql_add(s, GROUP_NEXT ";", ids.data, tokens.data);
+	} else {
+		sql_add(s, GROUP_NEXT, ids.data, tokens.data);
+		sq_end(s);
+	}
 	buf_free(&ids);
 	buf_free(&tokens);
 }

@@ -2,7 +2,8 @@
 """The schema's versions: claimd refuses a database whose schema is older than it needs and
 says what to run; claimd --migrate applies what is missing, in order, keeping the rows (also
 on a database made before migrations existed); claimd --doctor reports the set-up and the
-privileges claimd's user lacks."""
+privileges claimd's user lacks; a server that is not MariaDB 10.6 or later is named as
+unsupported."""
 
 import os
 import subprocess
@@ -34,7 +35,8 @@ def it_refuses_an_old_schema_and_migrates_it(t):
     check_eq(left, [], 'processes left')
     rc, out, err = _migrate(t, dsn)
     check_eq((rc, out.splitlines()), (0, ['applied migration 001_base',
-                                          'applied migration 002_results']),
+                                          'applied migration 002_results',
+                                          'applied migration 003_utc_times']),
              f'claimd --migrate ({err})')
     rc, out, _ = _migrate(t, dsn)
     check(rc == 0 and 'nothing to do' in out, f'again: {out!r}')
@@ -48,9 +50,11 @@ def it_migrates_an_older_database_keeping_its_rows(t):
     server.load(db, harness.MIGRATIONS[0])
     server.sql("INSERT INTO work_items (payload) VALUES ('kept 1'), ('kept 2')", db=db)
     rc, _, err, _ = run_claimd(t, ['--dsn', dsn, '--handler', 'noop'])
-    check(rc == 2 and 'version 1, this claimd needs version 2' in err, f'at version 1: {err!r}')
+    check(rc == 2 and 'version 1, this claimd needs version 3' in err, f'at version 1: {err!r}')
     rc, out, err = _migrate(t, dsn)
-    check_eq((rc, out.strip()), (0, 'applied migration 002_results'), f'--migrate ({err})')
+    check_eq((rc, out.splitlines()), (0, ['applied migration 002_results',
+                                          'applied migration 003_utc_times']),
+             f'--migrate ({err})')
     check_eq(server.sql('SELECT payload, result FROM work_items ORDER BY id', db=db),
              [('kept 1', None), ('kept 2', None)], 'the rows, with the new column')
     # A database from before migrations: the tables, but no claimd_schema.
@@ -61,7 +65,7 @@ def it_migrates_an_older_database_keeping_its_rows(t):
     check_eq(rc, 0, f'--migrate from before migrations ({err})')
     check_eq(server.sql('SELECT COUNT(*) FROM work_items', db=db), [('2',)], 'rows kept')
     check_eq(server.sql('SELECT version FROM claimd_schema ORDER BY version', db=db),
-             [('1',), ('2',)], 'the versions recorded')
+             [('1',), ('2',), ('3',)], 'the versions recorded')
 
 
 def it_doctor_reports_the_set_up_and_missing_privileges(t):
@@ -70,7 +74,7 @@ def it_doctor_reports_the_set_up_and_missing_privileges(t):
                         '--control', os.path.join(t.tmpdir, 'none.sock')],
                        capture_output=True, text=True, timeout=60)
     check_eq(r.returncode, 0, f'doctor on a good set-up: {r.stdout}')
-    for want in ('ok   connected to the database', 'ok   the schema is version 2',
+    for want in ('ok   connected to the database', 'ok   the schema is version 3',
                  'ok   every privilege claimd uses', 'isolation level of claimd',
                  'frees its rows after 10 s (idle_transaction_timeout)',
                  'binary log:', 'clock: the server is', 'no claimd answers on the control'):
@@ -121,6 +125,37 @@ def it_works_with_the_grants_the_readme_lists(t):
     wait_for(lambda: c.status().get('wake'), 15, 'woken by the binary log',
              until=lambda w: w == 'binlog')
     check_eq(c.stop(), 0, 'claimd as the README claimd user')
+
+
+def it_names_a_server_it_does_not_support(t):
+    """A server that says it is MySQL 8.0.36, then MariaDB 10.5 (a MariaDB started with
+    version=...): --migrate and --doctor stop at once with exit 2 and say what the server is and
+    what claimd supports; so does claimd at start. Nothing is created."""
+    server = t.private_server(env={'CLAIMD_DB_EXTRA': 'version=8.0.36'})
+    for version, says in (('8.0.36', "the server is not MariaDB (version '8.0.36'"),
+                          ('10.5.99-MariaDB', 'the server is MariaDB 10.5.99-MariaDB, older than '
+                                              '10.6')):
+        if version != '8.0.36':
+            r = subprocess.run([harness.TOOLS_DB, 'restart', server.dir], capture_output=True,
+                               text=True, timeout=120,
+                               env=dict(os.environ, CLAIMD_DB_EXTRA=f'version={version}'))
+            check_eq(r.returncode, 0, f'restart as {version}: {r.stderr}')
+        check_eq(server.sql('SELECT VERSION()')[0][0], version, "the server's version")
+        server.sql('DROP DATABASE IF EXISTS fresh; CREATE DATABASE fresh')
+        dsn = server.dsn('fresh')
+        rc, out, err = _migrate(t, dsn)
+        check(rc == 2 and says in err and 'claimd supports MariaDB 10.6 or later' in err,
+              f'--migrate on {version}: {rc} {err!r}')
+        check_eq(server.sql("SELECT COUNT(*) FROM information_schema.TABLES WHERE "
+                            "TABLE_SCHEMA = 'fresh'"), [('0',)], 'tables made')
+        r = subprocess.run([CLAIMD_BIN, '--doctor', '--dsn', dsn, '--control',
+                            os.path.join(t.tmpdir, 'none.sock')], capture_output=True,
+                           text=True, timeout=60)
+        check(r.returncode == 2 and f'FAIL unsupported server: {says}' in r.stdout and
+              'schema' not in r.stdout, f'--doctor on {version}: {r.returncode} {r.stdout!r}')
+        rc, _, err, left = run_claimd(t, ['--dsn', dsn, '--handler', 'noop'])
+        check(rc == 2 and says in err, f'claimd on {version}: {rc} {err!r}')
+        check_eq(left, [], 'processes left')
 
 
 if __name__ == '__main__':

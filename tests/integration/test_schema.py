@@ -208,5 +208,55 @@ def it_rows_not_ready_at_insert_are_not_claimable(t):
              '(payload, invisible, visible only later)')
 
 
+def it_sends_statement_batches_only_on_claiming_connections(t):
+    """Multi-statements (several statements in one text) only where the claim needs them: a
+    worker's connection turns them on at its first claim; the supervisor's connections
+    (maintenance, claimctl's adds with a dedupe key, retries, cancels, releases, the
+    supervisors table) and the binary log's never do, and their batches still work, sent one
+    statement at a time. Read from the server's general log, on for this test alone (the tests
+    run one at a time): what each session sent, one text a line."""
+    db = t.database()
+    db.server.sql("SET GLOBAL log_output = 'TABLE'; TRUNCATE TABLE mysql.general_log; "
+                  'SET GLOBAL general_log = 1')
+    t.defer(db.server.sql, "SET GLOBAL general_log = 0; SET GLOBAL log_output = 'FILE'; "
+            'TRUNCATE TABLE mysql.general_log')
+    h = t.log_handler('[ "$payload" != fail ] || rc=1')
+    c = t.claimd(db, '--workers', '2', '--handler', h.spec)
+    c.wait_ready(workers=2)
+    for args in (['x'], ['--dedupe', 'k', 'y'], ['--dedupe', 'k', 'y again'], ['--group', 'g', 'z'],
+                 ['--max-attempts', '1', 'fail'], ['--delay', '1h', 'later']):
+        r = c.ctl('add', *args)
+        check_eq(r.returncode, 0, f'claimctl add {args}: {r.stderr}')
+    ids = [int(i) for (i,) in db.sql('SELECT id FROM work_items ORDER BY id')]
+    check_eq(len(ids), 5, 'rows added (the second dedupe add found the first)')
+    harness.wait_for(db.states, 15, 'every due row run', until=lambda st: st['done'] == 3 and
+                     st['dead'] == 1)
+    r = c.ctl('retry', str(ids[3]))
+    check(r.returncode == 0 and r.stdout.strip() == '1', f'claimctl retry: {r.stdout!r} {r.stderr!r}')
+    harness.wait_for(lambda: len(h.starts(ids[3])), 15, 'the retried row run', until=lambda n: n == 2)
+    r = c.ctl('cancel', str(ids[4]))
+    check_eq(r.returncode, 0, f'claimctl cancel: {r.stderr}')
+    check_eq(db.scalar(f'SELECT COUNT(*) FROM work_items WHERE id = {ids[4]}'), '0', 'cancelled')
+    check_eq(c.stop(), 0, 'claimd stops')
+    db.server.sql('SET GLOBAL general_log = 0')
+    sessions = db.server.sql("SELECT thread_id FROM mysql.general_log WHERE command_type = "
+                             f"'Connect' AND argument LIKE '% on {db.name} %'")
+    texts = {}
+    for tid, text in db.server.sql("SELECT thread_id, argument FROM mysql.general_log WHERE "
+                                   "command_type = 'Query' ORDER BY event_time"):
+        texts.setdefault(tid, []).append(text)
+    claimers = {tid for (tid,) in sessions if any('SKIP LOCKED' in q for q in texts.get(tid, []))}
+    others = {tid for (tid,) in sessions} - claimers
+    t.note(f'{len(sessions)} sessions: {len(claimers)} claimed, {len(others)} did not')
+    check_eq(len(claimers), 2, 'sessions that claimed (the workers)')
+    check(any(q.startswith('START TRANSACTION;') for tid in claimers for q in texts[tid]),
+          'a claim sent as one text of several statements')
+    batched = [q[:120] for tid in others for q in texts.get(tid, []) if ';' in q]
+    check_eq(batched, [], 'texts of several statements from sessions that did not claim')
+    alone = sum(q == 'START TRANSACTION' for tid in others for q in texts.get(tid, []))
+    check(alone >= 3, f'the retry, the cancel and the dedupe adds as statements one by one: '
+          f'{alone} START TRANSACTION sent alone')
+
+
 if __name__ == '__main__':
     harness.main()

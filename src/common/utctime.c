@@ -1,0 +1,150 @@
+/* utctime — see utctime.h. Dates are counted as days from 1970-01-01 in the proleptic
+ * Gregorian calendar (Howard Hinnant's days_from_civil and its inverse), so that no libc time
+ * function, and no TZ, takes part. */
+#include "common/utctime.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#define US_PER_S 1000000LL
+#define S_PER_DAY 86400LL
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	int64_t era;
+	unsigned yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = (unsigned)(y - era * 400);
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+	int64_t era;
+	unsigned doe, yoe, doy, mp;
+
+	z += 719468;
+	era = (z >= 0 ? z : z - 146096) / 146097;
+	doe = (unsigned)(z - era * 146097);
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	*d = doy - (153 * mp + 2) / 5 + 1;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+static unsigned days_in_month(int64_t y, unsigned m)
+{
+	static const unsigned n[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+
+	return m == 2 && leap ? 29 : n[m - 1];
+}
+
+/* n decimal digits at *p into *ret; moves *p past them. */
+static bool digits(const char **p, int n, unsigned *ret)
+{
+	unsigned v = 0;
+
+	for (int i = 0; i < n; i++) {
+		char c = (*p)[i];
+		if (c < '0' || c > '9')
+			return false;
+		v = v * 10 + (unsigned)(c - '0');
+	}
+	*p += n;
+	*ret = v;
+	return true;
+}
+
+static bool lit(const char **p, char c)
+{
+	if (**p != c)
+		return false;
+	(*p)++;
+	return true;
+}
+
+int utctime_parse(const char *s, int64_t *ret_us, char *err, size_t errlen)
+{
+	const char *p = s;
+	unsigned y, mo, d, h, mi, sec, oh = 0, om = 0, frac = 0;
+	int64_t us, off_s = 0;
+	int nfrac = 0;
+
+	if (!s)
+		return fail(err, errlen, "no time given");
+	if (!digits(&p, 4, &y) || !lit(&p, '-') || !digits(&p, 2, &mo) || !lit(&p, '-') ||
+	    !digits(&p, 2, &d) || !(lit(&p, ' ') || lit(&p, 'T') || lit(&p, 't')) ||
+	    !digits(&p, 2, &h) || !lit(&p, ':') || !digits(&p, 2, &mi) || !lit(&p, ':') ||
+	    !digits(&p, 2, &sec))
+		goto form;
+	if (lit(&p, '.')) {
+		while (*p >= '0' && *p <= '9' && nfrac < 6)
+			frac = frac * 10 + (unsigned)(*p++ - '0'), nfrac++;
+		if (nfrac == 0 || (*p >= '0' && *p <= '9'))
+			goto form;
+		for (int i = nfrac; i < 6; i++)
+			frac *= 10;
+	}
+	if (lit(&p, 'Z') || lit(&p, 'z')) {
+		off_s = 0;
+	} else if (*p == '+' || *p == '-') {
+		int sign = *p++ == '-' ? -1 : 1;
+		if (!digits(&p, 2, &oh) || !lit(&p, ':') || !digits(&p, 2, &om))
+			goto form;
+		if (oh > 23 || om > 59)
+			return fail(err, errlen, "the offset in '%.40s' is not -23:59 to +23:59", s);
+		off_s = sign * ((int64_t)oh * 3600 + (int64_t)om * 60);
+	}
+	if (*p)
+		goto form;
+	if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo))
+		return fail(err, errlen, "'%.40s' is not a date of the calendar", s);
+	if (h > 23 || mi > 59 || sec > 59)
+		return fail(err, errlen, "'%.40s' is not a time of day (00:00:00 to 23:59:59)", s);
+	us = ((days_from_civil(y, mo, d) * S_PER_DAY + h * 3600 + mi * 60 + sec) - off_s) *
+	     US_PER_S + frac;
+	*ret_us = us;
+	return 0;
+form:
+	return fail(err, errlen, "'%.40s' is not 'YYYY-MM-DD HH:MM:SS[.ffffff]' (UTC) or RFC 3339 "
+		    "('YYYY-MM-DDTHH:MM:SS[.ffffff]Z', or with an offset such as +02:00)", s);
+}
+
+void utctime_format(int64_t us, char out[UTCTIME_TEXT_MAX])
+{
+	int64_t s = us >= 0 ? us / US_PER_S : (us - (US_PER_S - 1)) / US_PER_S;
+	int64_t frac = us - s * US_PER_S;
+	int64_t days = s >= 0 ? s / S_PER_DAY : (s - (S_PER_DAY - 1)) / S_PER_DAY;
+	int64_t rest = s - days * S_PER_DAY, y;
+	unsigned m, d;
+
+	civil_from_days(days, &y, &m, &d);
+	/* The modulos only tell the compiler how wide each field is. */
+	snprintf(out, UTCTIME_TEXT_MAX, "%04u-%02u-%02u %02u:%02u:%02u.%06u",
+		 (unsigned)y % 10000u, m % 13u, d % 32u, (unsigned)(rest / 3600) % 24u,
+		 (unsigned)(rest / 60 % 60), (unsigned)(rest % 60), (unsigned)frac % 1000000u);
+}
