@@ -48,6 +48,7 @@ MIGRATIONS = sorted(os.path.join(SOURCE_ROOT, 'sql', 'migrations', f)
                     for f in os.listdir(os.path.join(SOURCE_ROOT, 'sql', 'migrations'))
                     if f.endswith('.sql'))
 PIPE_ECHO = os.path.join(SOURCE_ROOT, 'tests', 'pipe_echo.py')
+PIPE_SLEEPER = os.path.join(SOURCE_ROOT, 'tests', 'pipe_sleeper.py')
 PLUGIN_DIR = os.environ.get('CLAIMD_TEST_PLUGIN_DIR') or os.path.join(SOURCE_ROOT, 'build', 'tests')
 
 
@@ -700,6 +701,13 @@ class Test:
         h = Handler(None, os.path.join(self.tmpdir, name + '.log'))
         self._handlers.append(h)
         return h, f'so:{path} {h.log_path}'
+
+    def pipe_sleeper(self, name='pipe_sleeper'):
+        """tests/pipe_sleeper.py (many items at once; payload sleep:N) as a `pipe:` handler
+        logging start and end lines to <name>.log: returns (Handler, handler spec)."""
+        h = Handler(None, os.path.join(self.tmpdir, name + '.log'))
+        self._handlers.append(h)
+        return h, f'pipe:{sys.executable} {PIPE_SLEEPER} {h.log_path}'
 
     def log_handler(self, body='', name=None):
         """A bash handler that reads the payload (as $payload) from stdin, appends

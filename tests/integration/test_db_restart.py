@@ -91,6 +91,16 @@ def it_so_items_8_at_once_ride_out_a_db_restart(t):
              'rows with an error')
 
 
+def it_pipe_items_8_at_once_ride_out_a_db_restart(t):
+    h, spec = t.pipe_sleeper()
+    db = _ride_out_a_restart(t, ['--handler', spec, '--concurrency', '8'], payload="'sleep:20'")
+    runs = harness.runs_of(h)
+    check_eq(len(runs), ROWS, 'rows that ran')
+    harness.check_runs_apart(runs)
+    check_eq(db.scalar("SELECT COUNT(*) FROM work_items WHERE last_error IS NOT NULL"), '0',
+             'rows with an error')
+
+
 def it_stops_at_once_when_the_database_is_down_and_nothing_is_pending(t):
     """SIGTERM with the database unreachable: the workers have nothing to write, so they do
     not wait out the grace period for it to come back."""

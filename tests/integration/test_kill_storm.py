@@ -108,5 +108,22 @@ def it_so_items_8_at_once_through_a_kill_storm_go_back_unblamed(t):
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
+def it_pipe_items_8_at_once_through_a_kill_storm_go_back_unblamed(t):
+    db = t.database()
+    n = 3000
+    db.insert_items(n, payload="'sleep:10'")
+    h, spec = t.pipe_sleeper()
+    c = t.claimd(db, '--workers', '2', '--concurrency', '8', '--handler', spec)
+    c.wait_ready(workers=2)
+    kills = _storm(t, db, c, n, every=0.25)
+    runs = harness.runs_of(h)
+    check_eq(len(runs), n, 'rows that ran')
+    harness.check_runs_apart(runs)
+    t.note(f'{sum(len(r) > 1 for r in runs.values())} rows ran more than once ({kills} kills)')
+    check_eq(db.scalar('SELECT MAX(attempts) FROM work_items'), '1', 'most attempts of a row')
+    c.wait_ready(workers=2)
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
 if __name__ == '__main__':
     harness.main()
