@@ -21,6 +21,8 @@ TOKEN = 'test-token-0123456789abcdef'
 
 
 def _http_claimd(t, db, *args, token=False, workers=2, handler='noop', name=None):
+    """claimd serving HTTP on a port of its choice; c.url, and c.token: the token of a file
+    (token=True) or the one claimd made."""
     extra = []
     if token:
         path = os.path.join(t.tmpdir, 'token')
@@ -32,12 +34,17 @@ def _http_claimd(t, db, *args, token=False, workers=2, handler='noop', name=None
     m = wait_for(lambda: re.search(r'http: listening on (http://[0-9.:]+)/', c.log()), 10,
                  f'{c.name}: the http listening line')
     c.url = m.group(1)
+    c.token = TOKEN if token else c.http_token()
     return c
 
 
-def _req(c, method, path, body=None, token=None, headers=None):
-    """(status, headers, parsed JSON body or text)."""
+MINE = object()   # _req's token: the claimd's own
+
+
+def _req(c, method, path, body=None, token=MINE, headers=None):
+    """(status, headers, parsed JSON body or text); token=None sends none."""
     h = dict(headers or {})
+    token = c.token if token is MINE else token
     if token:
         h['Authorization'] = f'Bearer {token}'
     data = body.encode() if isinstance(body, str) else body
@@ -51,6 +58,11 @@ def _req(c, method, path, body=None, token=None, headers=None):
     if (hdrs.get('Content-Type') or '').startswith('application/json'):
         return status, hdrs, json.loads(text)
     return status, hdrs, text
+
+
+def _head(c):
+    """The Host and Authorization header lines a raw request needs."""
+    return f'Host: {c.url[len("http://"):]}\r\nAuthorization: Bearer {c.token}\r\n'.encode()
 
 
 def _raw(c, data, timeout=10):
@@ -122,7 +134,8 @@ def it_enqueues_over_http_and_reports_the_job(t):
 
 def it_adds_a_batch_of_jobs_in_one_request(t):
     db = t.database()
-    c = _http_claimd(t, db, workers=1)
+    # 200 clients at once from one address, below.
+    c = _http_claimd(t, db, '--http-max-connections-per-ip', '256', workers=1)
     c.wait_ready()
     held = _req(c, 'POST', '/v1/queues/mail/jobs?dedupe=k1', 'first')[2]['id']
     lines = [
@@ -356,11 +369,11 @@ def it_answers_bad_requests_with_a_4xx_and_writes_nothing(t):
             check(words in b['error'], f'{method} {path[:60]}: error {b["error"]!r} lacks {words!r}')
     # A body over 1 MiB: 413 before the body is read when Content-Length says so, at its end
     # when it comes in chunks.
-    reply = _raw(c, b'POST /v1/queues/mail/jobs HTTP/1.1\r\nHost: x\r\n'
+    reply = _raw(c, b'POST /v1/queues/mail/jobs HTTP/1.1\r\n' + _head(c) +
                  b'Content-Length: 1048577\r\n\r\n')
     check(reply.startswith(b'HTTP/1.1 413'), f'oversized Content-Length: {reply[:80]!r}')
     chunk = b'x' * 65536
-    reply = _raw(c, b'POST /v1/queues/mail/jobs HTTP/1.1\r\nHost: x\r\n'
+    reply = _raw(c, b'POST /v1/queues/mail/jobs HTTP/1.1\r\n' + _head(c) +
                  b'Transfer-Encoding: chunked\r\n\r\n' +
                  b''.join(b'%x\r\n%s\r\n' % (len(chunk), chunk) for _ in range(20)) + b'0\r\n\r\n')
     check(reply.startswith(b'HTTP/1.1 413'), f'chunked oversized body: {reply[:80]!r}')
@@ -418,12 +431,12 @@ def it_needs_the_token_but_for_healthz(t):
     db = t.database()
     c = _http_claimd(t, db, workers=1, token=True)
     c.wait_ready()
-    check_eq(_req(c, 'GET', '/v1/queues')[0], 401, 'no token')
+    check_eq(_req(c, 'GET', '/v1/queues', token=None)[0], 401, 'no token')
     status, hdrs, b = _req(c, 'POST', '/v1/queues/q/jobs', 'x', token='wrong-token-0123456789')
     check_eq((status, hdrs.get('WWW-Authenticate')), (401, 'Bearer'), 'a wrong token')
     check_eq(_count(db), 0, 'nothing added without the token')
     check_eq(_req(c, 'POST', '/v1/queues/q/jobs', 'x', token=TOKEN)[0], 202, 'the token')
-    check_eq(_req(c, 'GET', '/healthz')[0], 200, 'healthz needs no token')
+    check_eq(_req(c, 'GET', '/healthz', token=None)[0], 200, 'healthz needs no token')
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
