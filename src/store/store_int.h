@@ -150,7 +150,8 @@ size_t sq_quote(MYSQL *c, char *out, const char *str, size_t len);
 
 /* Sends the statement text (one or more statements) and reads every result: the row count of
  * each statement into rr->rows, the one result set (callers send at most one) into rr->res.
- * Returns 0, or -ENOTCONN (connection dropped), -EDEADLK/-ETIMEDOUT (1213/1205), -EIO. */
+ * Returns 0, or -ENOTCONN (connection dropped), -EDEADLK/-ETIMEDOUT (1213/1205), -EDOM (a
+ * value refused), -EIO. */
 int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t errlen);
 
 /* After a failed statement inside a transaction: leave none open. */
