@@ -407,6 +407,16 @@ def it_retries_cancels_and_pauses(t):
     status, _, b = _req(c, 'POST', f'/v1/jobs/{dead}/retry')
     check_eq((status, b), (200, {'retried': 1}), 'retry')
     check_eq(db.row(dead, 'state, attempts'), ('ready', '0'), 'retried row')
+    # A row that is not dead: 409 and its state; no such row: 404.
+    status, _, b = _req(c, 'POST', f'/v1/jobs/{dead}/retry')
+    check_eq((status, b), (409, {'error': f'row {dead} is ready: only a dead row can be retried'}),
+             'retry of a ready row')
+    status, _, b = _req(c, 'POST', '/v1/jobs/999999/retry')
+    check_eq((status, b), (404, {'error': 'no row 999999'}), 'retry of no row')
+    r = c.ctl('retry', str(claimed))
+    check_eq((r.returncode, r.stderr.strip().endswith(
+        f'row {claimed} is claimed: only a dead row can be retried')), (1, True),
+        f'claimctl retry of a claimed row: {r.stderr!r}')
     status, _, b = _req(c, 'DELETE', f'/v1/jobs/{ready}')
     check_eq((status, b), (200, {'id': ready, 'deleted': True}), 'cancel a ready row')
     check_eq(int(db.scalar(f'SELECT COUNT(*) FROM work_items WHERE id = {ready}')), 0, 'row gone')
