@@ -67,7 +67,7 @@ struct http_server {
 	char token[HTTP_TOKEN_MAX + 1], read_token[HTTP_TOKEN_MAX + 1];
 	char *hosts, *cert_file, *key_file;
 	char address[80];
-	char mhd_said[256];             /* libmicrohttpd's last message (why a start failed) */
+	char mhd_said[512];             /* what libmicrohttpd said since a start (why it failed) */
 };
 
 struct http_request {

@@ -144,9 +144,11 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	n = strlen(msg);
-	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r' || msg[n - 1] == '.'))
 		msg[--n] = '\0';
-	memcpy(s->mhd_said, msg, n + 1);
+	/* What a failed start said, all of it: GnuTLS's reason first, then MHD's. */
+	n = strlen(s->mhd_said);
+	snprintf(s->mhd_said + n, sizeof(s->mhd_said) - n, "%s%s", n ? "; " : "", msg);
 	log_debug("http: %s", msg);
 }
 
