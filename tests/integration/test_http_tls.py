@@ -191,6 +191,13 @@ def it_refuses_a_certificate_that_does_not_load_and_cleartext_off_loopback(t):
     client = Client(c.port, pki.ca, token)
     check_eq(client.get('/v1/status')[0], 200, 'HTTPS on 0.0.0.0, by its IP')
     client.close()
+    # --doctor does not take an HTTPS port that refuses its plain request for claimd down.
+    r = subprocess.run([harness.CLAIMD_BIN, '--doctor', '--dsn', db.dsn, '--handler', 'noop',
+                        '--control', c.control, '--http', f'0.0.0.0:{c.port}', '--http-tls-cert',
+                        a_cert, '--http-tls-key', a_key], capture_output=True, text=True,
+                       timeout=60)
+    check(f'http 0.0.0.0:{c.port} serves HTTPS' in r.stdout + r.stderr,
+          f'claimd --doctor: {r.stdout!r} {r.stderr!r}')
     check_eq(c.stop(), 0, 'exit code')
 
 
