@@ -83,7 +83,7 @@ int http_token_write(const char *path, const char *token, uid_t uid, gid_t gid, 
 {
 	char tmp[4200];
 	size_t len = strlen(token);
-	int fd = -1, r = 0;
+	int fd = -1, r;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid()) >= sizeof(tmp)) {
 		snprintf(err, errlen, "the token file's path is too long: %s", path);
