@@ -33,13 +33,21 @@ static unsigned connections(struct http_daemon *d)
 
 static void run(struct http_daemon *d)
 {
+	unsigned n;
+
 	if (!d->d)
 		return;
 	mhd.run(d->d);
-	if (d->draining && (connections(d) == 0 || uv_now(d->poll.loop) >= d->drain_until))
-		daemon_stop(d);
-	else
+	if (!d->draining || ((n = connections(d)) > 0 && uv_now(d->poll.loop) < d->drain_until)) {
 		schedule(d);
+		return;
+	}
+	if (n)
+		log_info("http: the listener from before the reload stopped: %u connections cut "
+			 "after %d s", n, HTTP_DRAIN_S);
+	else
+		log_info("http: the listener from before the reload stopped: its connections ended");
+	daemon_stop(d);
 }
 
 static void on_timer(uv_timer_t *t)
@@ -189,9 +197,9 @@ static void forget(char *secret)
 	free(secret);
 }
 
-/* A new daemon: on listen_fd (a socket it then owns) or, when it is -1, on a socket of its
- * own bound to the server's address; with HTTPS, the certificate and key read now. Returns
- * 0 or a negative errno with err filled. */
+/* A new daemon: on listen_fd (a socket it then owns, also when it fails once libmicrohttpd
+ * took it up) or, when it is -1, on a socket of its own bound to the server's address; with
+ * HTTPS, the certificate and key read now. Returns 0 or a negative errno with err filled. */
 static int daemon_start(struct http_server *s, int listen_fd, struct http_daemon **ret,
 			char *err, size_t errlen)
 {
@@ -199,10 +207,11 @@ static int daemon_start(struct http_server *s, int listen_fd, struct http_daemon
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 	const union MHD_DaemonInfo *info;
 	char *cert = NULL, *key = NULL;
-	int r;
+	bool given = false;   /* listen_fd is libmicrohttpd's */
+	int r = -ENOMEM;
 
 	if (!d)
-		return -ENOMEM;
+		goto fail;
 	d->srv = s;
 	if (s->cert_file) {
 		if (mhd.is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
@@ -227,6 +236,7 @@ static int daemon_start(struct http_server *s, int listen_fd, struct http_daemon
 		{ key ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, key },
 		{ MHD_OPTION_END, 0, NULL },
 	};
+	given = true;
 	d->d = mhd.start_daemon(flags, 0, NULL, NULL, http_on_access, d,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
 				MHD_OPTION_ARRAY, where,
@@ -262,6 +272,8 @@ static int daemon_start(struct http_server *s, int listen_fd, struct http_daemon
 	*ret = d;
 	return 0;
 fail:
+	if (listen_fd >= 0 && !given)
+		close(listen_fd);
 	forget(key);
 	free(cert);
 	free(d);
@@ -373,11 +385,12 @@ int http_reload_tls(struct http_server *s, char *err, size_t errlen)
 		snprintf(err, errlen, "http: cannot reload the certificate: %s", strerror(-r));
 		return r;
 	}
+	/* A start that fails has closed fd itself, once it took it up (a certificate that does
+	 * not load); one that fails before (out of descriptors) leaves it open: one descriptor
+	 * lost then, rather than closing a number someone may have been given again since. */
 	r = daemon_start(s, fd, &d, err, errlen);
-	if (r < 0) {
-		close(fd);
+	if (r < 0)
 		return r;
-	}
 	/* The old one takes no more connections; its socket (the new one's is a dup) closed. */
 	struct http_daemon *old = s->cur;
 	int old_fd = mhd.quiesce_daemon(old->d);

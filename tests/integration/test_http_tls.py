@@ -137,12 +137,25 @@ def it_serves_https_and_reloads_its_certificate(t):
     check_eq(first.get('/v1/queues')[0], 200, 'the connection open since before the reload')
     check_eq(first.cert_sha(), _der_sha(a_cert), 'its certificate')
     first.close()
-    # A certificate that does not load: the reload says so, the one in use stays.
+    # A certificate that does not load, a key that is not there: the reload says so, the one
+    # in use stays, and nothing is left open by the attempts.
+    fds = lambda: sorted(os.listdir(f'/proc/{c.pid}/fd'))
+    wait_for(lambda: 'the listener from before the reload stopped: its connections ended' in
+             c.log(), 10, 'the old listener stopped once its connection closed')
+    before = fds()
     with open(cert, 'w') as f:
         f.write('-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n')
+    for _ in range(2):
+        r = c.ctl('reload')
+        check(r.returncode == 0 and 'the HTTPS certificate in use stays' in r.stdout,
+              f'claimctl reload with a bad certificate: {r.stdout!r} {r.stderr!r}')
+    os.rename(key, key + '.away')
     r = c.ctl('reload')
-    check(r.returncode == 0 and 'the HTTPS certificate in use stays' in r.stdout,
-          f'claimctl reload with a bad certificate: {r.stdout!r} {r.stderr!r}')
+    check(r.returncode == 0 and '--http-tls-key' in r.stdout and 'stays' in r.stdout,
+          f'claimctl reload without the key: {r.stdout!r} {r.stderr!r}')
+    os.rename(key + '.away', key)
+    wait_for(fds, 5, 'the descriptors as before three reloads that failed',
+             until=lambda v: v == before)
     third = Client(c.port, pki.ca, token)
     check_eq((third.get('/healthz', token=False)[0], third.cert_sha()), (200, _der_sha(b_cert)),
              'a new connection after the refused reload')
