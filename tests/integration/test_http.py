@@ -462,10 +462,10 @@ def it_needs_the_token_but_for_healthz(t):
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
-def it_refuses_an_open_address_without_a_token_and_a_bad_token_file(t):
+def it_refuses_an_open_address_over_plain_http_and_a_bad_token_file(t):
     db = t.database()
     c = t.claimd(db, '--handler', 'noop', '--http', '0.0.0.0:0')
-    check_eq(c.wait_exit(10), 2, 'exit code for 0.0.0.0 without a token')
+    check_eq(c.wait_exit(10), 2, 'exit code for 0.0.0.0 over plain HTTP')
     check('not a loopback address' in c.log(), f'message: {c.log_tail(3)!r}')
     short = os.path.join(t.tmpdir, 'short')
     with open(short, 'w') as f:

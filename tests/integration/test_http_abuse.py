@@ -10,9 +10,11 @@ answers another client throughout."""
 
 import json
 import os
+import pwd
 import re
 import select
 import socket
+import subprocess
 import threading
 import time
 import urllib.parse
@@ -388,6 +390,31 @@ def it_refuses_no_auth_on_an_open_address_and_keeps_the_token_file_private(t):
     c = _claimd(t, db, name='private')
     check(c.http_token() != token, 'a new token at each start')
     check_eq(c.stop(), 0, 'exit code')
+
+
+def it_gives_the_token_file_to_the_user_it_becomes(t):
+    if os.geteuid() != 0:
+        if os.environ.get('CLAIMD_TEST_REQUIRE_DB') == '1':
+            harness.fail('CI runs the tests as root; this one needs it')
+        raise harness.Skip('needs root')
+    nobody = pwd.getpwnam('nobody')
+    os.chmod(t.tmpdir, 0o755)
+    run = os.path.join(t.tmpdir, 'run')     # as systemd's RuntimeDirectory: the user's
+    os.mkdir(run, 0o755)
+    os.chown(run, nobody.pw_uid, nobody.pw_gid)
+    db = t.database()
+    c = t.claimd(db, '--workers', '1', '--handler', 'noop', '--http', '127.0.0.1:0',
+                 '--user', 'nobody', '--control', os.path.join(run, 'claimd.sock'))
+    path = os.path.join(run, 'claimd.http-token')
+    token = wait_for(lambda: open(path).read(), 15, 'the token file', until=lambda v: v.endswith('\n'))
+    st = os.stat(path)
+    check_eq((st.st_uid, st.st_gid, oct(st.st_mode & 0o777)),
+             (nobody.pw_uid, nobody.pw_gid, '0o600'), 'the token file\'s owner and mode')
+    r = subprocess.run(['setpriv', f'--reuid={nobody.pw_uid}', f'--regid={nobody.pw_gid}',
+                        '--clear-groups', 'cat', path], capture_output=True, text=True)
+    check_eq(r.stdout, token, 'the token as the user reads it')
+    check_eq(c.stop(), 0, 'exit code')
+    check(not os.path.exists(path), 'the token file removed at a clean stop, by the user')
 
 
 if __name__ == '__main__':
