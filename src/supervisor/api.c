@@ -150,6 +150,31 @@ bool api_utf8_valid(const char *s)
 	return true;
 }
 
+/* Text goes into text columns: the first of the path's values, the query's names and values
+ * and the payload's Content-Type that is not UTF-8 is refused, 400 by name. Returns whether
+ * r was answered so. */
+static bool text_refused(struct http_request *r, const char *const *pnames,
+			 const char *const *pvalues, size_t npath, bool payload)
+{
+	const char *const *qn, *const *qv;
+	size_t n = http_args(r, &qn, &qv);
+	const char *type = payload ? http_header(r, "Content-Type") : NULL, *bad = NULL;
+	char err[96];
+
+	for (size_t i = 0; !bad && i < npath; i++)
+		bad = api_utf8_valid(pvalues[i]) ? NULL : pnames[i];
+	for (size_t i = 0; !bad && i < n; i++)
+		bad = !api_utf8_valid(qn[i]) ? "a query parameter's name" :
+		      !api_utf8_valid(qv[i]) ? qn[i] : NULL;
+	if (!bad && type && !api_utf8_valid(type))
+		bad = "content_type";
+	if (!bad)
+		return false;
+	snprintf(err, sizeof(err), "%.64s: not UTF-8", bad);
+	http_respond_error(r, 400, err);
+	return true;
+}
+
 /* Run verb with the query's arguments plus the ones the path gave (names[0..npath)). */
 static void run(struct api_host *h, struct api_call *call, enum ctl_verb verb,
 		const char *const *pnames, const char *const *pvalues, size_t npath, bool payload)
@@ -166,19 +191,9 @@ static void run(struct api_host *h, struct api_call *call, enum ctl_verb verb,
 		free(call);
 		return;
 	}
-	/* Text goes into text columns: bytes that are not UTF-8 are refused here, by name. */
-	for (size_t i = 0; i <= npath + n; i++) {
-		const char *name = i < npath ? pnames[i] : i < npath + n ? qn[i - npath] :
-				   "content_type";
-		const char *v = i < npath ? pvalues[i] : i < npath + n ? qv[i - npath] :
-				payload ? http_header(r, "Content-Type") : NULL;
-		if ((v && !api_utf8_valid(v)) || !api_utf8_valid(name)) {
-			snprintf(err, sizeof(err), "%.64s: not UTF-8", api_utf8_valid(name) ? name :
-				 "a query parameter's name");
-			http_respond_error(r, 400, err);
-			free(call);
-			return;
-		}
+	if (text_refused(r, pnames, pvalues, npath, payload)) {
+		free(call);
+		return;
 	}
 	for (size_t i = 0; i < npath; i++) {
 		names[i] = pnames[i];

@@ -10,8 +10,8 @@
  *
  * Limits: at most max_conns connections and max_conns_per_ip from one client address (more
  * are refused at accept), a body of at most max_body bytes (413: at once when Content-Length
- * tells, else once the limit is passed: what follows is read and dropped up to twice the
- * limit, then the connection is closed), a connection idle for HTTP_TIMEOUT_S is closed.
+ * tells, else at the body's end, what passed the limit dropped; past twice the limit the
+ * connection is closed without an answer), a connection idle for HTTP_TIMEOUT_S is closed.
  *
  * HTTPS: a certificate and key (PEM files), read at open and again by http_reload_tls, which
  * starts a new listener on the same socket: new connections get the new certificate, open
@@ -46,7 +46,7 @@ struct http_opts {
 	const char *token;          /* NULL: no authentication (copied) */
 	const char *read_token;     /* a read-only token, or NULL (copied) */
 	const char *hosts;          /* more names the Host may give (http_guard.hosts), or NULL */
-	const char *tls_cert_file;  /* PEM files: HTTPS; NULL: plain HTTP */
+	const char *tls_cert_file;  /* PEM files: HTTPS; NULL: plain HTTP (the strings copied) */
 	const char *tls_key_file;
 	unsigned max_conns;
 	unsigned max_conns_per_ip;
