@@ -8,8 +8,8 @@
  * (a route that does not exist, a method it does not take): a refusal is answered then, and
  * the body never read.
  *
- * Limits: at most max_conns connections and max_conns_per_ip from one client address (more
- * are refused at accept), a body of at most max_body bytes (413: at once when Content-Length
+ * Limits: at most max_conns connections (more wait in the kernel's queue) and
+ * max_conns_per_ip from one client address (more are closed at accept), a body of at most max_body bytes (413: at once when Content-Length
  * tells, else at the body's end, what passed the limit dropped; past twice the limit the
  * connection is closed without an answer), a connection idle for HTTP_TIMEOUT_S is closed.
  *
