@@ -214,9 +214,15 @@ static void check_http(struct report *rep, const struct config *cfg)
 {
 	char reply[256] = "";
 	struct timeval tv = { 3, 0 };
-	int fd = socket(cfg->http_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd;
 	ssize_t n = -1;
 
+	if (*cfg->http_tls_cert) {   /* a plain request would look like nothing answering */
+		say(rep, "info", "http %s serves HTTPS: /healthz not asked (curl --cacert ... "
+		    "https://%s/healthz)", cfg->http, cfg->http);
+		return;
+	}
+	fd = socket(cfg->http_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0 && connect(fd, (const struct sockaddr *)&cfg->http_addr, cfg->http_addrlen) == 0) {
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 		if (write(fd, "GET /healthz HTTP/1.0\r\n\r\n", 25) == 25)

@@ -12,7 +12,7 @@
 #include "worker/handler.h"
 #include "common/proc.h"
 #include "store/store.h"
-#include "supervisor/http.h"
+#include "supervisor/api.h"
 #include "supervisor/supervisor.h"
 #include "worker/worker.h"
 
@@ -68,9 +68,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "claimd: %s\n", err);
 		return 2;
 	}
-	if (cfg.fork_fd < 0 && *cfg.http_token_file &&
-	    http_read_token(cfg.http_token_file, cfg.http_token, sizeof(cfg.http_token), err,
-			    sizeof(err)) < 0) {
+	if (cfg.fork_fd < 0 && api_serve_prepare(&cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "claimd: %s\n", err);
 		return 2;
 	}

@@ -54,10 +54,28 @@ const struct option_def config_defs[] = {
 	{ "http", K_LISTEN, "HOST:PORT", AT(http), 0, 0, A_RESTART,
 	  "serve the HTTP API, /metrics, /healthz and the dashboard (off by default)" },
 	{ "http-token-file", K_TEXT, "PATH", AT(http_token_file), 1, 0, A_RESTART,
-	  "every HTTP route but /healthz needs Authorization: Bearer <its first line>;\n"
-	  "required for a non-loopback HOST" },
+	  "HTTP requests need Authorization: Bearer <its first line> (default: one made at\n"
+	  "start, 0600, at the control socket's path with the extension .http-token)" },
+	{ "http-read-token-file", K_TEXT, "PATH", AT(http_read_token_file), 1, 0, A_RESTART,
+	  "a second token, read-only: GET routes, /metrics and event streams, never a\n"
+	  "change (403)" },
+	{ "http-insecure-no-auth", K_FLAG, NULL, AT(http_no_auth), 0, 1, A_RESTART,
+	  "no token (a loopback --http only); the Host header, and Origin and\n"
+	  "Sec-Fetch-Site of a change, are still checked" },
+	{ "http-host", K_TEXT, "NAMES", AT(http_hosts), 1, 0, A_RESTART,
+	  "more names the Host header may give (a,b; NAME:PORT or NAME for any port;\n"
+	  "* for any) besides the --http address and localhost with its port" },
+	{ "http-tls-cert", K_TEXT, "FILE", AT(http_tls_cert), 1, 0, A_RESTART,
+	  "serve HTTPS with this PEM certificate (chain); read again on SIGHUP" },
+	{ "http-tls-key", K_TEXT, "FILE", AT(http_tls_key), 1, 0, A_RESTART,
+	  "the PEM private key of --http-tls-cert; read again on SIGHUP" },
+	{ "http-insecure-cleartext", K_FLAG, NULL, AT(http_cleartext), 0, 1, A_RESTART,
+	  "let a non-loopback --http serve plain HTTP (the token readable on the network)\n"
+	  "instead of requiring --http-tls-cert" },
 	{ "http-max-connections", K_UINT, "N", AT(http_max_conns), 1, 65536, A_RESTART,
 	  "HTTP connections at once (default 256)" },
+	{ "http-max-connections-per-ip", K_UINT, "N", AT(http_max_conns_per_ip), 1, 65536,
+	  A_RESTART, "HTTP connections at once from one client address (default 32)" },
 	{ "exec-result", K_FLAG, NULL, AT(exec_result), 0, 1, A_WORKERS,
 	  "an exec: handler's stdout (at most 64 KiB) is the row's result" },
 	{ "lease", K_DURATION, "DUR", AT(lease_ms), 1000, UINT_MAX, A_WORKERS,
@@ -161,6 +179,7 @@ static void set_defaults(struct config *c)
 	c->maintenance_ms = 60u * 1000u;
 	c->log_level = 2; /* info */
 	c->http_max_conns = 256;
+	c->http_max_conns_per_ip = 32;
 	c->fork_fd = -1;
 	c->worker_slot = -1;
 	c->worker_fd = -1;
@@ -515,17 +534,7 @@ static int finish(struct parse *p)
 		snprintf(p->err, sizeof(p->err), "--hang-timeout must be longer than --heartbeat");
 		return -EINVAL;
 	}
-	if (*c->http && !c->http_loopback && !*c->http_token_file) {
-		snprintf(p->err, sizeof(p->err), "--http %s is not a loopback address: give "
-			 "--http-token-file too (anyone who can reach it could add, cancel and read "
-			 "jobs)", c->http);
-		return -EINVAL;
-	}
-	if (*c->http_token_file && !*c->http) {
-		snprintf(p->err, sizeof(p->err), "--http-token-file needs --http");
-		return -EINVAL;
-	}
-	return 0;
+	return config_check_http(c, p->err, sizeof(p->err));
 }
 
 int config_parse(int argc, char **argv, struct config *ret, char *err, size_t errlen)

@@ -63,9 +63,17 @@ struct config {
 	struct sockaddr_storage http_addr;
 	socklen_t http_addrlen;
 	bool http_loopback;
-	char http_token_file[4096];   /* "" = no token */
+	char http_token_file[4096];   /* "" = a token made at start (or none: http_no_auth) */
 	char http_token[CONFIG_TOKEN_MAX + 1];  /* read from it at start (not by config_parse) */
+	char http_read_token_file[4096];        /* "" = no read-only token */
+	char http_read_token[CONFIG_TOKEN_MAX + 1];  /* read from it at start */
+	bool http_no_auth;            /* --http-insecure-no-auth: no token (loopback only) */
+	bool http_cleartext;          /* a token over plain HTTP on a non-loopback address */
+	char http_tls_cert[4096];     /* PEM files: HTTPS; "" = plain HTTP */
+	char http_tls_key[4096];
+	char http_hosts[1024];        /* more names the Host header may give: "a,b" */
 	unsigned http_max_conns;
+	unsigned http_max_conns_per_ip;
 	bool exec_result;   /* an exec: handler's stdout is the row's result */
 	char user[64];      /* drop to this user after start-up ("" = stay) */
 	bool allow_root;    /* handlers may run as root */

@@ -45,6 +45,11 @@ extern const size_t config_ndefs;
 /* Options only a flag sets: actions, --verbose/--quiet, the fork server's. */
 bool config_flag_only(const struct option_def *d);
 
+/* The HTTP options together: a token unless refused on purpose (loopback only), HTTPS or the
+ * cleartext acknowledged for a non-loopback address, --http for any of them. Returns 0 or
+ * -EINVAL with err filled. */
+int config_check_http(const struct config *c, char *err, size_t errlen);
+
 /* A decimal number from lo to hi. Returns 0 or -EINVAL. */
 int config_parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned *ret);
 

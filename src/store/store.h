@@ -15,6 +15,9 @@
  * caller's err buffer with the server's message and error number:
  *   -ENOTCONN  the connection is gone (2002, 2003, 2006, 2013, ...); call store_connect again
  *              (with back-off); nothing was committed by the failed call unless it says so.
+ *   -EDOM      the server refused a value (1264, 1292, 1366, 1406, 4025: out of range, not
+ *              a date, not of the column's character set, too long, a CHECK constraint); err
+ *              starts with the column's name (or the constraint's) and a colon.
  *   -EIO       any other SQL error (missing table, bad privileges, ...).
  *   -EINVAL    bad arguments.
  * The module does not log.
@@ -321,7 +324,7 @@ struct store_add_opts {
  * options (NULL: none), and write its id to *ret_id. With a dedupe key that a row of the
  * queue holds (ready, claimed, or finished less than the dedupe window ago), nothing is
  * inserted and *ret_id is that row's id. Returns 0 if a row was inserted, 1 if it was a
- * duplicate, or a negative error (-EMSGSIZE for a payload too large, -EIO for a value the
+ * duplicate, or a negative error (-EMSGSIZE for a payload too large, -EDOM for a value the
  * database refuses). */
 int store_add(struct store *s, const char *queue, const unsigned char *payload, size_t len,
 	      const struct store_add_opts *opts, uint64_t *ret_id, char *err, size_t errlen);

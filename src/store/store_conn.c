@@ -130,12 +130,49 @@ static void drop(struct store *s)
 	s->conn = NULL;
 }
 
+/* 1264 out of range, 1292 a wrong date or number, 1366 a wrong string (bytes not of the
+ * column's character set), 1406 too long, 4025 a CHECK constraint: the server refused a value
+ * we sent. The column is the last name after "for column " (`db`.`t`.`c` or 'c'), or the
+ * constraint's ("CONSTRAINT `priority_range` failed"). */
+static bool bad_value(unsigned e, const char *msg, char *col, size_t len)
+{
+	const char *p = strstr(msg, "for column "), *end;
+
+	if (e != 1264 && e != 1292 && e != 1366 && e != 1406 && e != 4025)
+		return false;
+	if (p) {
+		end = p += 11;
+		end += strcspn(end, " ");
+		for (const char *q = p; q < end; q++)
+			if (*q == '.')
+				p = q + 1;
+	} else if ((p = strstr(msg, "CONSTRAINT `"))) {
+		end = p += 12;
+		end += strcspn(end, "`");
+	} else {
+		p = end = msg;
+	}
+	while (p < end && (*p == '`' || *p == '\''))
+		p++;
+	while (end > p && (end[-1] == '`' || end[-1] == '\''))
+		end--;
+	snprintf(col, len, "%.*s", (int)(end - p), p);
+	return true;
+}
+
 /* Fills err from the connection's last error and maps it: -ENOTCONN (the connection is
- * dropped), -EDEADLK for 1213 and -ETIMEDOUT for 1205 (retried by the callers), or -EIO. */
+ * dropped), -EDEADLK for 1213 and -ETIMEDOUT for 1205 (retried by the callers), -EDOM for a
+ * value the server refused (err starts with its column), or -EIO. */
 static int db_error(struct store *s, const char *op, char *err, size_t errlen)
 {
 	unsigned e = mysql_errno(s->conn);
+	char col[65];
 
+	if (bad_value(e, mysql_error(s->conn), col, sizeof(col))) {
+		sq_fail_msg(0, err, errlen, "%s: %s: mysql error %u: %s", col, op, e,
+			    mysql_error(s->conn));
+		return -EDOM;
+	}
 	sq_fail_msg(0, err, errlen, "%s: mysql error %u: %s", op, e, mysql_error(s->conn));
 	if (conn_lost(e)) {
 		drop(s);

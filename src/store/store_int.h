@@ -178,7 +178,8 @@ size_t sq_quote(MYSQL *c, char *out, const char *str, size_t len);
  * the row count of each statement into rr->rows, the first two result sets into rr->res and
  * rr->res2. Without multi-statements on the connection, each statement is sent on its own,
  * up to the first that fails.
- * Returns 0, or -ENOTCONN (connection dropped), -EDEADLK/-ETIMEDOUT (1213/1205), -EIO. */
+ * Returns 0, or -ENOTCONN (connection dropped), -EDEADLK/-ETIMEDOUT (1213/1205), -EDOM (a
+ * value refused), -EIO. */
 int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t errlen);
 
 /* After a failed statement inside a transaction: leave none open. */

@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "common/ctl.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "supervisor/ui.h"
 
 #define JSON "application/json"
@@ -35,9 +36,11 @@ void api_respond_buf(struct http_request *r, unsigned status, struct buf *b)
 
 /* ---- /metrics ---- */
 
-bool api_is_open(const char *path)
+enum http_path_access api_access_of(const char *path)
 {
-	return !strcmp(path, "/healthz") || ui_path(path);
+	if (!strcmp(path, "/healthz"))
+		return HTTP_PATH_PUBLIC;
+	return ui_path(path) ? HTTP_PATH_OPEN : HTTP_PATH_TOKEN;
 }
 
 void api_count(void *data, const char *route, unsigned status)
@@ -136,6 +139,42 @@ static void on_done(void *data, const struct ctl_request *req, const struct cmd_
 	free(call);
 }
 
+bool api_utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+
+	for (size_t k; n; p += k, n -= k)
+		if (!(k = utf8_len(p, n)))
+			return false;
+	return true;
+}
+
+/* Text goes into text columns: the first of the path's values, the query's names and values
+ * and the payload's Content-Type that is not UTF-8 is refused, 400 by name. Returns whether
+ * r was answered so. */
+static bool text_refused(struct http_request *r, const char *const *pnames,
+			 const char *const *pvalues, size_t npath, bool payload)
+{
+	const char *const *qn, *const *qv;
+	size_t n = http_args(r, &qn, &qv);
+	const char *type = payload ? http_header(r, "Content-Type") : NULL, *bad = NULL;
+	char err[96];
+
+	for (size_t i = 0; !bad && i < npath; i++)
+		bad = api_utf8_valid(pvalues[i]) ? NULL : pnames[i];
+	for (size_t i = 0; !bad && i < n; i++)
+		bad = !api_utf8_valid(qn[i]) ? "a query parameter's name" :
+		      !api_utf8_valid(qv[i]) ? qn[i] : NULL;
+	if (!bad && type && !api_utf8_valid(type))
+		bad = "content_type";
+	if (!bad)
+		return false;
+	snprintf(err, sizeof(err), "%.64s: not UTF-8", bad);
+	http_respond_error(r, 400, err);
+	return true;
+}
+
 /* Run verb with the query's arguments plus the ones the path gave (names[0..npath)). */
 static void run(struct api_host *h, struct api_call *call, enum ctl_verb verb,
 		const char *const *pnames, const char *const *pvalues, size_t npath, bool payload)
@@ -149,6 +188,10 @@ static void run(struct api_host *h, struct api_call *call, enum ctl_verb verb,
 
 	if (http_args_overflow(r)) {
 		http_respond_error(r, 400, "too many query arguments");
+		free(call);
+		return;
+	}
+	if (text_refused(r, pnames, pvalues, npath, payload)) {
 		free(call);
 		return;
 	}
@@ -256,27 +299,29 @@ static void stats(struct api_host *h, struct http_request *r)
 enum route_kind { R_HEALTHZ, R_METRICS, R_STATS, R_BATCH, R_STATUS, R_SUPERVISORS, R_QUEUES,
 		  R_JOBS, R_ADD, R_PAUSE, R_RESUME, R_JOB, R_EVENTS, R_RETRY };
 
+#define READ "GET, HEAD"
+
 struct route {
 	const char *path[4];      /* segments; "*" is a value (a queue name, an id) */
-	const char *method;       /* "GET" (HEAD too), "POST", "DELETE"; R_JOB: GET or DELETE */
+	const char *allow;        /* its methods, as the Allow header lists them */
 	const char *tag;
 	enum route_kind kind;
 };
 
 static const struct route routes[] = {
-	{ { "healthz" }, "GET", "healthz", R_HEALTHZ },
-	{ { "metrics" }, "GET", "metrics", R_METRICS },
-	{ { "v1", "status" }, "GET", "status", R_STATUS },
-	{ { "v1", "supervisors" }, "GET", "supervisors", R_SUPERVISORS },
-	{ { "v1", "stats" }, "GET", "stats", R_STATS },
-	{ { "v1", "queues" }, "GET", "queues", R_QUEUES },
+	{ { "healthz" }, READ, "healthz", R_HEALTHZ },
+	{ { "metrics" }, READ, "metrics", R_METRICS },
+	{ { "v1", "status" }, READ, "status", R_STATUS },
+	{ { "v1", "supervisors" }, READ, "supervisors", R_SUPERVISORS },
+	{ { "v1", "stats" }, READ, "stats", R_STATS },
+	{ { "v1", "queues" }, READ, "queues", R_QUEUES },
 	{ { "v1", "queues", "*", "jobs" }, "POST", "jobs.add", R_ADD },
 	{ { "v1", "queues", "*", "jobs:batch" }, "POST", "jobs.batch", R_BATCH },
 	{ { "v1", "queues", "*", "pause" }, "POST", "queue.pause", R_PAUSE },
 	{ { "v1", "queues", "*", "resume" }, "POST", "queue.pause", R_RESUME },
-	{ { "v1", "jobs" }, "GET", "jobs", R_JOBS },
-	{ { "v1", "jobs", "*" }, NULL, "job", R_JOB },
-	{ { "v1", "jobs", "*", "events" }, "GET", "job.events", R_EVENTS },
+	{ { "v1", "jobs" }, READ, "jobs", R_JOBS },
+	{ { "v1", "jobs", "*" }, READ ", DELETE", "job", R_JOB },
+	{ { "v1", "jobs", "*", "events" }, READ, "job.events", R_EVENTS },
 	{ { "v1", "jobs", "*", "retry" }, "POST", "job.retry", R_RETRY },
 };
 
@@ -296,13 +341,65 @@ static const struct route *find_route(char **seg, int n, const char **ret_arg)
 	return NULL;
 }
 
-static bool method_ok(const struct route *rt, const char *m)
+/* Whether m is one of the methods allow lists. */
+static bool method_ok(const char *allow, const char *m)
 {
-	bool get = !strcmp(m, "GET") || !strcmp(m, "HEAD");
+	size_t n = strlen(m);
 
-	if (rt->kind == R_JOB)
-		return get || !strcmp(m, "DELETE");
-	return !strcmp(rt->method, "GET") ? get : !strcmp(m, rt->method);
+	for (const char *p = allow; *p; p += strspn(p, ", ")) {
+		size_t k = strcspn(p, ",");
+		if (k == n && !strncmp(p, m, n))
+			return true;
+		p += k;
+	}
+	return false;
+}
+
+static void not_allowed(struct http_request *r, const char *allow)
+{
+	http_add_header(r, "Allow", allow);
+	http_respond_error(r, 405, "method not allowed on this route");
+}
+
+/* The route of r's path (copied into path, which its segments and *ret_arg point into), or
+ * NULL: r is answered then (404, or 405 with Allow). */
+static const struct route *route_of(struct http_request *r, char *path, size_t len,
+				    const char **ret_arg)
+{
+	const struct route *rt = NULL;
+	char *seg[5];
+	int n = -1;
+
+	if (strlen(http_path(r)) < len) {
+		snprintf(path, len, "%s", http_path(r));
+		n = split(path, seg, 5);
+	}
+	rt = n > 0 ? find_route(seg, n, ret_arg) : NULL;
+	if (!rt) {
+		http_respond_error(r, 404, "no such route");
+		return NULL;
+	}
+	http_set_tag(r, rt->tag);
+	if (!method_ok(rt->allow, http_method(r))) {
+		not_allowed(r, rt->allow);
+		return NULL;
+	}
+	return rt;
+}
+
+void api_early(void *data, struct http_request *r)
+{
+	char path[sizeof(((struct api_call *)0)->path)];
+	const char *arg;
+
+	(void)data;
+	if (ui_path(http_path(r))) {
+		http_set_tag(r, "ui");
+		if (!method_ok(READ, http_method(r)))
+			not_allowed(r, READ);
+		return;
+	}
+	route_of(r, path, sizeof(path), &arg);
 }
 
 void api_handle(void *data, struct http_request *r)
@@ -311,13 +408,7 @@ void api_handle(void *data, struct http_request *r)
 	const char *m = http_method(r), *arg = NULL, *pn[2], *pv[2];
 	const struct route *rt;
 	struct api_call *call;
-	char *seg[5];
-	int n;
 
-	if (strlen(http_path(r)) >= sizeof(call->path)) {
-		http_respond_error(r, 404, "no such route");
-		return;
-	}
 	if (ui_serve(r))
 		return;
 	call = calloc(1, sizeof(*call));
@@ -327,17 +418,8 @@ void api_handle(void *data, struct http_request *r)
 	}
 	call->r = r;
 	call->h = h;
-	snprintf(call->path, sizeof(call->path), "%s", http_path(r));
-	n = split(call->path, seg, 5);
-	rt = n > 0 ? find_route(seg, n, &arg) : NULL;
+	rt = route_of(r, call->path, sizeof(call->path), &arg);
 	if (!rt) {
-		http_respond_error(r, 404, "no such route");
-		free(call);
-		return;
-	}
-	http_set_tag(r, rt->tag);
-	if (!method_ok(rt, m)) {
-		http_respond_error(r, 405, "method not allowed on this route");
 		free(call);
 		return;
 	}

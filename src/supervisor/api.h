@@ -1,8 +1,11 @@
 /* api — the HTTP API's routes: each one a control-protocol request (common/ctl.h, made by
  * ctl_from_params from the path and the query) carried out by the same command functions as
  * the control socket (cmd.h), and its answer as JSON. Errors are {"error": "..."} with 400
- * (a bad request), 401, 404 (no such route or row), 405, 409 (a row in the wrong state),
- * 413 (body too large), 503 (the database or stopping).
+ * (a bad request, or a value the database refuses: the parameter named), 401 (no or a wrong
+ * token), 403 (the read-only token asking for a change; a change from another origin), 404
+ * (no such route or row), 405 (with Allow), 409 (a row in the wrong state), 413 (body too
+ * large), 421 (a Host that is not this server's), 503 (the database or stopping). Every
+ * route but /healthz needs the token (http.h, http_guard.h); the dashboard's files do not.
  *
  *   GET    /healthz                       200 "ok", or 503 and why
  *   GET    /  and /ui/...                 the dashboard (supervisor/ui.h)
@@ -47,6 +50,8 @@
 
 struct api_host {
 	uv_loop_t *loop;
+	struct http_server *http;   /* api_serve_open's */
+	char token_file[4200];      /* the token file api_serve_open wrote, "" when none */
 	struct cmds *cmds;
 	/* Whether this supervisor serves: false with why (stopping, the database unreachable,
 	 * workers missing). */
@@ -67,8 +72,35 @@ struct api_host {
 	bool reading_queues;
 };
 
-/* Whether path needs no token (http_opts.is_open): /healthz and the dashboard's files. */
-bool api_is_open(const char *path);
+/* What path needs (http_opts.access_of): /healthz nothing, the dashboard's files no token,
+ * the rest the token. */
+enum http_path_access api_access_of(const char *path);
+
+/* http_opts.early: a path that is no route is answered 404, a method its route does not
+ * take 405 with Allow, before the body is read. */
+void api_early(void *data, struct http_request *r);
+
+/* ---- api_serve.c: the server as the settings say ---- */
+
+/* Before the supervisor starts (claimd's main, before the user changes): the token files
+ * cfg names read into cfg (http_token, http_read_token), the TLS files checked readable.
+ * Returns 0 or -EINVAL with err filled (claimd exits 2). */
+int api_serve_prepare(struct config *cfg, char *err, size_t errlen);
+
+/* Serve the API on cfg's --http address with h (whose loop, cmds, callbacks and data are
+ * set): without a token file (and without --http-insecure-no-auth) a token is made and
+ * written 0600 beside the control socket (http_token.h), owned by --user when one is given.
+ * Logs where it listens and where the token file is (never the token). Returns 0 or a
+ * negative errno (logged). */
+int api_serve_open(struct api_host *h, const struct config *cfg);
+
+/* SIGHUP: the HTTPS certificate and key read again (new connections get them). Returns 0
+ * or a negative errno with why in err (logged; the old certificate stays). */
+int api_serve_reload(struct api_host *h, char *err, size_t errlen);
+
+/* Stop serving: every connection closed (http_close), the token file made at open removed.
+ * Accepts a host that never opened. */
+void api_serve_close(struct api_host *h);
 
 /* Counts an HTTP answer (http_opts.on_answer); data is the api_host. */
 void api_count(void *data, const char *route, unsigned status);

@@ -87,8 +87,9 @@ void api_batch(struct api_host *h, struct http_request *r, const char *queue)
 		goto oom;
 	b->r = r;
 	snprintf(b->queue, sizeof(b->queue), "%s", queue);
-	if (strlen(queue) > CTL_QUEUE_MAX) {
-		http_respond_error(r, 400, "add: queue must be 1 to 64 bytes");
+	if (strlen(queue) > CTL_QUEUE_MAX || !api_utf8_valid(queue)) {
+		http_respond_error(r, 400, api_utf8_valid(queue) ? "add: queue must be 1 to 64 bytes" :
+				   "queue: not UTF-8");
 		batch_free(b);
 		return;
 	}

@@ -23,6 +23,9 @@ struct api_call {
 	char path[512];
 };
 
+/* Whether s is UTF-8 (what goes into a text column must be). */
+bool api_utf8_valid(const char *s);
+
 /* The HTTP status for a command's error. */
 unsigned api_status_of(int rc);
 

@@ -209,12 +209,32 @@ static void status_text(const struct ctl_request *req, const struct cmd_result *
 
 /* ---- retry ---- */
 
+/* No such row: -ENOENT, with the message. */
+static int no_row(const struct call *call, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "no row %llu", (unsigned long long)call->req->id);
+	return -ENOENT;
+}
+
+/* One row put back, or why not: no such row (-ENOENT), not dead (-EBUSY). A queue's dead
+ * rows: how many went back, none included. */
 static int retry_db(struct call *call, struct store *s, char *err, size_t errlen)
 {
 	const struct ctl_request *q = call->req;
-	int r = store_retry_dead(s, q->id, ctl_has(q, CTL_F_DEAD) ? q->queue : NULL, err, errlen);
+	bool one = !ctl_has(q, CTL_F_DEAD);
+	int r = store_retry_dead(s, q->id, one ? NULL : q->queue, err, errlen);
 
 	call->res.rows = r;
+	if (r != 0 || !one)
+		return r;
+	r = store_job_get(s, q->id, &call->row, err, errlen);
+	if (r == 0)
+		return no_row(call, err, errlen);
+	if (r > 0) {
+		snprintf(err, errlen, "row %llu is %s: only a dead row can be retried",
+			 (unsigned long long)q->id, call->row.state);
+		r = -EBUSY;
+	}
 	return r;
 }
 
@@ -289,13 +309,6 @@ static void limit_text(const struct ctl_request *req, const struct cmd_result *r
 }
 
 /* ---- job, cancel, queues ---- */
-
-/* No such row: -ENOENT, with the message. */
-static int no_row(const struct call *call, char *err, size_t errlen)
-{
-	snprintf(err, errlen, "no row %llu", (unsigned long long)call->req->id);
-	return -ENOENT;
-}
 
 static int job_db(struct call *call, struct store *s, char *err, size_t errlen)
 {

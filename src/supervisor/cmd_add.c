@@ -26,6 +26,31 @@ static void add_options(const struct ctl_request *q, struct store_add_opts *o)
 	o->content_type = ctl_has(q, CTL_F_CONTENT_TYPE) ? q->content_type : NULL;
 }
 
+/* A value the database refused (-EDOM; err "column: op: mysql error N: text for column ..."):
+ * a bad request, naming the parameter it came from and what the server said of the value. */
+static void refused_value(const char *err, char *out, size_t outlen)
+{
+	static const char *const params[][2] = {
+		{ "queue", "queue" }, { "payload", "payload" }, { "run_at", "run_at" },
+		{ "period_s", "period" }, { "max_attempts", "max_attempts" },
+		{ "timeout_s", "timeout" }, { "priority", "priority" },
+		{ "priority_range", "priority" }, { "group_key", "group" },
+		{ "dedupe_key", "dedupe" }, { "content_type", "content_type" },
+	};
+	size_t n = strcspn(err, ":"), len;
+	const char *param = "a value", *text = strstr(err, "mysql error "), *end;
+
+	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++)
+		if (strlen(params[i][0]) == n && !strncmp(err, params[i][0], n))
+			param = params[i][1];
+	text = text && strchr(text, ':') ? strchr(text, ':') + 2 : err;
+	end = strstr(text, " for column ");
+	end = end ? end : strstr(text, " for `");
+	len = end ? (size_t)(end - text) : strlen(text);
+	snprintf(out, outlen, "%s: the database refused the value (%.*s)", param,
+		 (int)(len > 200 ? 200 : len), text);
+}
+
 static void add_after(struct call *call)
 {
 	if (!call->res.duplicate)
@@ -82,6 +107,9 @@ static void adds_done(struct dbq_job *j)
 		if (j->rc < 0) {
 			call->res.rc = j->rc;
 			snprintf(call->res.err, sizeof(call->res.err), "%s", j->err);
+		} else if (row->rc == -EDOM) {
+			call->res.rc = -EINVAL;
+			refused_value(row->err, call->res.err, sizeof(call->res.err));
 		} else if (row->rc < 0) {
 			call->res.rc = row->rc == -EMSGSIZE ? -EINVAL : row->rc;
 			snprintf(call->res.err, sizeof(call->res.err), "%s", row->err);

@@ -1,19 +1,12 @@
-/* libmicrohttpd in "external epoll" mode: its epoll descriptor is one uv_poll on our loop,
- * and its timeouts one uv_timer; MHD_run does the work of both. A request waiting for its
- * answer is a suspended connection (MHD stops watching it); http_respond resumes it, which
- * wakes MHD's epoll through its inter-thread channel. */
+/* Requests and answers. A request waiting for its answer is a suspended connection (MHD
+ * stops watching it); http_respond resumes it, which MHD takes up in its next run. */
 #include "supervisor/http_int.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/buf.h"
-#include "common/log.h"
-#include "common/secret.h"
 
 static void free_request(struct http_request *r)
 {
@@ -30,43 +23,6 @@ static void free_request(struct http_request *r)
 	free(r);
 }
 
-/* ---- the loop ---- */
-
-static void schedule(struct http_server *s);
-
-static void run(struct http_server *s)
-{
-	mhd.run(s->d);
-	schedule(s);
-}
-
-static void on_timer(uv_timer_t *t)
-{
-	run(t->data);
-}
-
-void http_kick(struct http_server *s)
-{
-	uv_timer_start(&s->timer, on_timer, 0, 0);
-}
-
-static void on_poll(uv_poll_t *p, int status, int events)
-{
-	(void)status;
-	(void)events;
-	run(p->data);
-}
-
-static void schedule(struct http_server *s)
-{
-	MHD_UNSIGNED_LONG_LONG ms;
-
-	if (mhd.get_timeout(s->d, &ms) == MHD_YES)
-		uv_timer_start(&s->timer, on_timer, ms, 0);
-	else
-		uv_timer_stop(&s->timer);
-}
-
 /* ---- answers ---- */
 
 static enum MHD_Result queue(struct http_request *r)
@@ -77,6 +33,22 @@ static enum MHD_Result queue(struct http_request *r)
 	r->resp = NULL;
 	r->queued = true;
 	return ok;
+}
+
+void http_add_common_headers(struct MHD_Response *resp)
+{
+	static const char *const headers[][2] = {
+		{ MHD_HTTP_HEADER_CACHE_CONTROL, "no-store" },
+		{ "X-Content-Type-Options", "nosniff" },
+		{ "X-Frame-Options", "DENY" },
+		{ "Referrer-Policy", "no-referrer" },
+		{ "Content-Security-Policy", "default-src 'none'; script-src 'self'; "
+		  "style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; "
+		  "base-uri 'none'; frame-ancestors 'none'" },
+	};
+
+	for (size_t i = 0; i < sizeof(headers) / sizeof(headers[0]); i++)
+		mhd.add_response_header(resp, headers[i][0], headers[i][1]);
 }
 
 void http_add_header(struct http_request *r, const char *name, const char *value)
@@ -119,7 +91,7 @@ void http_respond(struct http_request *r, unsigned status, const char *type, con
 		r->srv->o.on_answer(r->srv->o.data, r->tag ? r->tag : "other", status);
 	if (type)
 		mhd.add_response_header(r->resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	mhd.add_response_header(r->resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	http_add_common_headers(r->resp);
 	for (size_t i = 0; i < r->nhdrs; i++)
 		mhd.add_response_header(r->resp, r->hdr_names[i], r->hdr_values[i]);
 	if (r->suspended) {
@@ -127,7 +99,7 @@ void http_respond(struct http_request *r, unsigned status, const char *type, con
 		 * which nothing else may cause soon: run it on the loop's next turn. */
 		r->suspended = false;
 		mhd.resume_connection(r->conn);
-		uv_timer_start(&r->srv->timer, on_timer, 0, 0);
+		http_kick(r->dmn);
 	}
 }
 
@@ -202,23 +174,6 @@ static enum MHD_Result take_arg(void *cls, enum MHD_ValueKind kind, const char *
 	return MHD_YES;
 }
 
-/* The token, compared in time that does not depend on where it differs. */
-static bool authorized(const struct http_request *r)
-{
-	const struct http_server *s = r->srv;
-	const char *h = http_header(r, MHD_HTTP_HEADER_AUTHORIZATION);
-	size_t n = strlen(s->token), m;
-	unsigned char diff = 0;
-
-	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-		return false;
-	h += 7;
-	m = strlen(h);
-	for (size_t i = 0; i < n; i++)
-		diff |= (unsigned char)(s->token[i] ^ (i < m ? h[i] : 0));
-	return diff == 0 && m == n;
-}
-
 static bool append_body(struct http_request *r, const char *data, size_t n)
 {
 	if (r->len + n + 1 > r->cap) {
@@ -245,55 +200,126 @@ static void too_large(struct http_request *r)
 	http_respond_error(r, 413, msg);
 }
 
-static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url,
-				 const char *method, const char *version, const char *upload,
-				 size_t *upload_size, void **con_cls)
+static const char *header(struct MHD_Connection *c, const char *name)
 {
-	struct http_server *s = cls;
+	return mhd.lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+/* The first call for a request: its headers are in, none of its body is read. */
+static struct http_request *new_request(struct http_daemon *d, struct MHD_Connection *c,
+					const char *url, const char *method)
+{
+	struct http_request *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->srv = d->srv;
+	r->dmn = d;
+	r->conn = c;
+	r->next = d->requests;
+	if (d->requests)
+		d->requests->prev = r;
+	d->requests = r;
+	r->method = strdup(method);
+	r->path = strdup(url);
+	d->srv->in_flight++;
+	return r;
+}
+
+/* Whether the request may go on, decided before its body is read: its Host, origin and
+ * token (http_guard), the handler's early check, a Content-Length over the limit. A refusal
+ * is queued now: MHD then reads none of the body and closes the connection after the
+ * answer. */
+static enum MHD_Result first_call(struct http_request *r)
+{
+	struct http_server *s = r->srv;
+	struct MHD_Connection *c = r->conn;
+	struct http_guard_request q = {
+		.method = r->method, .host = header(c, MHD_HTTP_HEADER_HOST),
+		.origin = header(c, MHD_HTTP_HEADER_ORIGIN), .fetch_site = header(c, "Sec-Fetch-Site"),
+		.authorization = header(c, MHD_HTTP_HEADER_AUTHORIZATION),
+		.access = s->o.access_of ? s->o.access_of(r->path) : HTTP_PATH_TOKEN,
+	};
+	enum http_verdict v = http_guard_check(&s->guard, &q);
+	const char *cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	if (v != HTTP_ALLOW) {
+		http_set_tag(r, "refused");
+		if (v == HTTP_NO_TOKEN)
+			http_add_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+		http_respond_error(r, http_verdict_status(v), http_verdict_message(v));
+		return queue(r);
+	}
+	if (s->o.early) {
+		r->in_handler = true;
+		s->o.early(s->o.data, r);
+		r->in_handler = false;
+		if (r->resp)
+			return queue(r);
+	}
+	if (cl && strtoull(cl, NULL, 10) > s->o.max_body) {
+		too_large(r);
+		return queue(r);
+	}
+	return MHD_YES;
+}
+
+/* A piece of the body. What is over the limit is dropped (MHD takes no answer while a body
+ * comes in), and the 413 sent at its end; a body over twice the limit is not worth reading
+ * to its end: its connection is closed. */
+static enum MHD_Result take_body(struct http_request *r, const char *upload, size_t *upload_size)
+{
+	size_t max = r->srv->o.max_body;
+
+	if (r->too_big || r->len + *upload_size > max) {
+		r->too_big = true;
+		r->dropped += *upload_size;
+		*upload_size = 0;
+		return r->dropped > max ? MHD_NO : MHD_YES;
+	}
+	if (!append_body(r, upload, *upload_size))
+		return MHD_NO;
+	*upload_size = 0;
+	return MHD_YES;
+}
+
+/* The whole request is in: hand it over. */
+static enum MHD_Result dispatch(struct http_request *r)
+{
+	struct http_server *s = r->srv;
+
+	r->dispatched = true;
+	mhd.get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, take_arg, r);
+	r->in_handler = true;
+	s->o.handle(s->o.data, r);
+	r->in_handler = false;
+	if (r->resp)
+		return queue(r);
+	r->suspended = true;
+	mhd.suspend_connection(r->conn);
+	return MHD_YES;
+}
+
+enum MHD_Result http_on_access(void *cls, struct MHD_Connection *c, const char *url,
+			       const char *method, const char *version, const char *upload,
+			       size_t *upload_size, void **con_cls)
+{
 	struct http_request *r = *con_cls;
-	const char *cl;
 
 	(void)version;
 	if (!r) {
-		r = calloc(1, sizeof(*r));
+		r = new_request(cls, c, url, method);
 		if (!r)
 			return MHD_NO;
-		r->srv = s;
-		r->conn = c;
-		r->next = s->requests;
-		if (s->requests)
-			s->requests->prev = r;
-		s->requests = r;
-		r->method = strdup(method);
-		r->path = strdup(url);
 		*con_cls = r;
-		s->in_flight++;
 		if (!r->method || !r->path)
 			return MHD_NO;
-		cl = mhd.lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && strtoull(cl, NULL, 10) > s->o.max_body) {
-			too_large(r);
-			return queue(r);
-		}
-		return MHD_YES;
+		return first_call(r);
 	}
 	if (r->queued)
 		return MHD_YES;
-	if (*upload_size) {
-		/* MHD takes no answer while a body comes in: what is over the limit is read and
-		 * dropped, and the 413 sent at its end; a body over 16 times the limit is not worth
-		 * reading to its end, and its connection is closed. */
-		if (r->too_big || r->len + *upload_size > s->o.max_body) {
-			r->too_big = true;
-			r->dropped += *upload_size;
-			*upload_size = 0;
-			return r->dropped / 16 > s->o.max_body ? MHD_NO : MHD_YES;
-		}
-		if (!append_body(r, upload, *upload_size))
-			return MHD_NO;
-		*upload_size = 0;
-		return MHD_YES;
-	}
+	if (*upload_size)
+		return take_body(r, upload, upload_size);
 	if (r->resp)
 		return queue(r);
 	if (r->dispatched)
@@ -302,27 +328,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 		too_large(r);
 		return queue(r);
 	}
-	r->dispatched = true;
-	mhd.get_connection_values(c, MHD_GET_ARGUMENT_KIND, take_arg, r);
-	if (s->has_token && !s->o.is_open(r->path) && !authorized(r)) {
-		http_add_header(r, "WWW-Authenticate", "Bearer");
-		http_respond_error(r, 401, "this needs Authorization: Bearer <token>");
-	} else {
-		r->in_handler = true;
-		s->o.handle(s->o.data, r);
-		r->in_handler = false;
-	}
-	if (r->resp)
-		return queue(r);
-	r->suspended = true;
-	mhd.suspend_connection(c);
-	return MHD_YES;
+	return dispatch(r);
 }
-
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-			 enum MHD_RequestTerminationCode why)
+void http_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		       enum MHD_RequestTerminationCode why)
 {
-	struct http_server *s = cls;
+	struct http_daemon *d = cls;
 	struct http_request *r = *con_cls;
 
 	(void)c;
@@ -333,10 +344,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (r->prev)
 		r->prev->next = r->next;
 	else
-		s->requests = r->next;
+		d->requests = r->next;
 	if (r->next)
 		r->next->prev = r->prev;
-	s->in_flight--;
+	d->srv->in_flight--;
 	if (r->streaming && r->on_gone)
 		r->on_gone(r->gone_data);  /* the client went (or the server stops) mid-stream */
 	if (r->owed || (r->dispatched && !r->resp && !r->queued)) {
@@ -346,162 +357,4 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		return;
 	}
 	free_request(r);
-}
-
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
-{
-	char msg[512];
-	size_t n;
-
-	(void)cls;
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	n = strlen(msg);
-	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
-		msg[--n] = '\0';
-	log_debug("http: %s", msg);
-}
-
-/* ---- the server ---- */
-
-int http_read_token(const char *path, char *out, size_t outlen, char *err, size_t errlen)
-{
-	char line[HTTP_TOKEN_MAX + 1], why[300];
-	size_t n;
-
-	if (secret_read("--http-token-file", path, line, sizeof(line), why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "%s", why);
-		return -EINVAL;
-	}
-	n = strlen(line);
-	for (size_t i = 0; i < n; i++)
-		if (line[i] <= ' ' || line[i] > '~') {
-			snprintf(err, errlen, "--http-token-file %s: the token has a character that is "
-				 "not printable ASCII (or a space)", path);
-			return -EINVAL;
-		}
-	if (n < 16 || n >= outlen) {
-		snprintf(err, errlen, "--http-token-file %s: the token (its first line) must be 16 "
-			 "to %d characters", path, HTTP_TOKEN_MAX);
-		return -EINVAL;
-	}
-	memcpy(out, line, n + 1);
-	return 0;
-}
-
-static void format_address(struct http_server *s, unsigned port)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-
-	if (s->o.addr->sa_family == AF_INET6) {
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)s->o.addr)->sin6_addr, host,
-			  sizeof(host));
-		snprintf(s->address, sizeof(s->address), "[%s]:%u", host, port);
-	} else {
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)s->o.addr)->sin_addr, host,
-			  sizeof(host));
-		snprintf(s->address, sizeof(s->address), "%s:%u", host, port);
-	}
-}
-
-int http_open(const struct http_opts *o, struct http_server **ret, char *err, size_t errlen)
-{
-	struct http_server *s = calloc(1, sizeof(*s));
-	const union MHD_DaemonInfo *info;
-	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-	int r;
-
-	if (!s)
-		return -ENOMEM;
-	r = http_load_mhd(err, errlen);
-	if (r < 0) {
-		free(s);
-		return r;
-	}
-	s->o = *o;
-	if (o->token) {
-		snprintf(s->token, sizeof(s->token), "%s", o->token);
-		s->has_token = true;
-	}
-	if (o->addr->sa_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-	s->d = mhd.start_daemon(flags, 0, NULL, NULL, on_access, s,
-				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
-				MHD_OPTION_SOCK_ADDR, o->addr,
-				MHD_OPTION_CONNECTION_LIMIT, o->max_conns,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-				MHD_OPTION_END);
-	if (!s->d) {
-		r = errno ? -errno : -EIO;
-		format_address(s, ntohs(o->addr->sa_family == AF_INET6 ?
-					((const struct sockaddr_in6 *)o->addr)->sin6_port :
-					((const struct sockaddr_in *)o->addr)->sin_port));
-		snprintf(err, errlen, "http: cannot listen on %s: %s", s->address, strerror(-r));
-		free(s);
-		return r;
-	}
-	info = mhd.get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-	format_address(s, info ? info->port : 0);
-	info = mhd.get_daemon_info(s->d, MHD_DAEMON_INFO_EPOLL_FD);
-	uv_timer_init(o->loop, &s->timer);
-	s->timer.data = s;
-	s->open_handles = 1;
-	r = info ? uv_poll_init(o->loop, &s->poll, info->epoll_fd) : -EIO;
-	if (r < 0) {
-		snprintf(err, errlen, "http: cannot watch the server: %s", uv_strerror(r));
-		http_close(s);
-		return r;
-	}
-	s->open_handles++;
-	s->poll.data = s;
-	uv_poll_start(&s->poll, UV_READABLE, on_poll);
-	schedule(s);
-	*ret = s;
-	return 0;
-}
-
-const char *http_address(const struct http_server *s)
-{
-	return s->address;
-}
-
-unsigned http_in_flight(const struct http_server *s)
-{
-	return s->in_flight;
-}
-
-static void on_handle_closed(uv_handle_t *h)
-{
-	struct http_server *s = h->data;
-
-	if (--s->open_handles == 0)
-		free(s);
-}
-
-void http_close(struct http_server *s)
-{
-	if (!s)
-		return;
-	if (s->open_handles > 1)
-		uv_poll_stop(&s->poll);
-	/* MHD stops only with no connection suspended. A request whose command has not answered
-	 * yet is answered 503 now; the command's answer, when it comes, frees it (orphan). */
-	bool resumed = false;
-	for (struct http_request *r = s->requests; r; r = r->next) {
-		if (r->dispatched && !r->resp && !r->queued) {
-			http_respond_error(r, 503, "claimd is stopping");
-			r->owed = true;
-		}
-		resumed |= r->resp && !r->queued;
-	}
-	/* Answers given but not yet taken up by MHD: a few turns to send them, best effort. */
-	for (int i = 0; resumed && s->d && i < 3; i++)
-		mhd.run(s->d);
-	if (s->d) {
-		mhd.stop_daemon(s->d);
-		s->d = NULL;
-	}
-	if (s->open_handles > 1)
-		uv_close((uv_handle_t *)&s->poll, on_handle_closed);
-	uv_close((uv_handle_t *)&s->timer, on_handle_closed);
 }

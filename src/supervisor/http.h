@@ -3,12 +3,19 @@
  * own. A request is handed over once its whole body is in; the answer may come later (a
  * database job): meanwhile the connection is suspended, and the loop goes on.
  *
- * Limits: at most max_conns connections (more are refused at accept), a body of at most
- * max_body bytes (413: at once when Content-Length tells, else once the body is in; a body
- * over 16 times that has its connection closed without an answer), a connection
- * idle for HTTP_TIMEOUT_S is closed. With a token, every path but the unauthenticated ones
- * (/healthz) needs "Authorization: Bearer <token>" (401 otherwise, compared in constant
- * time); the paths is_open names need none. */
+ * Before any of a request's body is read (in libmicrohttpd's first call for it), its Host,
+ * its origin and its token are checked (http_guard.h) and the handler's early check runs
+ * (a route that does not exist, a method it does not take): a refusal is answered then, and
+ * the body never read.
+ *
+ * Limits: at most max_conns connections (more wait in the kernel's queue) and
+ * max_conns_per_ip from one client address (more are closed at accept), a body of at most max_body bytes (413: at once when Content-Length
+ * tells, else at the body's end, what passed the limit dropped; past twice the limit the
+ * connection is closed without an answer), a connection idle for HTTP_TIMEOUT_S is closed.
+ *
+ * HTTPS: a certificate and key (PEM files), read at open and again by http_reload_tls, which
+ * starts a new listener on the same socket: new connections get the new certificate, open
+ * ones stay on the old listener until they close, at most HTTP_DRAIN_S. */
 #ifndef CLAIMD_HTTP_H
 #define CLAIMD_HTTP_H
 
@@ -17,8 +24,11 @@
 #include <sys/socket.h>
 #include <uv.h>
 
+#include "supervisor/http_guard.h"
+
 #define HTTP_TIMEOUT_S 60
-#define HTTP_TOKEN_MAX 256
+#define HTTP_DRAIN_S 60      /* an old listener's connections after a reload, at most */
+#define HTTP_TOKEN_MAX HTTP_GUARD_TOKEN_MAX
 #define HTTP_ARGS_MAX 32
 #define HTTP_STREAM_MAX (1024 * 1024)  /* bytes a stream may have unsent */
 
@@ -33,26 +43,39 @@ struct http_opts {
 	uv_loop_t *loop;
 	const struct sockaddr *addr;
 	socklen_t addrlen;
-	const char *token;          /* NULL: no authentication */
+	const char *token;          /* NULL: no authentication (copied) */
+	const char *read_token;     /* a read-only token, or NULL (copied) */
+	const char *hosts;          /* more names the Host may give (http_guard.hosts), or NULL */
+	const char *tls_cert_file;  /* PEM files: HTTPS; NULL: plain HTTP (the strings copied) */
+	const char *tls_key_file;
 	unsigned max_conns;
+	unsigned max_conns_per_ip;
 	size_t max_body;
 	http_handler handle;
 	void *data;
-	/* Whether a path is answered without the token (/healthz, the dashboard's files). */
-	bool (*is_open)(const char *path);
+	/* What a path needs (the token; not the token: the dashboard's files; not even its
+	 * Host: /healthz). */
+	enum http_path_access (*access_of)(const char *path);
+	/* Called once the headers are in and the guard let the request through, before any of
+	 * its body is read: answering r there (http_respond) refuses it without reading the body
+	 * (no such route, a method the route does not take). NULL: none. */
+	void (*early)(void *data, struct http_request *r);
 	/* Each answer as it is given (for counting), or NULL: the request's tag (http_set_tag),
 	 * and the status. */
 	void (*on_answer)(void *data, const char *tag, unsigned status);
 };
 
-/* Reads the token: the first line of path, 16..HTTP_TOKEN_MAX bytes of printable ASCII.
- * Returns 0 or -EINVAL with err filled. */
-int http_read_token(const char *path, char *out, size_t outlen, char *err, size_t errlen);
-
-/* Listen. Returns 0, or a negative errno with err filled (the address in use, ...). */
+/* Listen. Returns 0, or a negative errno with err filled (the address in use, a certificate
+ * that does not load, ...). */
 int http_open(const struct http_opts *o, struct http_server **ret, char *err, size_t errlen);
 /* The address it listens on, "127.0.0.1:8080" (the port the kernel chose for port 0). */
 const char *http_address(const struct http_server *s);
+/* "https" or "http". */
+const char *http_scheme(const struct http_server *s);
+/* HTTPS: read the certificate and key again and serve new connections with them (see the
+ * top). Returns 0 (also without HTTPS: nothing to do), or a negative errno with err filled:
+ * then the listener keeps its certificate. */
+int http_reload_tls(struct http_server *s, char *err, size_t errlen);
 /* Requests being handled (answered or not yet). */
 unsigned http_in_flight(const struct http_server *s);
 /* Stop listening and close every connection; requests waiting for an answer must have been

@@ -1,6 +1,6 @@
-/* http_int — the insides of the HTTP server, shared by http.c (the server, requests and
- * answers), http_stream.c (answers that come bit by bit) and http_mhd.c (loading
- * libmicrohttpd). Not an interface. */
+/* http_int — the insides of the HTTP server, shared by http.c (requests and answers),
+ * http_listen.c (the listeners on the loop, HTTPS and its reload), http_stream.c (answers
+ * that come bit by bit) and http_mhd.c (loading libmicrohttpd). Not an interface. */
 #ifndef CLAIMD_HTTP_INT_H
 #define CLAIMD_HTTP_INT_H
 
@@ -32,28 +32,48 @@ struct mhd_fns {
 	MHD_FN(suspend_connection);
 	MHD_FN(lookup_connection_value);
 	MHD_FN(get_connection_values);
+	MHD_FN(quiesce_daemon);
+	MHD_FN(is_feature_supported);
 };
 extern struct mhd_fns mhd;
 
 /* Load libmicrohttpd (once). Returns 0 or -ENOENT with err filled. */
 int http_load_mhd(char *err, size_t errlen);
 
-struct http_server {
-	struct http_opts o;
-	struct MHD_Daemon *d;
+/* One libmicrohttpd daemon on the loop: the listener (it takes new connections), or one that
+ * stopped taking them at a TLS reload and serves its open ones until they end, at most
+ * HTTP_DRAIN_S (draining). */
+struct http_daemon {
+	struct http_server *srv;
+	struct MHD_Daemon *d;           /* NULL once stopped */
 	uv_poll_t poll;
 	uv_timer_t timer;
-	int open_handles;
+	int open_handles;               /* freed when both are closed */
+	bool draining;
+	uint64_t drain_until;           /* the loop's clock */
+	struct http_request *requests;  /* every request it gave us, until completed */
+	struct http_daemon *next;       /* in http_server.old */
+};
+
+struct http_server {
+	struct http_opts o;             /* its strings point into the copies below */
+	struct http_guard guard;
+	struct sockaddr_storage addr;
+	struct http_daemon *cur;        /* the listener */
+	struct http_daemon *old;        /* draining */
+	unsigned ndaemons;              /* not yet freed; the server is freed after the last */
+	bool closing;
 	unsigned in_flight;
-	struct http_request *requests;      /* every request MHD has given us, until completed */
-	char token[HTTP_TOKEN_MAX + 1];
-	bool has_token;
+	char token[HTTP_TOKEN_MAX + 1], read_token[HTTP_TOKEN_MAX + 1];
+	char *hosts, *cert_file, *key_file;
 	char address[80];
+	char mhd_said[512];             /* what libmicrohttpd said since a start (why it failed) */
 };
 
 struct http_request {
 	struct http_server *srv;
-	struct http_request *prev, *next;   /* in http_server.requests */
+	struct http_daemon *dmn;            /* its connection's */
+	struct http_request *prev, *next;   /* in http_daemon.requests */
 	struct MHD_Connection *conn;
 	char *method, *path;
 	const char *tag;
@@ -67,7 +87,7 @@ struct http_request {
 	struct MHD_Response *resp;   /* the answer, until queued */
 	unsigned status;
 	bool dispatched, in_handler, suspended, queued;
-	bool too_big;                /* the body went over max_body: read and dropped, then 413 */
+	bool too_big;                /* the body went over max_body: dropped, then 413 */
 	size_t dropped;
 	bool owed;                   /* answered at close while its command still runs */
 	bool orphan;                 /* its connection was closed (the server stopped) while
@@ -80,8 +100,21 @@ struct http_request {
 	void *gone_data;
 };
 
+/* ---- http.c ---- */
+
+/* libmicrohttpd's callbacks (cls: the http_daemon). */
+enum MHD_Result http_on_access(void *cls, struct MHD_Connection *c, const char *url,
+			       const char *method, const char *version, const char *upload,
+			       size_t *upload_size, void **con_cls);
+void http_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		       enum MHD_RequestTerminationCode why);
+/* The headers every answer carries: no caching, no sniffing, no framing, no referrer, and a
+ * Content-Security-Policy that lets a page run only the server's own files. */
+void http_add_common_headers(struct MHD_Response *resp);
+
+/* ---- http_listen.c ---- */
 
 /* Run MHD on the loop's next turn (it takes a resumed connection up only then). */
-void http_kick(struct http_server *s);
+void http_kick(struct http_daemon *d);
 
 #endif

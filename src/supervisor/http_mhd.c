@@ -37,6 +37,8 @@ int http_load_mhd(char *err, size_t errlen)
 	LOAD(suspend_connection);
 	LOAD(lookup_connection_value);
 	LOAD(get_connection_values);
+	LOAD(quiesce_daemon);
+	LOAD(is_feature_supported);
 #undef LOAD
 	mhd.lib = lib;
 	return 0;

@@ -37,7 +37,7 @@ static void stream_wake(struct http_request *r)
 		return;
 	r->stream_waiting = false;
 	mhd.resume_connection(r->conn);
-	http_kick(r->srv);
+	http_kick(r->dmn);
 }
 
 int http_stream_start(struct http_request *r, const char *type, void (*on_gone)(void *data),
@@ -56,13 +56,13 @@ int http_stream_start(struct http_request *r, const char *type, void (*on_gone)(
 	if (r->srv->o.on_answer)
 		r->srv->o.on_answer(r->srv->o.data, r->tag ? r->tag : "other", 200);
 	mhd.add_response_header(r->resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	mhd.add_response_header(r->resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	http_add_common_headers(r->resp);
 	for (size_t i = 0; i < r->nhdrs; i++)
 		mhd.add_response_header(r->resp, r->hdr_names[i], r->hdr_values[i]);
 	if (r->suspended) {
 		r->suspended = false;
 		mhd.resume_connection(r->conn);
-		http_kick(r->srv);
+		http_kick(r->dmn);
 	}
 	return 0;
 }

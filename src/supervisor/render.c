@@ -61,8 +61,25 @@ static void json_value(struct buf *b, const char *name, const void *s, size_t n,
 	json_decref(v);
 }
 
+/* The bytes of the payload's preview to show: all of them, but when the preview was cut in
+ * the middle of a UTF-8 character, not that character's first bytes (so that a text payload
+ * stays text). */
+static size_t preview_len(const struct store_job *j)
+{
+	size_t n = j->payload_len;
+
+	if (!j->payload || j->payload_size <= n || json_utf8_valid(j->payload, n))
+		return n;
+	for (size_t cut = 1; cut <= 3 && cut < n; cut++)
+		if (json_utf8_valid(j->payload, n - cut))
+			return n - cut;
+	return n;
+}
+
 static void job_object(const struct store_job *j, struct buf *b)
 {
+	size_t preview = preview_len(j);
+
 	buf_printf(b, "{\"id\":%llu,\"queue\":", (unsigned long long)j->id);
 	buf_json_str(b, j->queue);
 	buf_printf(b, ",\"state\":\"%s\",\"attempts\":%u,\"max_attempts\":%u,\"priority\":%d",
@@ -91,9 +108,9 @@ static void job_object(const struct store_job *j, struct buf *b)
 	else
 		buf_puts(b, "null");
 	json_text_or_null(b, "content_type", j->content_type);
-	if (!j->payload || json_utf8_valid(j->payload, j->payload_len)) {
+	if (!j->payload || json_utf8_valid(j->payload, preview)) {
 		buf_puts(b, ",\"payload\":");
-		render_json_bytes(b, j->payload ? j->payload : (const unsigned char *)"", j->payload_len);
+		render_json_bytes(b, j->payload ? j->payload : (const unsigned char *)"", preview);
 	} else {
 		char *tmp = malloc(JSON_BASE64_LEN(j->payload_len));
 		buf_puts(b, ",\"payload_b64\":\"");
@@ -185,8 +202,8 @@ void render_job_text(const struct store_job *j, struct buf *b)
 	if (j->result)
 		buf_printf(b, "%-13s %zu bytes%s%s\n", "result", j->result_len,
 			   j->result_type[0] ? " of " : "", j->result_type);
-	if (j->payload && json_utf8_valid(j->payload, j->payload_len)) {
-		buf_append(b, j->payload, j->payload_len);
+	if (j->payload && json_utf8_valid(j->payload, preview_len(j))) {
+		buf_append(b, j->payload, preview_len(j));
 		buf_puts(b, "\n");
 	}
 }

@@ -42,8 +42,7 @@ struct sup {
 	struct registry *registry;
 	struct cmds *cmds;
 	struct control *control;
-	struct http_server *http;
-	struct api_host api;
+	struct api_host api;       /* and the HTTP server (api_serve_open) */
 	struct jobstats stats;
 	const char *queues[CONFIG_QUEUES_MAX];  /* cfg->queues, for the poll */
 	struct idle *idle;         /* how idle workers learn of work: the binary log or polls */
@@ -152,8 +151,7 @@ static void maybe_finish_stop(struct sup *s)
 	cmds_flush(s->cmds);
 	control_close(s->control);
 	s->control = NULL;
-	http_close(s->http);
-	s->http = NULL;
+	api_serve_close(&s->api);
 	uv_stop(s->loop);
 }
 
@@ -209,7 +207,7 @@ static void on_signal(uv_signal_t *h, int signum)
 static int reload(struct sup *s, char *summary, size_t len)
 {
 	static struct config next;   /* large: not on the stack */
-	char err[600] = "", restart[300];
+	char err[600] = "", restart[300], tls[300] = "";
 	bool replace;
 	int r;
 
@@ -238,9 +236,11 @@ static int reload(struct sup *s, char *summary, size_t len)
 	if (replace)
 		pool_replace_all(s->pool);
 	pool_resize(s->pool, s->cfg->workers);
-	snprintf(summary, len, "reloaded: %u workers%s%s%s", s->cfg->workers,
+	api_serve_reload(&s->api, tls, sizeof(tls));
+	snprintf(summary, len, "reloaded: %u workers%s%s%s%s%s", s->cfg->workers,
 		 replace ? "; each is replaced after its item (the handler or its settings "
-		 "changed)" : "", *restart ? "; a restart applies what changed in: " : "", restart);
+		 "changed)" : "", *restart ? "; a restart applies what changed in: " : "", restart,
+		 *tls ? "; the HTTPS certificate in use stays: " : "", tls);
 	log_info("%s", summary);
 	if (*restart)
 		log_warn("reload: %s changed: only a restart applies that", restart);
@@ -366,14 +366,6 @@ static bool host_healthy(void *data, char *why, size_t whylen)
 
 static int open_http(struct sup *s)
 {
-	const struct config *cfg = s->cfg;
-	struct http_opts o = { .loop = s->loop, .addr = (const struct sockaddr *)&cfg->http_addr,
-			       .addrlen = cfg->http_addrlen,
-			       .token = *cfg->http_token ? cfg->http_token : NULL,
-			       .max_conns = cfg->http_max_conns,
-			       .max_body = CTL_PAYLOAD_MAX, .handle = api_handle, .data = &s->api,
-			       .is_open = api_is_open, .on_answer = api_count };
-	char err[512] = "";
 	int r;
 
 	s->api.loop = s->loop;
@@ -382,14 +374,10 @@ static int open_http(struct sup *s)
 	s->api.snapshot = host_snapshot;
 	s->api.stats = &s->stats;
 	s->api.data = s;
-	r = http_open(&o, &s->http, err, sizeof(err));
-	if (r < 0) {
-		log_error("%s", err);
+	r = api_serve_open(&s->api, s->cfg);
+	if (r < 0)
 		return r;
-	}
-	registry_set_http(s->registry, http_address(s->http));
-	log_info("http: listening on http://%s/%s", http_address(s->http),
-		 o.token ? " (a token is required)" : "");
+	registry_set_http(s->registry, http_address(s->api.http));
 	return 0;
 }
 
@@ -491,7 +479,7 @@ static void sup_teardown(struct sup *s)
 			uv_close(hs[i], NULL);
 	control_close(s->control);
 	api_stop(&s->api);
-	http_close(s->http);
+	api_serve_close(&s->api);
 	pool_free(s->pool);
 	idle_free(s->idle);
 	/* Let close callbacks (and a running database job) finish. */

@@ -25,9 +25,11 @@ bool ui_serve(struct http_request *r)
 	if (!a)
 		return false;
 	http_set_tag(r, "ui");
-	if (strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0)
+	if (strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0) {
+		http_add_header(r, "Allow", "GET, HEAD");
 		http_respond_error(r, 405, "method not allowed on this route");
-	else
+	} else {
 		http_respond(r, 200, a->type, a->data, a->len);
+	}
 	return true;
 }

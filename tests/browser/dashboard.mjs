@@ -1,7 +1,9 @@
 // Drives claimd's dashboard in Debian's Chromium with playwright-core: the page shows this
 // supervisor's workers, the queues and the dead jobs; "Retry" on a dead job and "Pause" on a
 // queue act (tests/integration/test_dashboard.py checks the database afterwards); a job's page
-// shows its result. With a token, the page asks for it first.
+// shows its result. The token comes in the address (#token=..., then gone from it), and a
+// tab opened without it asks for it. The page's own Content-Security-Policy refuses nothing it
+// does (a refusal is an error on its console).
 //
 //   node dashboard.mjs '{"url":..., "token":..., "workers":2, "dead":ID, "queue":NAME,
 //                        "job":ID, "result":TEXT, "screenshot":PATH}'
@@ -25,21 +27,36 @@ const browser = await chromium.launch({
 });
 let code = 0;
 try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
-  const external = [];
-  page.on('request', (r) => {
-    if (!r.url().startsWith(args.url)) external.push(r.url());
-  });
-  await page.goto(args.url + '/');
-  if (args.token) {
-    await step('asks for the token', async () => {
-      await page.locator('#tokenbox').waitFor({ state: 'visible', timeout: 10000 });
-      await page.fill('#token', args.token);
-      await page.click('#tokenform button');
-      return true;
+  const external = [], refused = [];
+  const open = async () => {
+    const p = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    p.on('request', (r) => {
+      if (!r.url().startsWith(args.url)) external.push(r.url());
     });
-  }
+    p.on('console', (m) => {
+      if (m.type() === 'error' && /Content.Security.Policy|Refused to/i.test(m.text())) refused.push(m.text());
+    });
+    return p;
+  };
+  const page = await open();
+  const resp = await page.goto(args.url + '/#token=' + encodeURIComponent(args.token));
   await step('loads', () => page.waitForSelector('body[data-loaded="1"]', { timeout: 15000 }).then(() => true));
+  await step('takes the token from the address', async () => {
+    const url = page.url();
+    if (url.includes('token')) throw new Error('still in the address: ' + url);
+    const kept = await page.evaluate(() => sessionStorage.getItem('claimd-token'));
+    if (kept !== args.token) throw new Error('not kept for the tab');
+    if (await page.locator('#tokenbox').isVisible()) throw new Error('asked for it all the same');
+    return url;
+  });
+  await step('is served with its headers', async () => {
+    const h = resp.headers();
+    const csp = h['content-security-policy'] || '';
+    if (!/script-src 'self'/.test(csp) || !/frame-ancestors 'none'/.test(csp)) throw new Error('CSP: ' + csp);
+    if (h['x-frame-options'] !== 'DENY' || h['x-content-type-options'] !== 'nosniff' ||
+        h['referrer-policy'] !== 'no-referrer') throw new Error(JSON.stringify(h));
+    return true;
+  });
   await step('shows the workers', async () => {
     const rows = page.locator('.sv table.workers tbody tr');
     await page.waitForFunction((n) => document.querySelectorAll('.sv table.workers tbody tr').length >= n,
@@ -75,7 +92,17 @@ try {
     if (!result.includes(args.result)) throw new Error(`result shown: ${result}`);
     return (await page.locator('#job-state').textContent());
   });
+  await step('asks a new tab for the token', async () => {
+    const other = await open();
+    await other.goto(args.url + '/');
+    await other.locator('#tokenbox').waitFor({ state: 'visible', timeout: 10000 });
+    await other.fill('#token', args.token);
+    await other.click('#tokenform button');
+    await other.waitForSelector('body[data-loaded="1"]', { timeout: 15000 });
+    return true;
+  });
   if (external.length) throw new Error('requests left claimd: ' + external.join(', '));
+  if (refused.length) throw new Error('the Content-Security-Policy refused: ' + refused.join('; '));
   console.log(JSON.stringify(seen));
 } catch (e) {
   console.error('dashboard: ' + e.message);

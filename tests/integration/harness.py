@@ -480,6 +480,19 @@ class Claimd:
         """Poll status() until pred(status) is true; return that status."""
         return wait_for(self.status, timeout=timeout, what=what, until=pred)
 
+    # -- HTTP (--http)
+    def http_token(self, timeout=10.0):
+        """The token claimd made for its HTTP API (--http without --http-token-file): the first
+        line of the file beside the control socket, .http-token for its extension."""
+        path = os.path.splitext(self.control)[0] + '.http-token'
+
+        def read():
+            if not self.running():
+                raise self._exited()
+            with open(path) as f:
+                return f.readline().strip()
+        return wait_for(read, timeout, f'{self.name}: its token in {path}')
+
     def wait_ready(self, workers=None, timeout=15.0):
         """Wait until every worker (and `workers` of them, if given) has a pid and is idle/busy."""
         def ready(st):

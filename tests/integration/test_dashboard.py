@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The dashboard in a real browser: Debian's Chromium driven by playwright-core
-(tests/browser/dashboard.mjs) against the real claimd. The page asks for the token, shows the
-workers, the chart, the queues and the dead jobs; "Retry" puts a dead row back and "Pause"
-pauses a queue (both checked in the database here); a job's page shows its result; nothing is
-fetched from anywhere but claimd.
+(tests/browser/dashboard.mjs) against the real claimd. The page takes the token claimd made
+from its address (#token=..., as tools/demo prints it) and drops it from there, asks for it in
+a tab opened without it, shows the workers, the chart, the queues and the dead jobs; "Retry"
+puts a dead row back and "Pause" pauses a queue (both checked in the database here); a job's
+page shows its result; nothing is fetched from anywhere but claimd, and its
+Content-Security-Policy refuses nothing the page does.
 
 Needs node, chromium and tests/browser/node_modules (npm ci in tests/browser): .ci/run
 installs them and sets CLAIMD_TEST_REQUIRE_BROWSER=1, under which their absence fails the
@@ -20,7 +22,6 @@ import harness
 from harness import check, check_eq, wait_for
 
 BROWSER_DIR = os.path.join(harness.SOURCE_ROOT, 'tests', 'browser')
-TOKEN = 'dashboard-token-0123456789'
 
 
 def _need(what, ok):
@@ -42,23 +43,21 @@ def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
     db = t.database()
     dead = db.insert_item('poison', queue="'mail'", state="'dead'", attempts=5,
                           last_error="'exit status 3: it broke'")
-    token_file = os.path.join(t.tmpdir, 'token')
-    with open(token_file, 'w') as f:
-        f.write(TOKEN + '\n')
     c = t.claimd(db, '--workers', '2', '--handler',
                  f'pipe:{harness.PIPE_ECHO} {os.path.join(t.tmpdir, "pipe.log")}',
-                 '--http', '127.0.0.1:0', '--http-token-file', token_file)
+                 '--http', '127.0.0.1:0')
     url = 'http://' + wait_for(lambda: re.search(r'http: listening on http://([0-9.:]+)/',
                                                  c.log()), 10, 'the http line').group(1)
+    token = c.http_token()
     c.wait_ready()
     req = urllib.request.Request(url + '/v1/queues/default/jobs', data=b'result', method='POST',
-                                 headers={'Authorization': f'Bearer {TOKEN}',
+                                 headers={'Authorization': f'Bearer {token}',
                                           'Content-Type': 'text/plain'})
     with urllib.request.urlopen(req, timeout=10) as r:
         job = json.loads(r.read())['id']
     wait_for(lambda: db.row(job, 'state')[0], 15, 'the job done', until=lambda s: s == 'done')
     shot = os.environ.get('CLAIMD_SCREENSHOT') or os.path.join(t.tmpdir, 'dashboard.png')
-    spec = {'url': url, 'token': TOKEN, 'workers': 2, 'dead': dead, 'queue': 'mail',
+    spec = {'url': url, 'token': token, 'workers': 2, 'dead': dead, 'queue': 'mail',
             'job': job, 'result': '"type": "text/plain"', 'screenshot': shot}
     r = subprocess.run([node, os.path.join(BROWSER_DIR, 'dashboard.mjs'), json.dumps(spec)],
                        cwd=BROWSER_DIR, capture_output=True, text=True, timeout=120,

@@ -21,6 +21,8 @@ TOKEN = 'test-token-0123456789abcdef'
 
 
 def _http_claimd(t, db, *args, token=False, workers=2, handler='noop', name=None):
+    """claimd serving HTTP on a port of its choice; c.url, and c.token: the token of a file
+    (token=True) or the one claimd made."""
     extra = []
     if token:
         path = os.path.join(t.tmpdir, 'token')
@@ -32,12 +34,17 @@ def _http_claimd(t, db, *args, token=False, workers=2, handler='noop', name=None
     m = wait_for(lambda: re.search(r'http: listening on (http://[0-9.:]+)/', c.log()), 10,
                  f'{c.name}: the http listening line')
     c.url = m.group(1)
+    c.token = TOKEN if token else c.http_token()
     return c
 
 
-def _req(c, method, path, body=None, token=None, headers=None):
-    """(status, headers, parsed JSON body or text)."""
+MINE = object()   # _req's token: the claimd's own
+
+
+def _req(c, method, path, body=None, token=MINE, headers=None):
+    """(status, headers, parsed JSON body or text); token=None sends none."""
     h = dict(headers or {})
+    token = c.token if token is MINE else token
     if token:
         h['Authorization'] = f'Bearer {token}'
     data = body.encode() if isinstance(body, str) else body
@@ -51,6 +58,11 @@ def _req(c, method, path, body=None, token=None, headers=None):
     if (hdrs.get('Content-Type') or '').startswith('application/json'):
         return status, hdrs, json.loads(text)
     return status, hdrs, text
+
+
+def _head(c):
+    """The Host and Authorization header lines a raw request needs."""
+    return f'Host: {c.url[len("http://"):]}\r\nAuthorization: Bearer {c.token}\r\n'.encode()
 
 
 def _raw(c, data, timeout=10):
@@ -122,7 +134,8 @@ def it_enqueues_over_http_and_reports_the_job(t):
 
 def it_adds_a_batch_of_jobs_in_one_request(t):
     db = t.database()
-    c = _http_claimd(t, db, workers=1)
+    # 200 clients at once from one address, below.
+    c = _http_claimd(t, db, '--http-max-connections-per-ip', '256', workers=1)
     c.wait_ready()
     held = _req(c, 'POST', '/v1/queues/mail/jobs?dedupe=k1', 'first')[2]['id']
     lines = [
@@ -337,6 +350,12 @@ def it_answers_bad_requests_with_a_4xx_and_writes_nothing(t):
         ('POST', '/v1/queues/mail/jobs?max_attempts=0', 'x', 400, 'max_attempts'),
         ('POST', '/v1/queues/mail/jobs?run_at=tomorrow', 'x', 400, 'run_at'),
         ('POST', '/v1/queues/mail/jobs?run_at=2026-01-01%2010:00', 'x', 400, 'run_at'),
+        # a value only the database refuses: a day February does not have
+        ('POST', '/v1/queues/mail/jobs?run_at=2026-02-30%2010:00:00', 'x', 400,
+         "run_at: the database refused the value (Incorrect datetime value: "
+         "'2026-02-30 10:00:00')"),
+        ('POST', '/v1/queues/mail/jobs:batch', '{"run_at": "2026-02-30 10:00:00"}', 422,
+         None),
         ('POST', '/v1/queues/' + 'q' * 65 + '/jobs', 'x', 400, 'queue'),
         ('POST', '/v1/queues/mail/jobs?priority=1&priority=2', 'x', 400, 'twice'),
         ('GET', '/v1/queues/mail/jobs', None, 405, 'method'),
@@ -347,20 +366,26 @@ def it_answers_bad_requests_with_a_4xx_and_writes_nothing(t):
         ('GET', '/v1/jobs/1/', None, 404, 'no such route'),
         ('PUT', '/v1/jobs/1', 'x', 405, 'method'),
     ]
+    allow = {'/v1/queues/mail/jobs': 'POST', '/v1/jobs/1': 'GET, HEAD, DELETE'}
     for method, path, body, want, words in cases:
         status, hdrs, b = _req(c, method, path, body)
         check_eq(status, want, f'{method} {path[:60]}')
+        if status == 422:   # a batch: each line's answer
+            check('run_at: the database refused' in b['jobs'][0]['error'], f'batch: {b!r}')
+            continue
         check(isinstance(b, dict) and isinstance(b.get('error'), str),
               f'{method} {path[:60]}: body {b!r}, want {{"error": ...}}')
         if words:
             check(words in b['error'], f'{method} {path[:60]}: error {b["error"]!r} lacks {words!r}')
+        if status == 405:
+            check_eq(hdrs.get('Allow'), allow[path], f'{method} {path}: Allow')
     # A body over 1 MiB: 413 before the body is read when Content-Length says so, at its end
     # when it comes in chunks.
-    reply = _raw(c, b'POST /v1/queues/mail/jobs HTTP/1.1\r\nHost: x\r\n'
+    reply = _raw(c, b'POST /v1/queues/mail/jobs HTTP/1.1\r\n' + _head(c) +
                  b'Content-Length: 1048577\r\n\r\n')
     check(reply.startswith(b'HTTP/1.1 413'), f'oversized Content-Length: {reply[:80]!r}')
     chunk = b'x' * 65536
-    reply = _raw(c, b'POST /v1/queues/mail/jobs HTTP/1.1\r\nHost: x\r\n'
+    reply = _raw(c, b'POST /v1/queues/mail/jobs HTTP/1.1\r\n' + _head(c) +
                  b'Transfer-Encoding: chunked\r\n\r\n' +
                  b''.join(b'%x\r\n%s\r\n' % (len(chunk), chunk) for _ in range(20)) + b'0\r\n\r\n')
     check(reply.startswith(b'HTTP/1.1 413'), f'chunked oversized body: {reply[:80]!r}')
@@ -382,6 +407,16 @@ def it_retries_cancels_and_pauses(t):
     status, _, b = _req(c, 'POST', f'/v1/jobs/{dead}/retry')
     check_eq((status, b), (200, {'retried': 1}), 'retry')
     check_eq(db.row(dead, 'state, attempts'), ('ready', '0'), 'retried row')
+    # A row that is not dead: 409 and its state; no such row: 404.
+    status, _, b = _req(c, 'POST', f'/v1/jobs/{dead}/retry')
+    check_eq((status, b), (409, {'error': f'row {dead} is ready: only a dead row can be retried'}),
+             'retry of a ready row')
+    status, _, b = _req(c, 'POST', '/v1/jobs/999999/retry')
+    check_eq((status, b), (404, {'error': 'no row 999999'}), 'retry of no row')
+    r = c.ctl('retry', str(claimed))
+    check_eq((r.returncode, r.stderr.strip().endswith(
+        f'row {claimed} is claimed: only a dead row can be retried')), (1, True),
+        f'claimctl retry of a claimed row: {r.stderr!r}')
     status, _, b = _req(c, 'DELETE', f'/v1/jobs/{ready}')
     check_eq((status, b), (200, {'id': ready, 'deleted': True}), 'cancel a ready row')
     check_eq(int(db.scalar(f'SELECT COUNT(*) FROM work_items WHERE id = {ready}')), 0, 'row gone')
@@ -418,19 +453,19 @@ def it_needs_the_token_but_for_healthz(t):
     db = t.database()
     c = _http_claimd(t, db, workers=1, token=True)
     c.wait_ready()
-    check_eq(_req(c, 'GET', '/v1/queues')[0], 401, 'no token')
+    check_eq(_req(c, 'GET', '/v1/queues', token=None)[0], 401, 'no token')
     status, hdrs, b = _req(c, 'POST', '/v1/queues/q/jobs', 'x', token='wrong-token-0123456789')
     check_eq((status, hdrs.get('WWW-Authenticate')), (401, 'Bearer'), 'a wrong token')
     check_eq(_count(db), 0, 'nothing added without the token')
     check_eq(_req(c, 'POST', '/v1/queues/q/jobs', 'x', token=TOKEN)[0], 202, 'the token')
-    check_eq(_req(c, 'GET', '/healthz')[0], 200, 'healthz needs no token')
+    check_eq(_req(c, 'GET', '/healthz', token=None)[0], 200, 'healthz needs no token')
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
-def it_refuses_an_open_address_without_a_token_and_a_bad_token_file(t):
+def it_refuses_an_open_address_over_plain_http_and_a_bad_token_file(t):
     db = t.database()
     c = t.claimd(db, '--handler', 'noop', '--http', '0.0.0.0:0')
-    check_eq(c.wait_exit(10), 2, 'exit code for 0.0.0.0 without a token')
+    check_eq(c.wait_exit(10), 2, 'exit code for 0.0.0.0 over plain HTTP')
     check('not a loopback address' in c.log(), f'message: {c.log_tail(3)!r}')
     short = os.path.join(t.tmpdir, 'short')
     with open(short, 'w') as f:

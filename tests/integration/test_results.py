@@ -25,12 +25,14 @@ def _http_claimd(t, db, *args, name=None):
                  f'{c.name}: the http listening line')
     c.host, c.port = m.group(1), int(m.group(2))
     c.url = f'http://{c.host}:{c.port}'
+    c.auth = {'Authorization': f'Bearer {c.http_token()}'}
     return c
 
 
 def _req(c, method, path, body=None, headers=None, timeout=30):
     data = body.encode() if isinstance(body, str) else body
-    req = urllib.request.Request(c.url + path, data=data, method=method, headers=headers or {})
+    req = urllib.request.Request(c.url + path, data=data, method=method,
+                                 headers=dict(headers or {}, **c.auth))
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, json.loads(r.read())
@@ -169,7 +171,7 @@ def it_loads_a_plugin_of_abi_version_1(t):
 def _events(c, path, timeout=30):
     """Read a Server-Sent Events stream to its end: [(event, data as JSON)]."""
     conn = http.client.HTTPConnection(c.host, c.port, timeout=timeout)
-    conn.request('GET', path)
+    conn.request('GET', path, headers=c.auth)
     r = conn.getresponse()
     check_eq(r.status, 200, f'GET {path}')
     check(r.getheader('Content-Type', '').startswith('text/event-stream'), 'an event stream')

@@ -234,6 +234,15 @@ async function refresh() {
   }
 }
 
+// A token in the address (#token=..., as tools/demo prints it): kept for this tab, like one
+// typed in, and taken out of the address bar and its history entry at once.
+function takeToken() {
+  const m = location.hash.match(/^#token=([^&/]+)$/);
+  if (!m) return;
+  sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+  history.replaceState(null, '', location.pathname + location.search);
+}
+
 $('tokenform').addEventListener('submit', (ev) => {
   ev.preventDefault();
   sessionStorage.setItem(TOKEN_KEY, $('token').value.trim());
@@ -246,6 +255,11 @@ $('jobform').addEventListener('submit', (ev) => {
   const id = $('jobid').value.trim();
   if (/^\d+$/.test(id)) location.hash = '#job/' + id;
 });
-window.addEventListener('hashchange', refresh);
+window.addEventListener('hashchange', () => {
+  takeToken();
+  paused = false;
+  refresh();
+});
+takeToken();
 refresh();
 setInterval(refresh, 1000);
