@@ -1,9 +1,13 @@
 /* claimctl — talks to a running claimd over its control socket: turns its command line into
  * one request (common/ctl: the grammar and the commands' usage live there), sends it, and
- * prints the reply's body on stdout, or its error on stderr. doctor and migrate are not
- * requests: claimctl runs claimd --doctor or --migrate, which read the settings as the
- * service does. */
+ * prints the reply's body on stdout, or its error on stderr. What it prints for people has
+ * its control characters and escape sequences taken out (termsafe.h): a row's payload or a
+ * queue's name, written by anyone who can insert a row, must not drive the terminal. --json
+ * prints the reply as it came: JSON escapes them. doctor and migrate are not requests:
+ * claimctl runs claimd --doctor or --migrate, which read the settings as the service
+ * does. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "claimctl/termsafe.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/ctl.h"
@@ -25,6 +30,27 @@ enum {
 	EXIT_USAGE = 2,        /* a bad command line */
 	EXIT_UNREACHABLE = 3,  /* no answer from claimd on the control socket */
 };
+
+/* Prints "claimctl: " and the message on stderr, with what could drive a terminal taken
+ * out: it may hold what claimd, or whatever answers on the socket, sent. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	char *text = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		fprintf(stderr, "claimctl: out of memory\n");
+		return;
+	}
+	n = (int)termsafe(text, (size_t)n);
+	fprintf(stderr, "claimctl: %.*s\n", n, text);
+	free(text);
+}
 
 static int connect_to(const char *path)
 {
@@ -44,8 +70,8 @@ static int connect_to(const char *path)
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "claimctl: cannot connect to claimd at %s: %s (is claimd running? "
-			"use --control PATH)\n", path, strerror(errno));
+		say("cannot connect to claimd at %s: %s (is claimd running? use --control PATH)",
+		    path, strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -86,8 +112,9 @@ static int read_all(int fd, struct buf *b, size_t max)
 	return 0;
 }
 
-/* Prints the reply: its body on stdout (EXIT_DONE), or its error on stderr (EXIT_REFUSED). */
-static int show_reply(const struct buf *reply)
+/* Prints the reply: its body on stdout (EXIT_DONE), or its error on stderr (EXIT_REFUSED);
+ * the body for people made safe for a terminal, JSON (exact) as it came. */
+static int show_reply(struct buf *reply, bool json)
 {
 	const char *body;
 	size_t len;
@@ -99,13 +126,17 @@ static int show_reply(const struct buf *reply)
 	}
 	r = ctl_reply_parse(reply->data, reply->len, &body, &len);
 	if (r < 0) {
-		fprintf(stderr, "claimctl: claimd's answer is not in the control protocol: %.*s\n",
-			(int)(reply->len > 200 ? 200 : reply->len), reply->data);
+		say("claimd's answer is not in the control protocol: %.*s",
+		    (int)(reply->len > 200 ? 200 : reply->len), reply->data);
 		return EXIT_UNREACHABLE;
 	}
 	if (r == 0) {
-		fprintf(stderr, "claimctl: %.*s\n", (int)len, body);
+		say("%.*s", (int)len, body);
 		return EXIT_REFUSED;
+	}
+	if (!json) {
+		char *text = reply->data + (body - reply->data);   /* the body is in reply */
+		len = termsafe(text, len);
 	}
 	fwrite(body, 1, len, stdout);
 	return EXIT_DONE;
@@ -113,7 +144,7 @@ static int show_reply(const struct buf *reply)
 
 /* Sends request (one line) to the supervisor at path and prints its reply. Returns the exit
  * code. */
-static int ask(const char *path, const struct buf *request)
+static int ask(const char *path, const struct buf *request, bool json)
 {
 	struct buf reply;
 	int fd = connect_to(path), r;
@@ -133,7 +164,7 @@ static int ask(const char *path, const struct buf *request)
 		fprintf(stderr, "claimctl: reading the answer: %s\n", strerror(-r));
 		r = EXIT_UNREACHABLE;
 	} else {
-		r = show_reply(&reply);
+		r = show_reply(&reply, json);
 	}
 	buf_free(&reply);
 	return r;
@@ -155,7 +186,9 @@ static void usage(FILE *f)
 		"Options go anywhere on the line:\n"
 		"  --control PATH  claimd's control socket; by default $CLAIMD_CONTROL,\n"
 		"                  $XDG_RUNTIME_DIR/claimd.sock or /tmp/claimd-UID.sock, as for claimd\n"
-		"  --json          the answer in JSON (every command; lists as arrays)\n"
+		"  --json          the answer in JSON (every command; lists as arrays), exactly as\n"
+		"                  claimd gave it; without it, control characters and escape\n"
+		"                  sequences in what claimctl prints are left out\n"
 		"  --version       claimctl's version\n"
 		"  -h, --help      this text\n\n"
 		"Exit status: 0 done; 1 claimd refused or failed the request (the reason on\n"
@@ -252,7 +285,7 @@ static int claimctl(int argc, char **argv, char **rest)
 	if (json)
 		rest[nrest++] = "--json";
 	if (ctl_from_argv(nrest, rest, &req, err, sizeof(err)) < 0) {
-		fprintf(stderr, "claimctl: %s (see claimctl --help)\n", err);
+		say("%s (see claimctl --help)", err);
 		return EXIT_USAGE;
 	}
 	buf_init(&payload);
@@ -278,11 +311,11 @@ static int claimctl(int argc, char **argv, char **rest)
 	r = ctl_encode(&req, &request, err, sizeof(err));
 	buf_free(&payload);
 	if (r < 0) {
-		fprintf(stderr, "claimctl: %s\n", r == -ENOMEM ? "out of memory" : err);
+		say("%s", r == -ENOMEM ? "out of memory" : err);
 		buf_free(&request);
 		return EXIT_USAGE;
 	}
-	r = ask(control, &request);
+	r = ask(control, &request, json);
 	buf_free(&request);
 	return r;
 }
