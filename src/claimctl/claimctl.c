@@ -31,6 +31,14 @@ enum {
 	EXIT_UNREACHABLE = 3,  /* no answer from claimd on the control socket */
 };
 
+/* Where the control socket path came from: the hint for a socket nobody answers on. */
+static const char *const from_hint[] = {
+	[CONFIG_FROM_ENV] = "from $CLAIMD_CONTROL",
+	[CONFIG_FROM_FILE] = "the config file's control key",
+	[CONFIG_FROM_DEFAULT] = "by default: " CONFIG_CONTROL_SERVICE_DIR "/claimd.sock where it "
+				"is, else $XDG_RUNTIME_DIR/claimd.sock",
+};
+
 /* Prints "claimctl: " and the message on stderr, with what could drive a terminal taken
  * out: it may hold what claimd, or whatever answers on the socket, sent. */
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -52,7 +60,8 @@ static void say(const char *fmt, ...)
 	free(text);
 }
 
-static int connect_to(const char *path)
+/* from: NULL when --control named the path. */
+static int connect_to(const char *path, const char *from)
 {
 	struct sockaddr_un sa;
 	int fd;
@@ -70,8 +79,9 @@ static int connect_to(const char *path)
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		say("cannot connect to claimd at %s: %s (is claimd running? use --control PATH)",
-		    path, strerror(errno));
+		say("cannot connect to claimd at %s%s%s%s: %s (is claimd running? use --control "
+		    "PATH)", path, from ? " (" : "", from ? from : "", from ? ")" : "",
+		    strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -142,12 +152,12 @@ static int show_reply(struct buf *reply, bool json)
 	return EXIT_DONE;
 }
 
-/* Sends request (one line) to the supervisor at path and prints its reply. Returns the exit
- * code. */
-static int ask(const char *path, const struct buf *request, bool json)
+/* Sends request (one line) to the supervisor at path (from: where the path came from, NULL
+ * for --control) and prints its reply. Returns the exit code. */
+static int ask(const char *path, const char *from, const struct buf *request, bool json)
 {
 	struct buf reply;
-	int fd = connect_to(path), r;
+	int fd = connect_to(path, from), r;
 
 	if (fd < 0)
 		return EXIT_UNREACHABLE;
@@ -172,7 +182,7 @@ static int ask(const char *path, const struct buf *request, bool json)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: claimctl [--control PATH] [--json] COMMAND [ARGS]\n"
+	fprintf(f, "usage: claimctl [--control PATH] [--config PATH] [--json] COMMAND [ARGS]\n"
 		"       claimctl doctor|migrate [CLAIMD OPTIONS]\n"
 		"       claimctl --version | -h\n\n"
 		"Commands, answered by the claimd at the control socket:\n%s\n"
@@ -184,8 +194,12 @@ static void usage(FILE *f)
 		"  migrate [--config PATH] [--dsn DSN] ...\n"
 		"      bring the database's schema up to this claimd's\n\n"
 		"Options go anywhere on the line:\n"
-		"  --control PATH  claimd's control socket; by default $CLAIMD_CONTROL,\n"
-		"                  $XDG_RUNTIME_DIR/claimd.sock or /tmp/claimd-UID.sock, as for claimd\n"
+		"  --control PATH  claimd's control socket; by default $CLAIMD_CONTROL, else the\n"
+		"                  control key of the config file, else " CONFIG_CONTROL_SERVICE_DIR
+		"/claimd.sock\n"
+		"                  when it is there, else $XDG_RUNTIME_DIR/claimd.sock\n"
+		"  --config PATH   the config file whose control key names the socket (default\n"
+		"                  $CLAIMD_CONFIG, else " CONFIG_DEFAULT_FILE " when readable)\n"
 		"  --json          the answer in JSON (every command; lists as arrays), exactly as\n"
 		"                  claimd gave it; without it, control characters and escape\n"
 		"                  sequences in what claimctl prints are left out\n"
@@ -198,11 +212,13 @@ static void usage(FILE *f)
 }
 
 /* doctor and migrate: claimd from the directory claimctl is in, else from PATH, with
- * --doctor or --migrate, --json and --control when given, and the rest of the line. */
-static int run_claimd(char *mode, char *control, bool json, int argc, char **argv)
+ * --doctor or --migrate, --json, --control and --config when given, and the rest of the
+ * line. */
+static int run_claimd(char *mode, char *control, char *config, bool json, int argc,
+		      char **argv)
 {
 	char self[4096], path[4096 + 16];
-	char **args = calloc((size_t)argc + 6, sizeof(*args));
+	char **args = calloc((size_t)argc + 8, sizeof(*args));
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	int k = 0;
 
@@ -229,6 +245,10 @@ static int run_claimd(char *mode, char *control, bool json, int argc, char **arg
 		args[k++] = "--control";
 		args[k++] = control;
 	}
+	if (*config) {
+		args[k++] = "--config";
+		args[k++] = config;
+	}
 	for (int i = 0; i < argc; i++)
 		args[k++] = argv[i];
 	args[k] = NULL;
@@ -238,29 +258,46 @@ static int run_claimd(char *mode, char *control, bool json, int argc, char **arg
 	return EXIT_USAGE;
 }
 
+/* --NAME VALUE or --NAME=VALUE at argv[*i] into out: 1 taken (*i moved past it), 0 not that
+ * option, -1 a bad value (said). */
+static int path_option(const char *name, int argc, char **argv, int *i, char *out,
+		       size_t outlen)
+{
+	const char *a = argv[*i], *v;
+	size_t n = strlen(name);
+
+	if (strncmp(a, name, n) || (a[n] && a[n] != '='))
+		return 0;
+	v = a[n] == '=' ? a + n + 1 : *i + 1 < argc ? argv[++*i] : NULL;
+	if (!v || !*v) {
+		fprintf(stderr, "claimctl: %s needs a path\n", name);
+		return -1;
+	}
+	if (strlen(v) >= outlen) {
+		fprintf(stderr, "claimctl: %s path too long\n", name);
+		return -1;
+	}
+	snprintf(out, outlen, "%s", v);
+	return 1;
+}
+
 /* The command line (rest: room for argc + 1 of its words). Returns the exit code. */
 static int claimctl(int argc, char **argv, char **rest)
 {
-	char control[CONFIG_PATH_MAX] = "", err[512] = "";
+	char control[CONFIG_PATH_MAX] = "", config[CONFIG_FILE_MAX] = "", err[512] = "";
+	enum config_control_from from = CONFIG_FROM_DEFAULT;
 	struct ctl_request req;
 	struct buf request, payload;
-	bool json = false;
+	bool json = false, named = false;
 	int nrest = 0, r;
 
 	/* claimctl's own options, anywhere; the rest is the command and its arguments. */
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (!strcmp(a, "--control") || !strncmp(a, "--control=", 10)) {
-			const char *v = a[9] == '=' ? a + 10 : i + 1 < argc ? argv[++i] : NULL;
-			if (!v || !*v) {
-				fprintf(stderr, "claimctl: --control needs a path\n");
+		if ((r = path_option("--control", argc, argv, &i, control, sizeof(control))) ||
+		    (r = path_option("--config", argc, argv, &i, config, sizeof(config)))) {
+			if (r < 0)
 				return EXIT_USAGE;
-			}
-			if (strlen(v) >= sizeof(control)) {
-				fprintf(stderr, "claimctl: --control path too long\n");
-				return EXIT_USAGE;
-			}
-			snprintf(control, sizeof(control), "%s", v);
 		} else if (!strcmp(a, "--json")) {
 			json = true;
 		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -279,8 +316,8 @@ static int claimctl(int argc, char **argv, char **rest)
 	}
 	if (!strcmp(rest[0], "doctor") || !strcmp(rest[0], "migrate")) {
 		static char doctor[] = "--doctor", migrate[] = "--migrate";
-		return run_claimd(rest[0][0] == 'd' ? doctor : migrate, control, json, nrest - 1,
-				  rest + 1);
+		return run_claimd(rest[0][0] == 'd' ? doctor : migrate, control, config, json,
+				  nrest - 1, rest + 1);
 	}
 	if (json)
 		rest[nrest++] = "--json";
@@ -302,8 +339,10 @@ static int claimctl(int argc, char **argv, char **rest)
 		req.payload_len = payload.len;
 		req.have |= 1u << CTL_F_PAYLOAD;
 	}
-	if (!*control && config_default_control(control, sizeof(control)) < 0) {
-		fprintf(stderr, "claimctl: default control socket path too long; use --control\n");
+	named = *control != '\0';
+	if (!named && config_control_find(config, control, sizeof(control), &from, err,
+					  sizeof(err)) < 0) {
+		say("%s (or give --control PATH)", err);
 		buf_free(&payload);
 		return EXIT_USAGE;
 	}
@@ -315,7 +354,7 @@ static int claimctl(int argc, char **argv, char **rest)
 		buf_free(&request);
 		return EXIT_USAGE;
 	}
-	r = ask(control, &request, json);
+	r = ask(control, named ? NULL : from_hint[from], &request, json);
 	buf_free(&request);
 	return r;
 }
