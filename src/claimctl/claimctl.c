@@ -79,9 +79,10 @@ static int connect_to(const char *path, const char *from)
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		say("cannot connect to claimd at %s%s%s%s: %s (is claimd running? use --control "
-		    "PATH)", path, from ? " (" : "", from ? from : "", from ? ")" : "",
-		    strerror(errno));
+		say("cannot connect to claimd at %s%s%s%s: %s (%s)", path, from ? " (" : "",
+		    from ? from : "", from ? ")" : "", strerror(errno), errno == EACCES ?
+		    "claimd's user, root and the members of its --control-group may use it" :
+		    "is claimd running? use --control PATH");
 		close(fd);
 		return -1;
 	}

@@ -47,6 +47,9 @@ const struct option_def config_defs[] = {
 	{ "control", K_TEXT, "PATH", AT(control), 1, 0, A_RESTART,
 	  "control socket for claimctl (default " CONFIG_CONTROL_SERVICE_DIR "/claimd.sock where\n"
 	  "claimd may write, else $XDG_RUNTIME_DIR/claimd.sock; never /tmp)" },
+	{ "control-group", K_TEXT, "NAME", AT(control_group), 1, 0, A_RESTART,
+	  "the control socket is 0660 with this group: its members may use claimctl\n"
+	  "(default none: 0600, claimd's user and root only)" },
 	{ "http", K_LISTEN, "HOST:PORT", AT(http), 0, 0, A_RESTART,
 	  "serve the HTTP API, /metrics, /healthz and the dashboard (off by default)" },
 	{ "http-token-file", K_TEXT, "PATH", AT(http_token_file), 1, 0, A_RESTART,

@@ -39,6 +39,7 @@ struct config {
 	unsigned nqueues;
 	char queue_list[CONFIG_QUEUES_MAX * (CONFIG_QUEUE_MAX + 1)]; /* "a,b" for people */
 	char control[CONFIG_PATH_MAX];
+	char control_group[64];   /* "" = the socket is 0600, claimd's user's only */
 	unsigned workers;
 	unsigned batch;     /* rows per claim, 1..256; 0: auto (worker/prefetch.h) */
 	unsigned claimers;      /* claim transactions at once per supervisor */

@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
-"""The control socket, where it is when no setting says: /run/claimd/claimd.sock where claimd
-may write, else $XDG_RUNTIME_DIR/claimd.sock, never in a directory others may write in (with
-no such place claimd exits 2 naming --control); claimctl looks in the same order, after
+"""The control socket. Who may use it: claimd's user, root and the members of --control-group
+(the socket is then 0660 with that group, else 0600); claimd itself checks each connection's
+credentials whatever the file's mode lets through, and refuses anyone else with the reason,
+doing nothing, and logs it. Where it is when no setting says: /run/claimd/claimd.sock where
+claimd may write, else $XDG_RUNTIME_DIR/claimd.sock, never in a directory others may write in
+(with no such place claimd exits 2 naming --control); claimctl looks in the same order, after
 $CLAIMD_CONTROL and the control key of the config file (--config, $CLAIMD_CONFIG, else the
 installed claimd.conf).
 
-Needs root (CI runs the tests as root): it runs claimd and claimctl in a mount namespace with
-a /run and a config directory of its own, so that nothing of the host's is read or changed."""
+Needs root (CI runs the tests as root): it makes users and a group (deleted after), runs
+claimctl as them (setpriv), and runs claimd and claimctl in a mount namespace with a /run and
+a config directory of its own, so that nothing of the host's is read or changed."""
 
+import functools
+import grp
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -21,7 +28,63 @@ from harness import CLAIMCTL_BIN, CLAIMD_BIN, check, check_eq, wait_for
 
 def need_root():
     if os.geteuid() != 0:
-        raise harness.Skip('needs root: it makes a mount namespace')
+        raise harness.Skip('needs root: it makes users and a group, and a mount namespace')
+
+
+_made = 0
+
+
+class Users:
+    """System users and groups made for one test (useradd, groupadd), deleted after it."""
+
+    def __init__(self, t):
+        global _made
+        _made += 1
+        self.t = t
+        self.prefix = f'cdt{os.getpid()}{_made}'
+
+    def _remove_later(self, *argv):
+        self.t.defer(functools.partial(subprocess.run, list(argv), capture_output=True))
+
+    def group(self, suffix):
+        name = self.prefix + suffix
+        subprocess.run(['groupadd', '--system', name], check=True, capture_output=True)
+        self._remove_later('groupdel', name)
+        return name
+
+    def user(self, suffix, groups=()):
+        """A user with a group of its own (its primary), and these supplementary ones."""
+        name = self.prefix + suffix
+        argv = ['useradd', '--system', '--user-group', '--no-create-home', '--home-dir',
+                '/nonexistent', '--shell', '/usr/sbin/nologin']
+        if groups:
+            argv += ['--groups', ','.join(groups)]
+        subprocess.run(argv + [name], check=True, capture_output=True)
+        self._remove_later('groupdel', name)
+        self._remove_later('userdel', name)
+        return pwd.getpwnam(name)
+
+
+def claimctl_for_all(t):
+    """This build's claimctl where any user may run it (the checkout may be in a private
+    home), in t.tmpdir made searchable for all."""
+    os.chmod(t.tmpdir, 0o755)
+    path = os.path.join(t.tmpdir, 'claimctl')
+    if not os.path.exists(path):
+        shutil.copy(CLAIMCTL_BIN, path)
+        os.chmod(path, 0o755)
+    return path
+
+
+def user_argv(pw, argv, gid=None, init_groups=True):
+    """argv run as pw's uid with its gid (or gid) and its groups (or none)."""
+    return ['setpriv', f'--reuid={pw.pw_uid}', f'--regid={pw.pw_gid if gid is None else gid}',
+            '--init-groups' if init_groups else '--clear-groups', '--', *argv]
+
+
+def as_user(pw, argv, gid=None, init_groups=True, env=None, timeout=10):
+    return subprocess.run(user_argv(pw, argv, gid, init_groups), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, env=env, timeout=timeout)
 
 
 def clean_env(**extra):
@@ -111,6 +174,67 @@ class Started:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             pass
+
+
+def it_lets_its_user_root_and_group_members_in_and_refuses_others(t):
+    need_root()
+    users = Users(t)
+    ops = users.group('g')
+    owner = users.user('a')              # claimd runs as it
+    member = users.user('b', [ops])      # an operator: in the group (a supplementary one)
+    other = users.user('c')
+    ctl = claimctl_for_all(t)
+    db = t.database()
+    c = t.claimd(db, '--workers', '1', '--handler', 'noop', '--user', owner.pw_name,
+                 '--control-group', ops)
+    wait_for(c.status, 15, 'the control socket answers root')
+    st = os.stat(c.control)
+    check_eq((st.st_uid, st.st_gid, st.st_mode & 0o777),
+             (owner.pw_uid, grp.getgrnam(ops).gr_gid, 0o660), 'the socket: owner, group, mode')
+
+    def ask(pw, *args, **kw):
+        return as_user(pw, [ctl, '--control', c.control, *args], **kw)
+
+    r = ask(owner, 'status', '--json')
+    check_eq((r.returncode, r.stderr), (0, ''), "claimd's own user")
+    r = ask(member, 'status', '--json')
+    check_eq((r.returncode, r.stderr), (0, ''), 'a member of the control group')
+    r = ask(other, 'status')
+    check(r.returncode == 3 and 'Permission denied' in r.stderr,
+          f'another user, kept out by the mode: {r.returncode} {r.stderr!r}')
+    r = ask(other, 'status', gid=grp.getgrnam(ops).gr_gid, init_groups=False)
+    check_eq((r.returncode, r.stderr), (0, ''), 'another user whose gid is the control group')
+
+    # The mode let through (as a careless chmod would): claimd's own check keeps them out.
+    os.chmod(c.control, 0o666)
+    r = ask(other, 'pause', 'held')
+    check(r.returncode == 1 and 'permission denied' in r.stderr and
+          f'uid {other.pw_uid}' in r.stderr and f'member of group {ops}' in r.stderr,
+          f'another user, past the mode: {r.returncode} {r.stderr!r}')
+    check_eq(db.sql("SELECT COUNT(*) FROM queues WHERE name = 'held'"), [('0',)],
+             'queues paused by the refused request')
+    wait_for(c.log, 5, 'the refusal logged', until=lambda text: re.search(
+        rf'warn: control socket: refused a connection: uid {other.pw_uid} .*closed it', text))
+    r = ask(member, 'pause', 'held')
+    check_eq((r.returncode, r.stderr), (0, ''), 'a member pauses a queue')
+    check_eq(db.sql("SELECT paused FROM queues WHERE name = 'held'"), [('1',)],
+             'the queue the member paused')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def it_keeps_the_socket_to_its_user_without_a_control_group(t):
+    need_root()
+    other = Users(t).user('d')
+    ctl = claimctl_for_all(t)
+    db = t.database()
+    c = t.claimd(db, '--workers', '1', '--handler', 'noop')
+    c.wait_ready()
+    check_eq(os.stat(c.control).st_mode & 0o777, 0o600, 'the socket mode')
+    os.chmod(c.control, 0o666)
+    r = as_user(other, [ctl, '--control', c.control, 'status'])
+    check(r.returncode == 1 and f'uid {other.pw_uid}' in r.stderr and
+          'no --control-group' in r.stderr, f'another user: {r.returncode} {r.stderr!r}')
+    check_eq(c.stop(), 0, 'claimd exit code')
 
 
 def _in_ns(ns, *argv, env=None):
