@@ -116,11 +116,15 @@ class MountNamespace:
         base = tempfile.mkdtemp(prefix='claimd-ns-')
         t.defer(shutil.rmtree, base, True)
         self.run = os.path.join(base, 'run')
-        upper, work = os.path.join(base, 'upper'), os.path.join(base, 'work')
-        for d in (self.run, upper, work):
+        # The overlay's upper layer on a tmpfs of the namespace's own: /tmp itself may be on
+        # overlayfs (a container), which cannot be an upper layer.
+        ovl = os.path.join(base, 'overlay')
+        upper, work = os.path.join(ovl, 'upper'), os.path.join(ovl, 'work')
+        for d in (self.run, ovl):
             os.mkdir(d)
         os.chmod(self.run, 0o755)
-        script = (f'mount --bind {self.run} /run && mount -t overlay overlay -o '
+        script = (f'mount -t tmpfs tmpfs {ovl} && mkdir {upper} {work} && '
+                  f'mount --bind {self.run} /run && mount -t overlay overlay -o '
                   f'lowerdir={sysconf},upperdir={upper},workdir={work} {sysconf} && '
                   'echo ready && exec sleep 86400')
         self.proc = subprocess.Popen(['unshare', '--mount', '--propagation', 'private', 'sh',
