@@ -1,9 +1,13 @@
 /* claimctl — talks to a running claimd over its control socket: turns its command line into
  * one request (common/ctl: the grammar and the commands' usage live there), sends it, and
- * prints the reply's body on stdout, or its error on stderr. doctor and migrate are not
- * requests: claimctl runs claimd --doctor or --migrate, which read the settings as the
- * service does. */
+ * prints the reply's body on stdout, or its error on stderr. What it prints for people has
+ * its control characters and escape sequences taken out (termsafe.h): a row's payload or a
+ * queue's name, written by anyone who can insert a row, must not drive the terminal. --json
+ * prints the reply as it came: JSON escapes them. doctor and migrate are not requests:
+ * claimctl runs claimd --doctor or --migrate, which read the settings as the service
+ * does. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "claimctl/termsafe.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/ctl.h"
@@ -26,7 +31,37 @@ enum {
 	EXIT_UNREACHABLE = 3,  /* no answer from claimd on the control socket */
 };
 
-static int connect_to(const char *path)
+/* Where the control socket path came from: the hint for a socket nobody answers on. */
+static const char *const from_hint[] = {
+	[CONFIG_FROM_ENV] = "from $CLAIMD_CONTROL",
+	[CONFIG_FROM_FILE] = "the config file's control key",
+	[CONFIG_FROM_DEFAULT] = "by default: " CONFIG_CONTROL_SERVICE_DIR "/claimd.sock where it "
+				"is, else $XDG_RUNTIME_DIR/claimd.sock",
+};
+
+/* Prints "claimctl: " and the message on stderr, with what could drive a terminal taken
+ * out: it may hold what claimd, or whatever answers on the socket, sent. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	char *text = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		fprintf(stderr, "claimctl: out of memory\n");
+		return;
+	}
+	n = (int)termsafe(text, (size_t)n);
+	fprintf(stderr, "claimctl: %.*s\n", n, text);
+	free(text);
+}
+
+/* from: NULL when --control named the path. */
+static int connect_to(const char *path, const char *from)
 {
 	struct sockaddr_un sa;
 	int fd;
@@ -44,8 +79,10 @@ static int connect_to(const char *path)
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "claimctl: cannot connect to claimd at %s: %s (is claimd running? "
-			"use --control PATH)\n", path, strerror(errno));
+		say("cannot connect to claimd at %s%s%s%s: %s (%s)", path, from ? " (" : "",
+		    from ? from : "", from ? ")" : "", strerror(errno), errno == EACCES ?
+		    "claimd's user, root and the members of its --control-group may use it" :
+		    "is claimd running? use --control PATH");
 		close(fd);
 		return -1;
 	}
@@ -86,8 +123,9 @@ static int read_all(int fd, struct buf *b, size_t max)
 	return 0;
 }
 
-/* Prints the reply: its body on stdout (EXIT_DONE), or its error on stderr (EXIT_REFUSED). */
-static int show_reply(const struct buf *reply)
+/* Prints the reply: its body on stdout (EXIT_DONE), or its error on stderr (EXIT_REFUSED);
+ * the body for people made safe for a terminal, JSON (exact) as it came. */
+static int show_reply(struct buf *reply, bool json)
 {
 	const char *body;
 	size_t len;
@@ -99,24 +137,28 @@ static int show_reply(const struct buf *reply)
 	}
 	r = ctl_reply_parse(reply->data, reply->len, &body, &len);
 	if (r < 0) {
-		fprintf(stderr, "claimctl: claimd's answer is not in the control protocol: %.*s\n",
-			(int)(reply->len > 200 ? 200 : reply->len), reply->data);
+		say("claimd's answer is not in the control protocol: %.*s",
+		    (int)(reply->len > 200 ? 200 : reply->len), reply->data);
 		return EXIT_UNREACHABLE;
 	}
 	if (r == 0) {
-		fprintf(stderr, "claimctl: %.*s\n", (int)len, body);
+		say("%.*s", (int)len, body);
 		return EXIT_REFUSED;
+	}
+	if (!json) {
+		char *text = reply->data + (body - reply->data);   /* the body is in reply */
+		len = termsafe(text, len);
 	}
 	fwrite(body, 1, len, stdout);
 	return EXIT_DONE;
 }
 
-/* Sends request (one line) to the supervisor at path and prints its reply. Returns the exit
- * code. */
-static int ask(const char *path, const struct buf *request)
+/* Sends request (one line) to the supervisor at path (from: where the path came from, NULL
+ * for --control) and prints its reply. Returns the exit code. */
+static int ask(const char *path, const char *from, const struct buf *request, bool json)
 {
 	struct buf reply;
-	int fd = connect_to(path), r;
+	int fd = connect_to(path, from), r;
 
 	if (fd < 0)
 		return EXIT_UNREACHABLE;
@@ -133,7 +175,7 @@ static int ask(const char *path, const struct buf *request)
 		fprintf(stderr, "claimctl: reading the answer: %s\n", strerror(-r));
 		r = EXIT_UNREACHABLE;
 	} else {
-		r = show_reply(&reply);
+		r = show_reply(&reply, json);
 	}
 	buf_free(&reply);
 	return r;
@@ -141,7 +183,7 @@ static int ask(const char *path, const struct buf *request)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: claimctl [--control PATH] [--json] COMMAND [ARGS]\n"
+	fprintf(f, "usage: claimctl [--control PATH] [--config PATH] [--json] COMMAND [ARGS]\n"
 		"       claimctl doctor|migrate [CLAIMD OPTIONS]\n"
 		"       claimctl --version | -h\n\n"
 		"Commands, answered by the claimd at the control socket:\n%s\n"
@@ -153,9 +195,15 @@ static void usage(FILE *f)
 		"  migrate [--config PATH] [--dsn DSN] ...\n"
 		"      bring the database's schema up to this claimd's\n\n"
 		"Options go anywhere on the line:\n"
-		"  --control PATH  claimd's control socket; by default $CLAIMD_CONTROL,\n"
-		"                  $XDG_RUNTIME_DIR/claimd.sock or /tmp/claimd-UID.sock, as for claimd\n"
-		"  --json          the answer in JSON (every command; lists as arrays)\n"
+		"  --control PATH  claimd's control socket; by default $CLAIMD_CONTROL, else the\n"
+		"                  control key of the config file, else " CONFIG_CONTROL_SERVICE_DIR
+		"/claimd.sock\n"
+		"                  when it is there, else $XDG_RUNTIME_DIR/claimd.sock\n"
+		"  --config PATH   the config file whose control key names the socket (default\n"
+		"                  $CLAIMD_CONFIG, else " CONFIG_DEFAULT_FILE " when readable)\n"
+		"  --json          the answer in JSON (every command; lists as arrays), exactly as\n"
+		"                  claimd gave it; without it, control characters and escape\n"
+		"                  sequences in what claimctl prints are left out\n"
 		"  --version       claimctl's version\n"
 		"  -h, --help      this text\n\n"
 		"Exit status: 0 done; 1 claimd refused or failed the request (the reason on\n"
@@ -165,11 +213,13 @@ static void usage(FILE *f)
 }
 
 /* doctor and migrate: claimd from the directory claimctl is in, else from PATH, with
- * --doctor or --migrate, --json and --control when given, and the rest of the line. */
-static int run_claimd(char *mode, char *control, bool json, int argc, char **argv)
+ * --doctor or --migrate, --json, --control and --config when given, and the rest of the
+ * line. */
+static int run_claimd(char *mode, char *control, char *config, bool json, int argc,
+		      char **argv)
 {
 	char self[4096], path[4096 + 16];
-	char **args = calloc((size_t)argc + 6, sizeof(*args));
+	char **args = calloc((size_t)argc + 8, sizeof(*args));
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	int k = 0;
 
@@ -196,6 +246,10 @@ static int run_claimd(char *mode, char *control, bool json, int argc, char **arg
 		args[k++] = "--control";
 		args[k++] = control;
 	}
+	if (*config) {
+		args[k++] = "--config";
+		args[k++] = config;
+	}
 	for (int i = 0; i < argc; i++)
 		args[k++] = argv[i];
 	args[k] = NULL;
@@ -205,29 +259,46 @@ static int run_claimd(char *mode, char *control, bool json, int argc, char **arg
 	return EXIT_USAGE;
 }
 
+/* --NAME VALUE or --NAME=VALUE at argv[*i] into out: 1 taken (*i moved past it), 0 not that
+ * option, -1 a bad value (said). */
+static int path_option(const char *name, int argc, char **argv, int *i, char *out,
+		       size_t outlen)
+{
+	const char *a = argv[*i], *v;
+	size_t n = strlen(name);
+
+	if (strncmp(a, name, n) || (a[n] && a[n] != '='))
+		return 0;
+	v = a[n] == '=' ? a + n + 1 : *i + 1 < argc ? argv[++*i] : NULL;
+	if (!v || !*v) {
+		fprintf(stderr, "claimctl: %s needs a path\n", name);
+		return -1;
+	}
+	if (strlen(v) >= outlen) {
+		fprintf(stderr, "claimctl: %s path too long\n", name);
+		return -1;
+	}
+	snprintf(out, outlen, "%s", v);
+	return 1;
+}
+
 /* The command line (rest: room for argc + 1 of its words). Returns the exit code. */
 static int claimctl(int argc, char **argv, char **rest)
 {
-	char control[CONFIG_PATH_MAX] = "", err[512] = "";
+	char control[CONFIG_PATH_MAX] = "", config[CONFIG_FILE_MAX] = "", err[512] = "";
+	enum config_control_from from = CONFIG_FROM_DEFAULT;
 	struct ctl_request req;
 	struct buf request, payload;
-	bool json = false;
+	bool json = false, named = false;
 	int nrest = 0, r;
 
 	/* claimctl's own options, anywhere; the rest is the command and its arguments. */
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (!strcmp(a, "--control") || !strncmp(a, "--control=", 10)) {
-			const char *v = a[9] == '=' ? a + 10 : i + 1 < argc ? argv[++i] : NULL;
-			if (!v || !*v) {
-				fprintf(stderr, "claimctl: --control needs a path\n");
+		if ((r = path_option("--control", argc, argv, &i, control, sizeof(control))) ||
+		    (r = path_option("--config", argc, argv, &i, config, sizeof(config)))) {
+			if (r < 0)
 				return EXIT_USAGE;
-			}
-			if (strlen(v) >= sizeof(control)) {
-				fprintf(stderr, "claimctl: --control path too long\n");
-				return EXIT_USAGE;
-			}
-			snprintf(control, sizeof(control), "%s", v);
 		} else if (!strcmp(a, "--json")) {
 			json = true;
 		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -246,13 +317,13 @@ static int claimctl(int argc, char **argv, char **rest)
 	}
 	if (!strcmp(rest[0], "doctor") || !strcmp(rest[0], "migrate")) {
 		static char doctor[] = "--doctor", migrate[] = "--migrate";
-		return run_claimd(rest[0][0] == 'd' ? doctor : migrate, control, json, nrest - 1,
-				  rest + 1);
+		return run_claimd(rest[0][0] == 'd' ? doctor : migrate, control, config, json,
+				  nrest - 1, rest + 1);
 	}
 	if (json)
 		rest[nrest++] = "--json";
 	if (ctl_from_argv(nrest, rest, &req, err, sizeof(err)) < 0) {
-		fprintf(stderr, "claimctl: %s (see claimctl --help)\n", err);
+		say("%s (see claimctl --help)", err);
 		return EXIT_USAGE;
 	}
 	buf_init(&payload);
@@ -269,8 +340,10 @@ static int claimctl(int argc, char **argv, char **rest)
 		req.payload_len = payload.len;
 		req.have |= 1u << CTL_F_PAYLOAD;
 	}
-	if (!*control && config_default_control(control, sizeof(control)) < 0) {
-		fprintf(stderr, "claimctl: default control socket path too long; use --control\n");
+	named = *control != '\0';
+	if (!named && config_control_find(config, control, sizeof(control), &from, err,
+					  sizeof(err)) < 0) {
+		say("%s (or give --control PATH)", err);
 		buf_free(&payload);
 		return EXIT_USAGE;
 	}
@@ -278,11 +351,11 @@ static int claimctl(int argc, char **argv, char **rest)
 	r = ctl_encode(&req, &request, err, sizeof(err));
 	buf_free(&payload);
 	if (r < 0) {
-		fprintf(stderr, "claimctl: %s\n", r == -ENOMEM ? "out of memory" : err);
+		say("%s", r == -ENOMEM ? "out of memory" : err);
 		buf_free(&request);
 		return EXIT_USAGE;
 	}
-	r = ask(control, &request);
+	r = ask(control, named ? NULL : from_hint[from], &request, json);
 	buf_free(&request);
 	return r;
 }

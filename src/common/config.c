@@ -49,8 +49,11 @@ const struct option_def config_defs[] = {
 	{ "claimers", K_UINT, "N", AT(claimers), 1, 1024, A_SUPERVISOR,
 	  "claim transactions at once per supervisor (default: CPUs, at least 2)" },
 	{ "control", K_TEXT, "PATH", AT(control), 1, 0, A_RESTART,
-	  "control socket for claimctl (default $XDG_RUNTIME_DIR/claimd.sock or\n"
-	  "/tmp/claimd-UID.sock)" },
+	  "control socket for claimctl (default " CONFIG_CONTROL_SERVICE_DIR "/claimd.sock where\n"
+	  "claimd may write, else $XDG_RUNTIME_DIR/claimd.sock; never /tmp)" },
+	{ "control-group", K_TEXT, "NAME", AT(control_group), 1, 0, A_RESTART,
+	  "the control socket is 0660 with this group: its members may use claimctl\n"
+	  "(default none: 0600, claimd's user and root only)" },
 	{ "http", K_LISTEN, "HOST:PORT", AT(http), 0, 0, A_RESTART,
 	  "serve the HTTP API, /metrics, /healthz and the dashboard (off by default)" },
 	{ "http-token-file", K_TEXT, "PATH", AT(http_token_file), 1, 0, A_RESTART,
@@ -525,11 +528,8 @@ static int finish(struct parse *p)
 			 "or so:LIB)");
 		return -EINVAL;
 	}
-	if (!*c->control && config_default_control(c->control, sizeof(c->control)) < 0) {
-		snprintf(p->err, sizeof(p->err), "the default control socket path is too long; "
-			 "use --control");
+	if (!*c->control && config_control_settle(c, p->err, sizeof(p->err)) < 0)
 		return -EINVAL;
-	}
 	if (c->hang_ms <= c->heartbeat_ms) {
 		snprintf(p->err, sizeof(p->err), "--hang-timeout must be longer than --heartbeat");
 		return -EINVAL;

@@ -2,9 +2,9 @@
  * command-line flag (--workers 8), an environment variable (CLAIMD_WORKERS=8) and a key of the
  * config file (workers = 8, in the INI file --config or $CLAIMD_CONFIG names, read by inih);
  * a flag beats the environment, which beats the file. An unknown key or a bad value is an
- * error naming where it came from (the file and line, the variable, the flag). Pure: no
- * logging, no I/O beyond getenv and reading the config file. Durations take a unit (ms, s, m,
- * h); a bare number is seconds. */
+ * error naming where it came from (the file and line, the variable, the flag). No logging,
+ * no I/O beyond getenv, reading the config file and looking at the directories a default
+ * control socket may go in. Durations take a unit (ms, s, m, h); a bare number is seconds. */
 #ifndef CLAIMD_CONFIG_H
 #define CLAIMD_CONFIG_H
 
@@ -39,6 +39,7 @@ struct config {
 	unsigned nqueues;
 	char queue_list[CONFIG_QUEUES_MAX * (CONFIG_QUEUE_MAX + 1)]; /* "a,b" for people */
 	char control[CONFIG_PATH_MAX];
+	char control_group[64];   /* "" = the socket is 0600, claimd's user's only */
 	unsigned workers;
 	unsigned batch;     /* rows per claim, 1..256; 0: auto (worker/prefetch.h) */
 	unsigned concurrency;   /* items one worker runs at once, 1..256 */
@@ -121,9 +122,38 @@ int config_parse_duration(const char *s, unsigned *ret_ms);
 int config_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len,
 			bool *ret_loopback);
 
-/* The default control socket path: $CLAIMD_CONTROL, else $XDG_RUNTIME_DIR/claimd.sock, else
- * /tmp/claimd-UID.sock. Returns 0 or -ENAMETOOLONG. */
-int config_default_control(char *out, size_t outlen);
+/* Where the control socket is when neither --control, CLAIMD_CONTROL nor the config file
+ * says (config_control.c). Never in a directory others may write in (such as /tmp), where
+ * another user could take the name first.
+ *
+ * CONFIG_CONTROL_LISTEN, where claimd listens: CONFIG_CONTROL_SERVICE_DIR/claimd.sock when
+ * that directory is there, claimd may write in it and not everybody may (the service's,
+ * systemd's RuntimeDirectory); else $XDG_RUNTIME_DIR/claimd.sock when that is a directory
+ * of claimd's user's own that nobody else may write in. Neither: -ENOENT, with why in err.
+ *
+ * CONFIG_CONTROL_FIND, where claimctl (and --doctor) look: the service's socket when it is
+ * there (or its directory cannot be searched: connecting will say why), else
+ * $XDG_RUNTIME_DIR/claimd.sock when that is set, else the service's. Always a path.
+ *
+ * Returns 0, -ENOENT or -ENAMETOOLONG (err filled). Looks at the directories (stat). */
+#define CONFIG_CONTROL_SERVICE_DIR "/run/claimd"
+enum config_control_use { CONFIG_CONTROL_LISTEN, CONFIG_CONTROL_FIND };
+int config_control_default(enum config_control_use use, char *out, size_t outlen, char *err,
+			   size_t errlen);
+
+/* Where the settings name the control socket for a client (claimctl): $CLAIMD_CONTROL, else
+ * the control key of the config file (config_file, else $CLAIMD_CONFIG, else
+ * CONFIG_DEFAULT_FILE when it is there and readable), else config_control_default(FIND).
+ * A config file that was named but cannot be read is an error; other keys of the file are
+ * not checked (claimd does that). *ret_from says which of them gave the path. Returns 0 or
+ * a negative errno with err filled. */
+#ifndef CLAIMD_SYSCONFDIR
+#define CLAIMD_SYSCONFDIR "/etc"   /* meson passes the prefix's */
+#endif
+#define CONFIG_DEFAULT_FILE CLAIMD_SYSCONFDIR "/claimd/claimd.conf"
+enum config_control_from { CONFIG_FROM_ENV, CONFIG_FROM_FILE, CONFIG_FROM_DEFAULT };
+int config_control_find(const char *config_file, char *out, size_t outlen,
+			enum config_control_from *ret_from, char *err, size_t errlen);
 
 /* claimd's usage text, from the option table. */
 const char *config_usage(void);

@@ -50,6 +50,11 @@ bool config_flag_only(const struct option_def *d);
  * -EINVAL with err filled. */
 int config_check_http(const struct config *c, char *err, size_t errlen);
 
+/* c->control when no setting gave one (config_control.c): where claimd listens, decided
+ * once per process; for --doctor, where claimctl would look; nothing for --migrate and the
+ * fork server. Returns 0 or -errno with a message in err. */
+int config_control_settle(struct config *c, char *err, size_t errlen);
+
 /* A decimal number from lo to hi. Returns 0 or -EINVAL. */
 int config_parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned *ret);
 

@@ -1,4 +1,4 @@
-/* Values of options: durations, numbers, listen addresses, the default control socket. */
+/* Values of options: durations, numbers, listen addresses. */
 #include "common/config_int.h"
 
 #include <arpa/inet.h>
@@ -91,19 +91,4 @@ int config_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *
 	*ret_len = sizeof(*a);
 	*ret_loopback = (ntohl(a->sin_addr.s_addr) >> 24) == 127;
 	return 0;
-}
-
-int config_default_control(char *out, size_t outlen)
-{
-	const char *env = getenv("CLAIMD_CONTROL");
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	int n;
-
-	if (env && *env)
-		n = snprintf(out, outlen, "%s", env);
-	else if (xdg && *xdg)
-		n = snprintf(out, outlen, "%s/claimd.sock", xdg);
-	else
-		n = snprintf(out, outlen, "/tmp/claimd-%u.sock", (unsigned)getuid());
-	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }

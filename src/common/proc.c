@@ -253,7 +253,8 @@ int proc_become_subreaper(void)
 	return prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 ? 0 : -errno;
 }
 
-int proc_drop_to(const char *name, const char *own_path, char *err, size_t errlen)
+int proc_drop_to(const char *name, const char *own_path, bool own_group, char *err,
+		 size_t errlen)
 {
 	struct passwd pw, *found = NULL;
 	char buf[4096];
@@ -269,7 +270,7 @@ int proc_drop_to(const char *name, const char *own_path, char *err, size_t errle
 		snprintf(err, errlen, "--user %s: only root can become another user", name);
 		return -EPERM;
 	}
-	if (own_path && chown(own_path, pw.pw_uid, pw.pw_gid) < 0) {
+	if (own_path && chown(own_path, pw.pw_uid, own_group ? pw.pw_gid : (gid_t)-1) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "--user %s: cannot give it %s: %s", name, own_path, strerror(-r));
 		return r;

@@ -65,11 +65,12 @@ int proc_reap_any(pid_t *ret_pid, int *ret_status);
  * processes a fork server starts are ours to wait for. Returns 0 or -errno. */
 int proc_become_subreaper(void);
 
-/* Become user name for good: own_path (if not NULL) given to it, then its groups
- * (initgroups), its gid, its uid, and a check that root cannot be taken back. Being that
- * user already is fine. Returns 0, or a negative errno with err filled (no such user, not
- * root, ...). */
-int proc_drop_to(const char *name, const char *own_path, char *err, size_t errlen);
+/* Become user name for good: own_path (if not NULL) given to it (and to its group too when
+ * own_group; else the file keeps its group), then its groups (initgroups), its gid, its
+ * uid, and a check that root cannot be taken back. Being that user already is fine.
+ * Returns 0, or a negative errno with err filled (no such user, not root, ...). */
+int proc_drop_to(const char *name, const char *own_path, bool own_group, char *err,
+		 size_t errlen);
 
 /* The process name ps and top show (at most 15 bytes are kept). */
 void proc_set_name(const char *name);

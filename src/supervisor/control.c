@@ -1,6 +1,7 @@
 #include "supervisor/control.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,10 +11,18 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/log.h"
+
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59   /* Linux 4.13 */
+#endif
+
 struct control {
 	uv_pipe_t server;
 	struct cmds *cmds;
 	char path[108];
+	char group[64];   /* "" = none */
+	gid_t gid;
 };
 
 /* A connection: reading its request line, then the request is carried out, then the reply
@@ -216,10 +225,71 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	on_request(c, (size_t)(nl - c->line));
 }
 
+/* Is the peer at fd (credentials cred) a member of the control group: its gid, or one of
+ * its supplementary groups as they were when it connected? */
+static bool peer_in_group(const struct control *ctl, int fd, const struct ucred *cred)
+{
+	gid_t small[64], *groups = small;
+	socklen_t len = sizeof(small);
+	bool in = cred->gid == ctl->gid;
+	int r;
+
+	if (in)
+		return true;
+	r = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+	if (r < 0 && errno == ERANGE && (groups = malloc(len)) != NULL)
+		r = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+	for (size_t i = 0; r == 0 && i < len / sizeof(gid_t) && !in; i++)
+		in = groups[i] == ctl->gid;
+	if (groups != small)
+		free(groups);
+	return in;
+}
+
+/* Whether the peer of c may use the socket; if not, why into why (for it and the log). */
+static bool peer_allowed(struct control_conn *c, char *why, size_t whylen)
+{
+	const struct control *ctl = c->ctl;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	uid_t self = geteuid();
+	uv_os_fd_t fd;
+
+	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		snprintf(why, whylen, "cannot tell who connected: %s", strerror(errno));
+		return false;
+	}
+	if (cred.uid == self || cred.uid == 0 || (*ctl->group && peer_in_group(ctl, fd, &cred)))
+		return true;
+	snprintf(why, whylen, "uid %u (gid %u, pid %d) is not claimd's user (uid %u), root%s%s%s",
+		 (unsigned)cred.uid, (unsigned)cred.gid, (int)cred.pid, (unsigned)self,
+		 *ctl->group ? " or a member of group " : "", ctl->group,
+		 *ctl->group ? "" : " (no --control-group)");
+	return false;
+}
+
+/* A peer that may not use the socket: told why and logged; what it sends is read and
+ * dropped until its EOF, so that it gets the answer. */
+static void refuse(struct control_conn *c, const char *why)
+{
+	char msg[400];
+
+	log_warn("control socket: refused a connection: %s; closed it", why);
+	snprintf(msg, sizeof(msg), "permission denied: %s", why);
+	c->draining = true;
+	if (uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) < 0) {
+		conn_close(c);
+		return;
+	}
+	reply_error(c, msg);
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
 	struct control *ctl = server->data;
 	struct control_conn *c;
+	char why[300];
 
 	if (status < 0)
 		return;
@@ -229,8 +299,15 @@ static void on_connection(uv_stream_t *server, int status)
 	c->ctl = ctl;
 	uv_pipe_init(server->loop, &c->pipe, 0);
 	c->pipe.data = c;
-	if (uv_accept(server, (uv_stream_t *)&c->pipe) < 0 ||
-	    uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) < 0)
+	if (uv_accept(server, (uv_stream_t *)&c->pipe) < 0) {
+		conn_close(c);
+		return;
+	}
+	if (!peer_allowed(c, why, sizeof(why))) {
+		refuse(c, why);
+		return;
+	}
+	if (uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) < 0)
 		conn_close(c);
 }
 
@@ -251,10 +328,54 @@ static bool socket_alive(const char *path)
 	return alive;
 }
 
-int control_open(uv_loop_t *loop, const char *path, struct cmds *cmds, struct control **ret,
-		 char *err, size_t errlen)
+/* The control group's gid into ctl. Start-up only: the lookup may ask NSS. */
+static int resolve_group(struct control *ctl, const char *group, char *err, size_t errlen)
+{
+	struct group gr, *found = NULL;
+	char buf[16384];
+	int r;
+
+	if (strlen(group) >= sizeof(ctl->group)) {
+		snprintf(err, errlen, "--control-group %.80s: name too long", group);
+		return -ENAMETOOLONG;
+	}
+	r = getgrnam_r(group, &gr, buf, sizeof(buf), &found);
+	if (r != 0 || !found) {
+		snprintf(err, errlen, "--control-group %s: %s", group, r ? strerror(r) :
+			 "no such group");
+		return r ? -r : -ENOENT;
+	}
+	snprintf(ctl->group, sizeof(ctl->group), "%s", group);
+	ctl->gid = gr.gr_gid;
+	return 0;
+}
+
+/* The socket file's group and mode: 0660 and the control group, or 0600. */
+static int set_access(const struct control *ctl, char *err, size_t errlen)
+{
+	int r;
+
+	if (*ctl->group && chown(ctl->path, (uid_t)-1, ctl->gid) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "--control-group %s: cannot give it the control socket %s: %s "
+			 "(claimd's user must be a member, or claimd started as root)", ctl->group,
+			 ctl->path, strerror(-r));
+		return r;
+	}
+	if (chmod(ctl->path, *ctl->group ? 0660 : 0600) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot set the mode of the control socket %s: %s", ctl->path,
+			 strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+int control_open(uv_loop_t *loop, const char *path, const char *group, struct cmds *cmds,
+		 struct control **ret, char *err, size_t errlen)
 {
 	struct control *ctl;
+	bool bound;
 	mode_t old;
 	int r;
 
@@ -267,26 +388,38 @@ int control_open(uv_loop_t *loop, const char *path, struct cmds *cmds, struct co
 			 "(use --control to pick another path)", path);
 		return -EADDRINUSE;
 	}
-	unlink(path);
 	ctl = calloc(1, sizeof(*ctl));
 	if (!ctl)
 		return -ENOMEM;
+	if (group && *group && (r = resolve_group(ctl, group, err, errlen)) < 0) {
+		free(ctl);
+		return r;
+	}
+	unlink(path);
 	snprintf(ctl->path, sizeof(ctl->path), "%s", path);
 	ctl->cmds = cmds;
 	uv_pipe_init(loop, &ctl->server, 0);
 	ctl->server.data = ctl;
-	old = umask(0077); /* the socket file is created 0600 */
+	old = umask(0077); /* the socket file is created 0600; its group and mode are set next */
 	r = uv_pipe_bind(&ctl->server, path);
 	umask(old);
-	if (r == 0)
-		r = uv_listen((uv_stream_t *)&ctl->server, 64, on_connection);
-	if (r < 0) {
+	bound = r == 0;
+	if (r < 0)
 		snprintf(err, errlen, "cannot listen on control socket %s: %s", path, uv_strerror(r));
-		ctl->server.data = ctl;
+	else
+		r = set_access(ctl, err, errlen);
+	if (r == 0) {
+		r = uv_listen((uv_stream_t *)&ctl->server, 64, on_connection);
+		if (r < 0)
+			snprintf(err, errlen, "cannot listen on control socket %s: %s", path,
+				 uv_strerror(r));
+	}
+	if (r < 0) {
+		if (bound)
+			unlink(path);
 		uv_close((uv_handle_t *)&ctl->server, on_server_closed);
 		return r;
 	}
-	chmod(path, 0600);
 	*ret = ctl;
 	return 0;
 }

@@ -441,7 +441,8 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 	r = cmds_new(&host, &s->cmds);
 	if (r < 0)
 		return r;
-	r = control_open(s->loop, cfg->control, s->cmds, &s->control, err, sizeof(err));
+	r = control_open(s->loop, cfg->control, cfg->control_group, s->cmds, &s->control, err,
+			 sizeof(err));
 	if (r < 0) {
 		log_error("%s", err);
 		return r;
@@ -451,7 +452,7 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 	/* The socket and the port are open: no more root from here (the fork server, its
 	 * workers and their handlers start as the user). */
 	if (*cfg->user) {
-		r = proc_drop_to(cfg->user, cfg->control, err, sizeof(err));
+		r = proc_drop_to(cfg->user, cfg->control, !*cfg->control_group, err, sizeof(err));
 		if (r < 0) {
 			log_error("%s", err);
 			return r;

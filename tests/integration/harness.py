@@ -6,8 +6,10 @@ A test module defines functions named it_<behaviour>(t) and ends with
         harness.main()
 
 main() starts (or reuses) one MariaDB server, runs the it_ functions in the order they are
-defined, prints `ok - name` / `not ok - name: reason`, and exits 1 if any failed, 77 if the
-MariaDB server is not installed at all (0 otherwise). Each function gets a Test `t`:
+defined, prints TAP lines (`ok - name`, `not ok - name: reason`, `ok - name # SKIP reason` for
+one that raised Skip; `1..0 # SKIP reason` when the MariaDB server is not installed at all),
+and exits 1 if any failed, 77 if any was skipped (and none failed), 0 when all passed; tools/test
+counts the lines, skipped ones apart. Each function gets a Test `t`:
 
     db = t.database()                      fresh database t_<name>_<pid> with the schema loaded
     db.sql("SELECT state, count(*) ...")   -> [('done', '200'), ...]  (str or None per column)
@@ -65,7 +67,9 @@ CLAIMCTL_BIN = _binary('CLAIMCTL_BIN', 'claimctl')
 
 
 class Skip(Exception):
-    """The MariaDB server is not installed: the whole module exits 77."""
+    """What a test needs is not there (the MariaDB server is not installed, not root, ...):
+    raised in a test, that test is reported skipped (and its module exits 77 if no test
+    failed); raised while starting the shared server, the whole module is skipped."""
 
 
 class Interrupted(BaseException):
@@ -861,4 +865,6 @@ def main(needs_server=True):
             sys.exit(1)
     if failed:
         sys.exit(1)
-    sys.exit(SKIP_EXIT if tests and skipped == len(tests) else 0)
+    if skipped:
+        print(f'# {skipped} of {len(tests)} skipped', flush=True)
+    sys.exit(SKIP_EXIT if skipped else 0)

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Work added through `claimctl add` is inserted by claimd, which wakes an idle worker for it
-at once; rows inserted with plain SQL are found by the idle poll."""
+at once; rows inserted with plain SQL are found by the idle poll. Both run with --wake poll:
+woken by the binary log (tools/db writes one), a row would start at once either way, and
+neither test could tell its own feature broken."""
 
 import hashlib
 import socket
@@ -36,8 +38,10 @@ def _latency_ms(db, item_id):
 
 def it_adds_through_claimctl_and_wakes_a_worker(t):
     db = t.database()
-    # A 10 s idle poll: only the wake-up from `add` can start a row within half a second.
-    c = t.claimd(db, '--workers', '2', '--handler', 'noop', '--poll-interval', '10s')
+    # Polling every 10 s, not following the binary log: only the wake-up from `add` can
+    # start a row within half a second.
+    c = t.claimd(db, '--workers', '2', '--handler', 'noop', '--wake', 'poll',
+                 '--poll-interval', '10s')
     c.wait_ready(workers=2)
 
     worst = 0
@@ -88,7 +92,9 @@ def it_accepts_a_payload_of_exactly_1_mib(t):
 
 def it_polls_plain_sql_inserts(t):
     db = t.database()
-    c = t.claimd(db, '--workers', '2', '--handler', 'noop', '--poll-interval', '100ms')
+    # Not following the binary log: only the poll can find the rows.
+    c = t.claimd(db, '--workers', '2', '--handler', 'noop', '--wake', 'poll',
+                 '--poll-interval', '100ms')
     c.wait_ready(workers=2)
 
     ids = []

@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """claimd rejects bad command lines with exit 2 and one clear line, starting nothing;
 claimctl says clearly when there is no daemon to talk to, takes its options anywhere, answers
-every command in JSON with --json, and exits with the codes its usage documents."""
+every command in JSON with --json, exits with the codes its usage documents, and prints no
+control character or escape sequence that a row, claimd or whatever answers on the socket
+sent (but in --json, exact)."""
 
 import json
 import os
+import socket
 import subprocess
 import tempfile
+import threading
 
 import harness
 from harness import CLAIMD_BIN, check, check_eq, pids_where, run_claimctl, wait_for
@@ -189,6 +193,81 @@ def it_claimctl_answers_every_command_in_json_with_options_anywhere(t):
                                                                      'version': have}),
              f'claimctl migrate --json ({r.stderr})')
     check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def _unsafe(data):
+    """The control characters in bytes printed for a terminal: C0 but LF and TAB, DEL, C1
+    (U+0080..U+009F), and bytes that are not UTF-8."""
+    text = data.decode('utf-8', 'replace')
+    return sorted({hex(ord(ch)) for ch in text if (ord(ch) < 0x20 and ch not in '\n\t') or
+                   0x7f <= ord(ch) <= 0x9f or ch == '\ufffd'})
+
+
+def _ctl_bytes(*args):
+    return subprocess.run([harness.CLAIMCTL_BIN, *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=10)
+
+
+PAYLOAD = 'before\x1b[2J\x07after\r\nline two\tend'     # clear screen, BEL, CR
+QUEUE = 'q\x1b]0;pwned\x07x'                              # sets the window title
+ERROR = 'err:\x1b[31mred\x1b[0m:\u009b2J:\x1b[?1049hend'    # colours, C1 CSI, alt screen
+
+
+def it_claimctl_strips_control_characters_from_what_it_prints(t):
+    db = t.database()
+    hexed = lambda s: f"CONVERT(UNHEX('{s.encode().hex()}') USING utf8mb4)"
+    db.execute(f"INSERT INTO work_items (queue, payload, state, last_error, dedupe_key) VALUES "
+               f"({hexed(QUEUE)}, UNHEX('{PAYLOAD.encode().hex()}'), 'dead', {hexed(ERROR)}, "
+               f"{hexed('d' + chr(27) + '[8m')})")
+    item = int(db.scalar('SELECT MAX(id) FROM work_items'))
+    c = t.claimd(db, '--workers', '1', '--handler', 'noop')
+    c.wait_ready()
+    seen = {}
+    for args in (['job', str(item)], ['jobs', '--state', 'dead'], ['queues']):
+        r = _ctl_bytes('--control', c.control, *args)
+        check_eq((r.returncode, r.stderr), (0, b''), f'claimctl {" ".join(args)}')
+        check_eq(_unsafe(r.stdout), [], f'control characters in claimctl {" ".join(args)}: '
+                 f'{r.stdout!r}')
+        seen[args[0]] = r.stdout.decode()
+    for want in ('beforeafter\nline two\tend', 'err:red:2J:end', 'qx'):
+        check(want in seen['job'], f'claimctl job shows {want!r}: {seen["job"]!r}')
+    check('qx' in seen['jobs'] and 'err:red:2J:end' in seen['jobs'], f'jobs: {seen["jobs"]!r}')
+    check('qx ' in seen['queues'], f'queues: {seen["queues"]!r}')
+    # --json: exact (JSON escapes them)
+    r = _ctl_bytes('--control', c.control, 'job', str(item), '--json')
+    check(b'\x1b' not in r.stdout and b'\x07' not in r.stdout, f'raw bytes in --json: {r.stdout!r}')
+    j = json.loads(r.stdout)
+    check_eq((j['payload'], j['queue'], j['last_error']), (PAYLOAD, QUEUE, ERROR), 'job --json')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def _answer_with(path, reply):
+    """Something else answering on a control socket: reads a request, sends reply."""
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+
+    def serve():
+        conn, _ = srv.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(reply)
+        srv.close()
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    return th
+
+
+def it_claimctl_strips_control_characters_from_errors(t):
+    path = os.path.join(t.tmpdir, 'fake.sock')
+    for reply, code, want in ((b'error: no\x1b[2J\x07pe\r\n', 1, b'claimctl: nope\n'),
+                              (b'\x1b]0;pwned\x07junk\x9b\n', 3, b'protocol: junk?')):
+        th = _answer_with(path, reply)
+        r = _ctl_bytes('--control', path, 'status')
+        th.join(5)
+        os.unlink(path)
+        check(r.returncode == code and want in r.stderr and _unsafe(r.stderr) == [],
+              f'claimctl given {reply!r}: exit {r.returncode}, stderr {r.stderr!r}')
 
 
 if __name__ == '__main__':

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """claimd under systemd: the notify protocol spoken to a fake $NOTIFY_SOCKET (READY=1 once
 the pool serves, STATUS=, WATCHDOG=1 at half $WATCHDOG_USEC, STOPPING=1; the variables are not
-passed on to handlers), and the shipped unit file checked by systemd-analyze verify."""
+passed on to handlers), the shipped unit file checked by systemd-analyze verify, and its
+control socket settings run as systemd would: the socket in its RuntimeDirectory, found by
+claimctl with no option, open to the members of the service's group and to nobody else."""
 
 import os
 import re
@@ -12,7 +14,10 @@ import subprocess
 import time
 
 import harness
-from harness import check, check_eq, wait_for
+import test_control
+from harness import CLAIMD_BIN, check, check_eq, wait_for
+
+UNIT = os.path.join(harness.SOURCE_ROOT, 'src', 'deploy', 'claimd.service.in')
 
 
 def _datagrams(sock, seconds):
@@ -67,8 +72,7 @@ def it_ships_a_unit_that_systemd_analyze_accepts(t):
         if os.environ.get('CLAIMD_TEST_REQUIRE_DB') == '1':
             harness.fail('systemd-analyze is not installed (Debian: systemd)')
         raise harness.Skip('systemd-analyze is not installed (Debian: systemd)')
-    src = os.path.join(harness.SOURCE_ROOT, 'src', 'deploy', 'claimd.service.in')
-    with open(src) as f:
+    with open(UNIT) as f:
         text = f.read()
     # Where this build's claimd is (systemd-analyze checks that ExecStart can run).
     unit = text.replace('@bindir@', os.path.dirname(harness.CLAIMD_BIN)).replace(
@@ -87,6 +91,64 @@ def it_ships_a_unit_that_systemd_analyze_accepts(t):
         check(want in unit, f'the unit has {want}')
     stop = int(re.search(r'^TimeoutStopSec=(\d+)', unit, re.M).group(1))
     check(stop > 30 + 2, f'TimeoutStopSec={stop} is above the default grace and kill grace')
+
+
+def _unit_settings():
+    """The unit's [Service] keys (the last of each) and its Environment= variables."""
+    keys, env = {}, {}
+    with open(UNIT) as f:
+        for line in f:
+            m = re.match(r'^(\w+)=(.*)$', line.strip())
+            if not m:
+                continue
+            keys[m.group(1)] = m.group(2)
+            if m.group(1) == 'Environment':
+                name, _, value = m.group(2).partition('=')
+                env[name] = value
+    return keys, env
+
+
+def it_ships_a_unit_whose_group_may_use_claimctl(t):
+    test_control.need_root()
+    keys, env = _unit_settings()
+    check_eq((keys.get('User'), keys.get('Group'), keys.get('RuntimeDirectory'),
+              keys.get('RuntimeDirectoryMode'), env.get('CLAIMD_CONTROL_GROUP')),
+             ('claimd', 'claimd', 'claimd', '0750', 'claimd'),
+             'User, Group, RuntimeDirectory, its mode, CLAIMD_CONTROL_GROUP')
+    check('CLAIMD_CONTROL' not in env, 'the unit leaves the socket to its default')
+    # The service's user and group as `useradd --system claimd` makes them, under a name of
+    # the test's; an operator in its group; someone else.
+    users = test_control.Users(t)
+    service = users.user('s')
+    operator = users.user('o', [service.pw_name])
+    other = users.user('x')
+    ctl = test_control.claimctl_for_all(t)
+    ns = test_control.MountNamespace(t)
+    run_dir = os.path.join(ns.run, keys['RuntimeDirectory'])    # as systemd makes it
+    os.mkdir(run_dir)
+    os.chown(run_dir, service.pw_uid, service.pw_gid)
+    os.chmod(run_dir, int(keys['RuntimeDirectoryMode'], 8))
+    unit_env = {k: v.replace('claimd', service.pw_name) if k == 'CLAIMD_CONTROL_GROUP' else v
+                for k, v in env.items()}
+    db = t.database()
+    # Started as root and dropping to the user (--user), so that it reaches the test
+    # database's socket wherever the checkout is; the socket is then as under User=.
+    c = test_control.Started(t, ns.argv(CLAIMD_BIN, '--dsn', db.dsn, '--handler', 'noop',
+                                        '--workers', '1', '--user', service.pw_name),
+                             test_control.clean_env(**unit_env), 'unit')
+    ask = lambda pw: subprocess.run(ns.argv(*test_control.user_argv(pw, [ctl, 'status'])),
+                                    capture_output=True, text=True, timeout=10,
+                                    env=test_control.clean_env())
+    wait_for(lambda: ask(operator), 15, 'an operator in the service\'s group: claimctl status',
+             until=lambda r: r.returncode == 0)
+    sock = os.path.join(run_dir, 'claimd.sock')
+    st = os.stat(sock)
+    check_eq((st.st_uid, st.st_gid, st.st_mode & 0o777),
+             (service.pw_uid, service.pw_gid, 0o660), '/run/claimd/claimd.sock')
+    r = ask(other)
+    check(r.returncode == 3 and 'Permission denied' in r.stderr,
+          f'someone else: {r.returncode} {r.stderr!r}')
+    check_eq(c.stop(), 0, 'claimd exit code')
 
 
 if __name__ == '__main__':
