@@ -102,6 +102,20 @@ class Claimd:
             time.sleep(0.05)
         raise BenchError('claimd did not say where it listens, see %s' % self.logpath)
 
+    def http_token(self):
+        """The token claimd made for its HTTP face (beside its control socket), once it has."""
+        path = os.path.splitext(self.control)[0] + '.http-token'
+        for _ in range(100):
+            try:
+                with open(path) as f:
+                    token = f.read().strip()
+                if token:
+                    return token
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise BenchError('claimd wrote no HTTP token in %s' % path)
+
     def stop(self, timeout=60):
         if self.p.poll() is None:
             self.p.send_signal(signal.SIGTERM)

@@ -18,14 +18,16 @@ DASHBOARD_PATHS = ('/v1/stats?seconds=300', '/v1/status', '/v1/queues', '/v1/sup
                    '/v1/jobs?state=dead&limit=50', '/healthz', '/metrics')
 
 
-def dashboard_poller(b, url, stop, lat):
+def dashboard_poller(b, url, stop, lat, token):
     """What an open dashboard and a Prometheus scrape ask, once a second, until stop."""
     while not stop.is_set():
         t0 = time.monotonic()
         for path in DASHBOARD_PATHS:
             t = time.monotonic()
+            req = urllib.request.Request(url + path,
+                                         headers={'Authorization': 'Bearer ' + token})
             try:
-                with urllib.request.urlopen(url + path, timeout=10) as r:
+                with urllib.request.urlopen(req, timeout=10) as r:
                     r.read()
             except urllib.error.HTTPError as e:   # /healthz may say 503 mid-run
                 e.read()
@@ -59,7 +61,8 @@ def run(b):
                 url = c.http_url()
                 t = None
                 if mode == 'on':
-                    t = threading.Thread(target=dashboard_poller, args=(b, url, stop, lat))
+                    t = threading.Thread(target=dashboard_poller,
+                                         args=(b, url, stop, lat, c.http_token()))
                     t.start()
                 time.sleep(5)
                 b.db.sql.query("UPDATE queues SET paused = 0 WHERE name = 'default'")
@@ -101,7 +104,8 @@ def run(b):
         pid = b.db.server_pid()
         for mode in ('idle', 'polled'):
             stop, lat = threading.Event(), []
-            t = threading.Thread(target=dashboard_poller, args=(b, url, stop, lat))
+            t = threading.Thread(target=dashboard_poller, args=(b, url, stop, lat,
+                                                                c.http_token()))
             cpu0, w0 = proc_cpu(pid), time.monotonic()
             if mode == 'polled':
                 t.start()
