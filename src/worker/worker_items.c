@@ -216,8 +216,11 @@ void worker_on_done(void *data, struct handler_job *job, const struct handler_re
 	char q[1300];
 
 	w->last_end_ns = now;
+	/* What an item costs this worker: its run, and for a rate-limited queue's also its wait
+	 * for a start slot since the claim (so the worker holds no more of them than it can
+	 * start soon: a worker that dies holds them until their lease ends). */
 	if (started && res->status != HANDLER_RELEASED)
-		prefetch_ran(&w->pf, now - started);
+		prefetch_ran(&w->pf, now - (x->row.min_interval_ms ? x->claimed_ns : started));
 	if (started && fired >= started && res->status != HANDLER_OK) {
 		log_warn("item id=%llu: its lease ended without a renewal (the database did not "
 			 "answer): its handler was killed, so that no other worker runs it at the "

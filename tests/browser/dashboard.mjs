@@ -63,6 +63,13 @@ try {
       args.workers, { timeout: 10000 });
     return (await rows.allTextContents()).length;
   });
+  await step('shows the item a worker runs', async () => {
+    // columns: slot, pid, state, running, oldest item, for, ...
+    await page.waitForFunction((id) => [...document.querySelectorAll('.sv table.workers tbody tr')]
+      .some((tr) => tr.cells[3]?.textContent === '1' && tr.cells[4]?.textContent === String(id)),
+    args.running, { timeout: 10000 });
+    return args.running;
+  });
   await step('draws the chart', async () => {
     const n = await page.locator('#chart polyline').count();
     if (n !== 2) throw new Error(`${n} lines in the chart`);

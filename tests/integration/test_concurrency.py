@@ -5,9 +5,11 @@ the items each worker runs; a plugin that is not thread-safe runs one at a time;
 every item running, a plugin stuck past its deadline fails that item alone and its worker's
 other items go back; a cooperative plugin told to stop at its deadline keeps its worker."""
 
+import json
 import re
 import signal
 import time
+import urllib.request
 
 import harness
 from harness import check, check_eq, wait_for, worker_in_slot
@@ -23,12 +25,23 @@ def _most_at_once(intervals):
     return most
 
 
+def _http_get(c, path):
+    url = wait_for(lambda: re.search(r'http: listening on (http://[0-9.:]+)/', c.log()), 10,
+                   'the http listening line').group(1)
+    req = urllib.request.Request(url + path, headers={'Authorization':
+                                                      f'Bearer {c.http_token()}'})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.read().decode()
+
+
 def it_so_runs_up_to_concurrency_items_at_once_in_one_worker(t):
     db = t.database()
     ids = db.insert_items(40, payload="'sleep:300'")
     h, spec = t.plugin('ok')
-    c = t.claimd(db, '--workers', '1', '--concurrency', '8', '--handler', spec)
-    # The supervisor sees the 8 items the worker runs (the scoreboard), while they run.
+    c = t.claimd(db, '--workers', '1', '--concurrency', '8', '--handler', spec,
+                 '--http', '127.0.0.1:0')
+    # The supervisor sees the 8 items the worker runs (the scoreboard), while they run:
+    # claimctl status, /v1/status and /metrics.
     st = c.wait_status(lambda s: worker_in_slot(s, 0)['inflight'] == 8, 15,
                        'the worker running 8 items at once')
     w = worker_in_slot(st, 0)
@@ -36,6 +49,12 @@ def it_so_runs_up_to_concurrency_items_at_once_in_one_worker(t):
     text = c.ctl('status').stdout
     check(re.search(r'RUNNING', text) and re.search(r'^0\s+\d+\s+busy\s+8\s', text, re.M),
           f'claimctl status shows 8 running in slot 0: {text!r}')
+    wait_for(lambda: worker_in_slot(json.loads(_http_get(c, '/v1/status')), 0)['inflight'], 5,
+             'items in flight in /v1/status', until=lambda n: n == 8)
+    wait_for(lambda: [ln for ln in _http_get(c, '/metrics').splitlines()
+                      if ln.startswith('claimd_worker_items_running')], 5,
+             'claimd_worker_items_running in /metrics',
+             until=lambda lines: lines == ['claimd_worker_items_running{slot="0"} 8'])
     t0 = time.monotonic()
     wait_for(db.states, 30, 'all 40 rows done', until=lambda s: s['done'] == 40)
     took = time.monotonic() - t0

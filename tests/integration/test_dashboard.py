@@ -43,9 +43,10 @@ def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
     db = t.database()
     dead = db.insert_item('poison', queue="'mail'", state="'dead'", attempts=5,
                           last_error="'exit status 3: it broke'")
+    running = db.insert_item('sleep')   # pipe_echo sleeps on it: a worker shows it running
     c = t.claimd(db, '--workers', '2', '--handler',
                  f'pipe:{harness.PIPE_ECHO} {os.path.join(t.tmpdir, "pipe.log")}',
-                 '--http', '127.0.0.1:0')
+                 '--http', '127.0.0.1:0', '--grace', '1s')
     url = 'http://' + wait_for(lambda: re.search(r'http: listening on http://([0-9.:]+)/',
                                                  c.log()), 10, 'the http line').group(1)
     token = c.http_token()
@@ -58,7 +59,8 @@ def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
     wait_for(lambda: db.row(job, 'state')[0], 15, 'the job done', until=lambda s: s == 'done')
     shot = os.environ.get('CLAIMD_SCREENSHOT') or os.path.join(t.tmpdir, 'dashboard.png')
     spec = {'url': url, 'token': token, 'workers': 2, 'dead': dead, 'queue': 'mail',
-            'job': job, 'result': '"type": "text/plain"', 'screenshot': shot}
+            'job': job, 'result': '"type": "text/plain"', 'screenshot': shot,
+            'running': running}
     r = subprocess.run([node, os.path.join(BROWSER_DIR, 'dashboard.mjs'), json.dumps(spec)],
                        cwd=BROWSER_DIR, capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, CHROMIUM=chromium))
@@ -66,6 +68,7 @@ def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
     check_eq(r.returncode, 0, f'the browser steps ({r.stderr.strip()})')
     seen = json.loads(r.stdout.strip().splitlines()[-1])
     check(seen['shows the workers'] >= 2, f'worker rows: {seen}')
+    check_eq(seen['shows the item a worker runs'], running, 'the running item shown')
     check_eq(seen['shows a job'], 'done', "the job page's state")
     check_eq(db.row(dead, 'state, attempts')[:2], ('ready', '0'), 'the retried row in the database')
     check_eq(db.scalar("SELECT paused FROM queues WHERE name = 'mail'"), '1',
