@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import subprocess
 
 from .common import ROOT, BenchError, log
 from .bench import Bench
@@ -55,6 +56,9 @@ def parse_args(argv):
     p.add_argument('--workers', default='1,2,4,8', help='worker counts for throughput (1,2,4,8)')
     p.add_argument('--build-dir', default=os.environ.get('CLAIMD_BUILD_DIR', 'build'),
                    help='meson build dir, relative to the source root ($CLAIMD_BUILD_DIR or build)')
+    p.add_argument('--no-install', action='store_true',
+                   help="do not install what is missing from Debian's packages "
+                        '(tools/setup-debian --bench)')
     p.add_argument('--no-build', action='store_true',
                    help='use the binaries already in the build dir (and bench-out/baseline) as '
                    'they are')
@@ -130,8 +134,20 @@ def run(b):
     return failed
 
 
+def install():
+    """What the bench runs beside claimd, from Debian's packages when they are missing
+    (tools/setup-debian --bench: as root, or through sudo). A failure is not fatal: a peer that
+    cannot be had is skipped with the reason, its targets MISS."""
+    r = subprocess.run([os.path.join(ROOT, 'tools', 'setup-debian'), '--bench'],
+                       capture_output=True, text=True)
+    for line in (r.stdout + r.stderr).strip().splitlines():
+        log(line)
+
+
 def main(argv):
     a = parse_args(argv)
+    if not a.no_install:
+        install()
     b = Bench(a)
     try:
         failed = run(b)
