@@ -100,8 +100,12 @@ def request(req):
         sys.stderr.flush()
         os._exit(3)
     elif what == 'extra':
-        ok(item_id)
-        write_line(json.dumps({'id': item_id, 'ok': True}))
+        # Both lines in one write: claimd reads them together, so the second is one with
+        # nothing outstanding however fast the next item comes.
+        items.pop(item_id, None)
+        line = json.dumps({'id': item_id, 'ok': True, 'result': {'id': item_id}})
+        write_line(line + '\n' + line)
+        log('reply', item_id)
 
 
 def cancel(req):
