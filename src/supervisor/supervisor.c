@@ -516,9 +516,13 @@ int supervisor_main(struct config *cfg, int argc, char **argv)
 		uv_loop_close(&loop);
 		return 1;
 	}
-	log_info("starting %u workers on queue%s '%s', handler %s, control socket %s",
-		 cfg->workers, cfg->nqueues > 1 ? "s" : "", cfg->queue_list, cfg->handler,
-		 cfg->control);
+	/* The handler's kind and program, not its arguments: they may hold a secret. */
+	size_t prog = strcspn(cfg->handler, ":");
+	if (cfg->handler[prog])
+		prog += 1 + strcspn(cfg->handler + prog + 1, " \t");
+	log_info("starting %u workers on queue%s '%s', handler %.*s%s, control socket %s",
+		 cfg->workers, cfg->nqueues > 1 ? "s" : "", cfg->queue_list, (int)prog,
+		 cfg->handler, cfg->handler[prog] ? " (its arguments not logged)" : "", cfg->control);
 	pool_start(s.pool);
 	idle_start(s.idle);
 	uv_timer_start(&s.poll_timer, on_poll, cfg->poll_ms, cfg->poll_ms);
