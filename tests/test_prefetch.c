@@ -49,6 +49,10 @@ int main(void)
 	/* Claims that take 5 ms: 50 at once hold three claims' worth, 15, not the budget's 10. */
 	prefetch_claimed(&p, 5000000);
 	CHECK(prefetch_extra(&p, 0, 50) == 15, "three claim cycles' worth: %u", p.last);
+	/* Quick items, then ones that outlast the estimate: nothing is held beyond them. */
+	p = (struct prefetch){ .avg_ns = 2000, .last = 256 };
+	prefetch_overran(&p, 25000000);
+	CHECK(prefetch_peek(&p, 0, 1) == 0, "after an overrun of 25 ms: none waits");
 	p = (struct prefetch){ .avg_ns = 1000 };
 	CHECK(prefetch_overrun_ns(&p) == 2ull * PREFETCH_BUDGET_NS,
 	      "quick items: waiting rows go back after twice the budget");

@@ -38,6 +38,13 @@ void prefetch_ran(struct prefetch *p, uint64_t ns)
 	p->avg_ns = p->avg_ns ? (3 * p->avg_ns + ns) / 4 : ns;
 }
 
+void prefetch_overran(struct prefetch *p, uint64_t ns)
+{
+	if (ns > p->avg_ns)
+		p->avg_ns = ns;
+	p->last = 0;
+}
+
 void prefetch_claimed(struct prefetch *p, uint64_t ns)
 {
 	p->cycle_ns = p->cycle_ns ? (3 * p->cycle_ns + ns) / 4 : ns;

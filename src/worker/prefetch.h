@@ -36,6 +36,10 @@ unsigned prefetch_peek(const struct prefetch *p, unsigned fixed, unsigned conc);
 /* An item ran for ns. */
 void prefetch_ran(struct prefetch *p, uint64_t ns);
 
+/* The items running have run ns already, with no end: the average is at least that (rows
+ * waiting went back; no more are held until the estimate says so). */
+void prefetch_overran(struct prefetch *p, uint64_t ns);
+
 /* A claim took ns from the worker asking for it (WANT) to its rows in hand. */
 void prefetch_claimed(struct prefetch *p, uint64_t ns);
 

@@ -59,6 +59,7 @@ struct worker {
 	struct prefetch pf;       /* how many to hold (--batch auto) */
 	unsigned conc;            /* items run at once (handler_concurrency) */
 	uint64_t last_end_ns;     /* when an item last ended, or rows were last claimed */
+	uint64_t last_done_ns;    /* when an item last ended */
 	struct outcomes out;
 
 	struct backoff db_backoff;

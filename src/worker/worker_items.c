@@ -109,11 +109,18 @@ unsigned worker_room(struct worker *w, bool commit)
 {
 	unsigned extra, target, low, room;
 	size_t held = items_held(&w->items);
+	uint64_t now = uv_hrtime(), quiet = now - w->last_done_ns;
+	struct prefetch pf = w->pf;
 
-	if (w->stopping || (held > 0 && batch_lease_lapsed(&w->b, uv_hrtime())))
+	if (w->stopping || (held > 0 && batch_lease_lapsed(&w->b, now)))
 		return 0;
-	extra = commit ? prefetch_extra(&w->pf, w->cfg->batch, w->conc) :
-			 prefetch_peek(&w->pf, w->cfg->batch, w->conc);
+	/* Every item at once running, none ended for longer than the average says: they take
+	 * at least that long, and the estimate is read as if one had. */
+	if (handler_running(w->handler) >= w->conc && quiet > pf.avg_ns)
+		pf.avg_ns = quiet;
+	extra = commit ? prefetch_extra(&pf, w->cfg->batch, w->conc) :
+			 prefetch_peek(&pf, w->cfg->batch, w->conc);
+	w->pf.last = pf.last;
 	target = w->conc + extra;
 	room = target > held ? target - (unsigned)held : 0;
 	if (room > PROTO_MAX_ITEMS)
@@ -215,7 +222,7 @@ void worker_on_done(void *data, struct handler_job *job, const struct handler_re
 	uint64_t started = job->kstarted_ns, now = uv_hrtime(), fired = fence_fired_ns();
 	char q[1300];
 
-	w->last_end_ns = now;
+	w->last_end_ns = w->last_done_ns = now;
 	/* What an item costs this worker: its run, and for a rate-limited queue's also its wait
 	 * for a start slot since the claim (so the worker holds no more of them than it can
 	 * start soon: a worker that dies holds them until their lease ends). */
@@ -270,8 +277,10 @@ static void on_watch(uv_timer_t *t)
 	}
 	/* Take them back (newest first) and keep, in order, those that may still run. */
 	n = handler_withdraw(w->handler, jobs, ITEMS_MAX);
-	if (overrun)
+	if (overrun) {
 		log_debug("the items running outlast their estimate: %zu waiting rows go back", n);
+		prefetch_overran(&w->pf, now - w->last_end_ns);
+	}
 	for (size_t i = n; i-- > 0;) {
 		struct item *x = items_of_job(jobs[i]);
 		if (!overrun && r >= 0)
