@@ -1,6 +1,5 @@
 /* utctime — see utctime.h. Dates are counted as days from 1970-01-01 in the proleptic
- * Gregorian calendar (Howard Hinnant's days_from_civil and its inverse), so that no libc time
- * function, and no TZ, takes part. */
+ * Gregorian calendar (common/civil.h), so that no libc time function, and no TZ, takes part. */
 #include "common/utctime.h"
 
 #include <errno.h>
@@ -8,8 +7,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "common/civil.h"
+
 #define US_PER_S 1000000LL
-#define S_PER_DAY 86400LL
+#define S_PER_DAY CIVIL_S_PER_DAY
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -24,43 +25,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 		va_end(ap);
 	}
 	return -EINVAL;
-}
-
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-	int64_t era;
-	unsigned yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = (unsigned)(y - era * 400);
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + (int64_t)doe - 719468;
-}
-
-static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-	int64_t era;
-	unsigned doe, yoe, doy, mp;
-
-	z += 719468;
-	era = (z >= 0 ? z : z - 146096) / 146097;
-	doe = (unsigned)(z - era * 146097);
-	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	*d = doy - (153 * mp + 2) / 5 + 1;
-	*m = mp < 10 ? mp + 3 : mp - 9;
-	*y = (int64_t)yoe + era * 400 + (*m <= 2);
-}
-
-static unsigned days_in_month(int64_t y, unsigned m)
-{
-	static const unsigned n[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-
-	return m == 2 && leap ? 29 : n[m - 1];
 }
 
 /* n decimal digits at *p into *ret; moves *p past them. */
@@ -121,11 +85,11 @@ int utctime_parse(const char *s, int64_t *ret_us, char *err, size_t errlen)
 	}
 	if (*p)
 		goto form;
-	if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo))
+	if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > civil_days_in_month(y, mo))
 		return fail(err, errlen, "'%.40s' is not a date of the calendar", s);
 	if (h > 23 || mi > 59 || sec > 59)
 		return fail(err, errlen, "'%.40s' is not a time of day (00:00:00 to 23:59:59)", s);
-	us = ((days_from_civil(y, mo, d) * S_PER_DAY + h * 3600 + mi * 60 + sec) - off_s) *
+	us = ((civil_days(y, mo, d) * S_PER_DAY + h * 3600 + mi * 60 + sec) - off_s) *
 	     US_PER_S + frac;
 	*ret_us = us;
 	return 0;
