@@ -50,6 +50,16 @@ const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 			   AT(before) },
 	[CTL_F_ALL] = { "all", "--all", NULL, T_FLAG, CLI_NUMBER, 0, 1, AT(all) },
 	[CTL_F_COUNT] = { "count", NULL, "N", T_UINT, CLI_NUMBER, 1, 1024, AT(count) },
+	[CTL_F_NAME] = { "name", NULL, "NAME", T_TEXT, CLI_NUMBER, 1, CTL_SCHEDULE_NAME_MAX,
+			 AT(name) },
+	[CTL_F_CRON] = { "cron", "--cron", "'MIN HOUR DAY MONTH WEEKDAY'", T_TEXT, CLI_NUMBER, 1,
+			 CTL_CRON_MAX, AT(cron) },
+	[CTL_F_ZONE] = { "tz", "--tz", "ZONE", T_TEXT, CLI_NUMBER, 1, CTL_ZONE_MAX, AT(zone) },
+	[CTL_F_CATCH_UP] = { "catch_up", "--catch-up", "one|all|none", T_TEXT, CLI_NUMBER, 1, 4,
+			     AT(catch_up) },
+	[CTL_F_PAUSED] = { "paused", "--paused", NULL, T_FLAG, CLI_NUMBER, 0, 1, AT(paused) },
+	[CTL_F_SCHEDULE] = { "schedule", "--schedule", "NAME", T_TEXT, CLI_NUMBER, 1,
+			     CTL_SCHEDULE_NAME_MAX, AT(schedule) },
 };
 
 int ctl_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -94,6 +104,28 @@ static int check_jobs(const struct ctl_request *r, char *err, size_t errlen)
 			r->state);
 }
 
+static int check_schedule(const struct ctl_request *r, char *err, size_t errlen)
+{
+	static const char *const catch_ups[] = { "one", "all", "none" };
+
+	if (!ctl_has(r, CTL_F_CATCH_UP))
+		return 0;
+	for (size_t i = 0; i < sizeof(catch_ups) / sizeof(catch_ups[0]); i++)
+		if (!strcmp(r->catch_up, catch_ups[i]))
+			return 0;
+	return ctl_fail(err, errlen, "schedule: catch_up '%s' is not one, all or none",
+			r->catch_up);
+}
+
+/* pause and resume: a queue or a schedule. */
+static int check_pause(const struct ctl_request *r, char *err, size_t errlen)
+{
+	if (ctl_has(r, CTL_F_QUEUE) == ctl_has(r, CTL_F_SCHEDULE))
+		return ctl_fail(err, errlen, "%s takes a queue NAME, or --schedule NAME",
+				ctl_verbs[r->verb].name);
+	return 0;
+}
+
 static int check_retry(const struct ctl_request *r, char *err, size_t errlen)
 {
 	bool by_id = ctl_has(r, CTL_F_ID);
@@ -127,13 +159,17 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 			{ CTL_F_ID }, 1, NULL, "retry ID | retry --queue NAME --dead",
 			"put a dead row (or every dead row of a queue) back to ready with its\n"
 			"attempts reset; prints how many rows", check_retry },
-	[CTL_PAUSE] = { "pause", BIT(CTL_F_QUEUE) | BIT(CTL_F_JSON), BIT(CTL_F_QUEUE),
+	[CTL_PAUSE] = { "pause", BIT(CTL_F_QUEUE) | BIT(CTL_F_SCHEDULE) | BIT(CTL_F_JSON), 0,
 			{ CTL_F_QUEUE }, 1, NULL,
-			"pause NAME", "stop new starts of the queue's items on every claimd sharing\n"
-			"the database (running items finish)", NULL },
-	[CTL_RESUME] = { "resume", BIT(CTL_F_QUEUE) | BIT(CTL_F_JSON), BIT(CTL_F_QUEUE),
+			"pause NAME | pause --schedule NAME",
+			"stop new starts of the queue's items on every claimd sharing\n"
+			"the database (running items finish); --schedule: stop the schedule adding rows",
+			check_pause },
+	[CTL_RESUME] = { "resume", BIT(CTL_F_QUEUE) | BIT(CTL_F_SCHEDULE) | BIT(CTL_F_JSON), 0,
 			 { CTL_F_QUEUE }, 1, NULL,
-			 "resume NAME", "start them again", NULL },
+			 "resume NAME | resume --schedule NAME",
+			 "start them again (a schedule goes on from its next tick; the ticks of\n"
+			 "the pause are not caught up)", check_pause },
 	[CTL_LIMIT] = { "limit", BIT(CTL_F_QUEUE) | BIT(CTL_F_INTERVAL) | BIT(CTL_F_JSON),
 			BIT(CTL_F_QUEUE) | BIT(CTL_F_INTERVAL), { CTL_F_QUEUE }, 1, NULL,
 			"limit NAME --interval DUR",
@@ -163,6 +199,28 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 			  { CTL_F_COUNT }, 1,
 			  NULL, "workers N", "grow or shrink the pool to N workers (those that go\n"
 			  "retire after their item), as SIGTTIN and SIGTTOU do one at a time", NULL },
+	[CTL_SCHEDULE] = { "schedule",
+			   BIT(CTL_F_NAME) | BIT(CTL_F_CRON) | BIT(CTL_F_ZONE) | BIT(CTL_F_QUEUE) |
+			   BIT(CTL_F_PAYLOAD) | BIT(CTL_F_MAX_ATTEMPTS) | BIT(CTL_F_TIMEOUT) |
+			   BIT(CTL_F_PRIORITY) | BIT(CTL_F_GROUP) | BIT(CTL_F_CONTENT_TYPE) |
+			   BIT(CTL_F_CATCH_UP) | BIT(CTL_F_PAUSED) | BIT(CTL_F_JSON),
+			   BIT(CTL_F_NAME) | BIT(CTL_F_CRON), { CTL_F_NAME, CTL_F_PAYLOAD }, 2, NULL,
+			   "schedule NAME --cron 'MIN HOUR DAY MONTH WEEKDAY' [--tz ZONE]\n"
+			   "[--queue NAME] [--max-attempts N] [--timeout DUR] [--priority N]\n"
+			   "[--group KEY] [--content-type TYPE] [--catch-up one|all|none] [--paused]\n"
+			   "[PAYLOAD]",
+			   "add or replace a schedule: a row with PAYLOAD (else stdin; none with\n"
+			   "</dev/null) in the queue at each time the cron expression names in ZONE\n"
+			   "(an IANA name; UTC by default), once across every claimd; --catch-up: what\n"
+			   "ticks missed while no claimd ran get (one row, a row each, none)",
+			   check_schedule },
+	[CTL_SCHEDULES] = { "schedules", BIT(CTL_F_NAME) | BIT(CTL_F_JSON), 0, { CTL_F_NAME }, 1,
+			    NULL, "schedules [NAME]",
+			    "every schedule (or the one named): its expression, zone, next and\n"
+			    "last tick, and why it cannot run if it cannot", NULL },
+	[CTL_UNSCHEDULE] = { "unschedule", BIT(CTL_F_NAME) | BIT(CTL_F_JSON), BIT(CTL_F_NAME),
+			     { CTL_F_NAME }, 1, NULL, "unschedule NAME",
+			     "delete a schedule (the rows it added stay)", NULL },
 };
 
 const char *ctl_verb_name(enum ctl_verb v)

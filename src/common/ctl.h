@@ -11,7 +11,8 @@
  *
  *     request  = verb *( SP field ) [ CR ] LF      ; at most CTL_LINE_MAX bytes with the LF
  *     verb     = "status" / "add" / "retry" / "pause" / "resume" / "limit" / "job" /
- *                "cancel" / "queues" / "supervisors" / "jobs" / "reload" / "workers"
+ *                "cancel" / "queues" / "supervisors" / "jobs" / "reload" / "workers" /
+ *                "schedule" / "schedules" / "unschedule"
  *     field    = name "=" value                    ; each name at most once
  *     name     = 1*( %x61-7A / "_" )               ; lower-case letters and '_'
  *     value    = *( unreserved / pct-encoded )     ; RFC 3986 percent-encoding of any bytes
@@ -36,8 +37,9 @@
  *              timeout_ms:uint(1..)  dedupe:text(255)  priority:int(-10..10)
  *              group:text(255)  content_type:text(255) (the payload's type)
  *     retry    id:uint(1..)  or  queue:text(64) + dead:flag   dead rows back to ready
- *     pause    queue*:text(64)                     pause a queue for every supervisor
- *     resume   queue*:text(64)                     resume it
+ *     pause    queue:text(64) or schedule:text(128)   pause a queue (or a schedule) for
+ *                                                  every supervisor
+ *     resume   queue:text(64) or schedule:text(128)   resume it
  *     limit    queue*:text(64) interval_ms*:uint(0..86400000)   the queue's shared rate limit
  *     job      id*:uint(1..)  json:flag             one row
  *     cancel   id*:uint(1..)                       delete a ready or dead row
@@ -49,6 +51,12 @@
  *                                                  below before), at most limit (50)
  *     reload                                       read the settings again (as SIGHUP)
  *     workers  count*:uint(1..1024)                grow or shrink the pool to count
+ *     schedule name*:text(128) cron*:text(255) zone:text(64) (an IANA time zone, UTC when
+ *              not given) queue:text(64) payload:bytes max_attempts, timeout_ms, priority,
+ *              group, content_type (as add's) catch_up:text(4) (one, all or none)
+ *              paused:flag                         add or replace a schedule
+ *     schedules name:text(128)  json:flag         every schedule (or the one named)
+ *     unschedule name*:text(128)                  delete a schedule (its rows stay)
  *
  * Reply grammar:
  *
@@ -65,7 +73,10 @@
  * a JSON array); supervisors, a table (or a JSON array); jobs, a table (or a JSON array of
  * rows as job has them, with the payload and last_error cut short and no result); reload,
  * what it did ("reloaded: ..."), or an error with why the new settings were refused;
- * workers, "workers N". A request that does not follow the grammar gets an error
+ * workers, "workers N"; schedule, "schedule NAME added|replaced, next ..." (with json=1
+ * the schedule as schedules has it); schedules, a table (or a JSON array; with a name, that
+ * schedule's object, or an error when there is none); unschedule, "1" or "0" schedules
+ * deleted. A request that does not follow the grammar gets an error
  * reply naming what is wrong; nothing is done for it. */
 #ifndef CLAIMD_CTL_H
 #define CLAIMD_CTL_H
@@ -84,6 +95,9 @@
 #define CTL_PRIORITY_MAX 10
 #define CTL_TYPE_MAX 255                             /* a content type */
 #define CTL_LIST_MAX 200                             /* rows a jobs request may ask for */
+#define CTL_SCHEDULE_NAME_MAX 128
+#define CTL_CRON_MAX 255
+#define CTL_ZONE_MAX 64
 
 enum ctl_verb {
 	CTL_STATUS,
@@ -99,6 +113,9 @@ enum ctl_verb {
 	CTL_JOBS,
 	CTL_RELOAD,
 	CTL_WORKERS,
+	CTL_SCHEDULE,
+	CTL_SCHEDULES,
+	CTL_UNSCHEDULE,
 	CTL_VERB_COUNT,
 };
 
@@ -123,8 +140,15 @@ enum ctl_field {
 	CTL_F_BEFORE,
 	CTL_F_ALL,
 	CTL_F_COUNT,
+	CTL_F_NAME,
+	CTL_F_CRON,
+	CTL_F_ZONE,
+	CTL_F_CATCH_UP,
+	CTL_F_PAUSED,
+	CTL_F_SCHEDULE,
 	CTL_FIELD_COUNT,
 };
+_Static_assert(CTL_FIELD_COUNT <= 32, "a field is a bit of ctl_request.have");
 
 /* One request. Strings point into the decoded line or the argv they came from (they are
  * NUL-terminated); payload is bytes. A field is given when its bit (1u << CTL_F_x) is set in
@@ -138,10 +162,11 @@ struct ctl_request {
 	const char *run_at;
 	uint32_t delay_ms, period_ms, timeout_ms, interval_ms, max_attempts;
 	const char *dedupe, *group, *content_type, *state;
+	const char *name, *cron, *zone, *catch_up, *schedule;
 	int32_t priority;
 	uint32_t limit, count;
 	uint64_t id, before;
-	bool dead, json, all;
+	bool dead, json, all, paused;
 };
 
 static inline bool ctl_has(const struct ctl_request *r, enum ctl_field f)

@@ -158,7 +158,7 @@ bool ctl_wants_stdin(const struct ctl_request *req)
 
 const char *ctl_usage(void)
 {
-	static char text[6144];
+	static char text[8192];
 	size_t n = 0;
 
 	if (text[0])

@@ -494,4 +494,98 @@ int store_prune(struct store *s, unsigned keep_done_s, uint64_t from, unsigned s
 int store_prune_groups(struct store *s, unsigned keep_s, unsigned limit, char *err,
 		       size_t errlen);
 
+/* ---- schedules (store_schedules.c; sql/migrations/004_schedules.sql) ---- */
+
+#define STORE_SCHEDULE_NAME_MAX 128
+#define STORE_CRON_MAX 255
+#define STORE_ZONE_MAX 64
+#define STORE_SCHEDULE_MISSED_S 60     /* catch_up 'none': a tick later than this is missed */
+#define STORE_SCHEDULE_ALL_MAX 1000    /* catch_up 'all': rows one transaction adds */
+
+/* What a schedule does with ticks missed while no supervisor ran. */
+enum store_catch_up {
+	STORE_CATCH_UP_ONE,     /* one row for all of them */
+	STORE_CATCH_UP_ALL,     /* a row each */
+	STORE_CATCH_UP_NONE,    /* none */
+	STORE_CATCH_UP_COUNT,
+};
+/* The names, as the column's ENUM has them: "one", "all", "none". */
+extern const char *const store_catch_up_names[STORE_CATCH_UP_COUNT];
+
+/* A schedule as store_schedule_put writes it. NULL strings and zero numbers take the
+ * column's default (time_zone UTC, queue default, max_attempts 5, no timeout). */
+struct store_schedule_def {
+	const char *name;            /* 1..STORE_SCHEDULE_NAME_MAX bytes */
+	const char *cron;            /* checked by the caller (common/cron.h) */
+	const char *time_zone;       /* checked by the caller (common/tzfile.h) */
+	const char *queue;
+	const unsigned char *payload;
+	size_t len;
+	const char *content_type, *group_key;
+	int priority;
+	unsigned max_attempts, timeout_s;
+	enum store_catch_up catch_up;
+	bool paused;
+};
+
+/* A schedule as an operator sees it. Times are RFC 3339 in UTC ("" when NULL). */
+struct store_schedule {
+	char name[STORE_SCHEDULE_NAME_MAX + 1];
+	char cron[STORE_CRON_MAX + 1];
+	char time_zone[STORE_ZONE_MAX + 1];
+	char queue[STORE_QUEUE_MAX + 1];
+	char payload[STORE_PREVIEW_MAX + 1];   /* the first bytes, as text */
+	size_t payload_len;
+	bool payload_null;
+	char content_type[STORE_TYPE_MAX + 1], group_key[STORE_GROUP_KEY_MAX + 1];
+	int priority;
+	unsigned max_attempts, timeout_s;            /* timeout_s 0: none */
+	enum store_catch_up catch_up;
+	bool paused;
+	char next_tick_at[32], last_tick_at[32], created_at[32], updated_at[32];
+	uint64_t last_item_id, ticks;
+	char error[256];                             /* "" when it runs */
+};
+
+/* Insert or replace schedule d by its name. A changed cron or time_zone (or a resume) has the
+ * next tick read again from now, and clears the error. Returns 0 when it was added, 1 when
+ * it replaced one, or a negative error (-EDOM: a value the database refuses). */
+int store_schedule_put(struct store *s, const struct store_schedule_def *d, char *err,
+		       size_t errlen);
+/* Delete schedule name (the rows it added stay). Returns 1, 0 when there is none, or a
+ * negative error. */
+int store_schedule_delete(struct store *s, const char *name, char *err, size_t errlen);
+/* Pause or resume schedule name. Returns 1, 0 when there is none, or a negative error. */
+int store_schedule_set_paused(struct store *s, const char *name, bool paused, char *err,
+			      size_t errlen);
+/* Schedule name, or every schedule (name NULL) by name, into a malloc'd array. Returns 0 or
+ * a negative error. */
+int store_schedules(struct store *s, const char *name, struct store_schedule **ret,
+		    size_t *ret_n, char *err, size_t errlen);
+
+/* The tick arithmetic, which the store does not know: the first tick of expression cron in
+ * zone strictly after after (UTC seconds) into *ret. Returns 0, -ENOENT when it never fires
+ * again, or -EINVAL with why in err (an expression or zone refused). Runs on the store's
+ * thread. */
+typedef int (*store_tick_fn)(void *data, const char *cron, const char *zone, int64_t after,
+			     int64_t *ret, char *err, size_t errlen);
+
+/* What store_schedule_fire did. */
+struct store_fire {
+	unsigned schedules;     /* schedules it went through */
+	unsigned rows;          /* rows it added */
+	unsigned refused;       /* schedules it found cannot run (their error set) */
+	bool more;              /* due schedules left: call again */
+	int64_t due_in_ms;      /* until the next tick of a schedule that runs (database clock);
+				 * -1: none */
+};
+
+/* Add the rows of due schedules: for each (at most max, each in a transaction of its own,
+ * the schedule's row locked FOR UPDATE SKIP LOCKED), the rows of its due ticks by its
+ * catch_up, and its next tick, in the same transaction; a schedule not read yet (next_tick_at
+ * NULL) gets its first tick after now. A tick after 2038-01-19 (the TIMESTAMP's end) counts
+ * as never. Returns 0 with *ret filled, or a negative error (what committed stays). */
+int store_schedule_fire(struct store *s, store_tick_fn tick, void *data, unsigned max,
+			struct store_fire *ret, char *err, size_t errlen);
+
 #endif

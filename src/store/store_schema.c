@@ -160,6 +160,9 @@ static const struct {
 	  "queues, started_at, seen_at, workers) VALUES ('claimd-doctor', '', 0, '', '', NOW(6), "
 	  "NOW(6), '{}') ON DUPLICATE KEY UPDATE seen_at = NOW(6)" },
 	{ "SELECT, DELETE on supervisors", "DELETE FROM supervisors WHERE id = 'claimd-doctor'" },
+	{ "INSERT, UPDATE on schedules", "INSERT INTO schedules (name, cron) VALUES "
+	  "('claimd-doctor', '@daily') ON DUPLICATE KEY UPDATE ticks = ticks" },
+	{ "SELECT, DELETE on schedules", "DELETE FROM schedules WHERE name = 'claimd-doctor'" },
 	{ "SELECT on claimd_schema", "SELECT version FROM claimd_schema LIMIT 0" },
 };
 

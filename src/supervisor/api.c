@@ -134,6 +134,8 @@ static void on_done(void *data, const struct ctl_request *req, const struct cmd_
 		http_add_header(r, "Location", head);
 		status = res->duplicate ? 200 : 202;
 	}
+	if (req->verb == CTL_SCHEDULE)
+		status = res->replaced ? 200 : 201;
 	cmd_render(req, res, &b);   /* the request has json set: its JSON form */
 	api_respond_buf(r, status, &b);
 	free(call);
@@ -297,7 +299,8 @@ static void stats(struct api_host *h, struct http_request *r)
 
 /* A route: the path's segments, the methods it answers, and what it runs. */
 enum route_kind { R_HEALTHZ, R_METRICS, R_STATS, R_BATCH, R_STATUS, R_SUPERVISORS, R_QUEUES,
-		  R_JOBS, R_ADD, R_PAUSE, R_RESUME, R_JOB, R_EVENTS, R_RETRY };
+		  R_JOBS, R_ADD, R_PAUSE, R_RESUME, R_JOB, R_EVENTS, R_RETRY, R_SCHEDULES,
+		  R_SCHEDULE, R_SCHEDULE_PAUSE, R_SCHEDULE_RESUME };
 
 #define READ "GET, HEAD"
 
@@ -323,6 +326,10 @@ static const struct route routes[] = {
 	{ { "v1", "jobs", "*" }, READ ", DELETE", "job", R_JOB },
 	{ { "v1", "jobs", "*", "events" }, READ, "job.events", R_EVENTS },
 	{ { "v1", "jobs", "*", "retry" }, "POST", "job.retry", R_RETRY },
+	{ { "v1", "schedules" }, READ, "schedules", R_SCHEDULES },
+	{ { "v1", "schedules", "*" }, READ ", PUT, DELETE", "schedule", R_SCHEDULE },
+	{ { "v1", "schedules", "*", "pause" }, "POST", "schedule.pause", R_SCHEDULE_PAUSE },
+	{ { "v1", "schedules", "*", "resume" }, "POST", "schedule.pause", R_SCHEDULE_RESUME },
 };
 
 static const struct route *find_route(char **seg, int n, const char **ret_arg)
@@ -425,7 +432,9 @@ void api_handle(void *data, struct http_request *r)
 	}
 	pn[0] = "json";
 	pv[0] = "1";
-	pn[1] = rt->kind == R_ADD || rt->kind == R_PAUSE || rt->kind == R_RESUME ? "queue" : "id";
+	pn[1] = rt->kind == R_ADD || rt->kind == R_PAUSE || rt->kind == R_RESUME ? "queue" :
+		rt->kind == R_SCHEDULE ? "name" :
+		rt->kind == R_SCHEDULE_PAUSE || rt->kind == R_SCHEDULE_RESUME ? "schedule" : "id";
 	pv[1] = arg;
 	switch (rt->kind) {
 	/* answered here */
@@ -443,6 +452,17 @@ void api_handle(void *data, struct http_request *r)
 	case R_PAUSE: run(h, call, CTL_PAUSE, pn, pv, 2, false); break;
 	case R_RESUME: run(h, call, CTL_RESUME, pn, pv, 2, false); break;
 	case R_RETRY: run(h, call, CTL_RETRY, pn, pv, 2, false); break;
+	case R_SCHEDULES: run(h, call, CTL_SCHEDULES, pn, pv, 1, false); break;
+	case R_SCHEDULE_PAUSE: run(h, call, CTL_PAUSE, pn, pv, 2, false); break;
+	case R_SCHEDULE_RESUME: run(h, call, CTL_RESUME, pn, pv, 2, false); break;
+	case R_SCHEDULE:
+		if (!strcmp(m, "PUT"))
+			run(h, call, CTL_SCHEDULE, pn, pv, 2, true);
+		else if (!strcmp(m, "DELETE"))
+			run(h, call, CTL_UNSCHEDULE, pn, pv, 2, false);
+		else
+			run(h, call, CTL_SCHEDULES, pn, pv, 2, false);
+		break;
 	case R_EVENTS:
 		call->events = true;
 		run(h, call, CTL_JOB, pn, pv, 2, false);

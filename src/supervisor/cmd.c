@@ -36,6 +36,7 @@ void cmd_finish(struct call *call)
 	call->done(call->data, call->req, &call->res);
 	store_job_clear(&call->row);
 	store_supervisors_free(call->svs, call->res.nsupervisors);
+	free(call->scheds);
 	free(call);
 }
 
@@ -259,6 +260,8 @@ static void rows_text(const struct ctl_request *req, const struct cmd_result *re
 
 static int pause_db(struct call *call, struct store *s, char *err, size_t errlen)
 {
+	if (ctl_has(call->req, CTL_F_SCHEDULE))
+		return cmd_schedule_pause_db(call, s, err, errlen);
 	return store_set_paused(s, call->req->queue, call->req->verb == CTL_PAUSE, err, errlen);
 }
 
@@ -266,6 +269,10 @@ static void pause_after(struct call *call)
 {
 	bool pause = call->req->verb == CTL_PAUSE;
 
+	if (ctl_has(call->req, CTL_F_SCHEDULE)) {
+		cmd_schedule_pause_after(call);
+		return;
+	}
 	changed(call->cmds);
 	log_info("queue '%s': %s", call->req->queue, pause ? "paused" : "resumed");
 	if (!pause)
@@ -275,6 +282,10 @@ static void pause_after(struct call *call)
 static void pause_text(const struct ctl_request *req, const struct cmd_result *res,
 		       struct buf *out)
 {
+	if (ctl_has(req, CTL_F_SCHEDULE)) {
+		cmd_schedule_pause_text(req, out);
+		return;
+	}
 	if (!req->json) {
 		buf_printf(out, "queue %s %s\n", req->queue,
 			   req->verb == CTL_PAUSE ? "paused" : "resumed");
@@ -444,6 +455,12 @@ static const struct cmd_def defs[CTL_VERB_COUNT] = {
 	[CTL_JOBS] = { .now = jobs_now, .text = jobs_text },
 	[CTL_RELOAD] = { .now = reload_now, .text = summary_text },
 	[CTL_WORKERS] = { .now = workers_now, .text = summary_text },
+	[CTL_SCHEDULE] = { .db = cmd_schedule_db, .after = cmd_schedule_after,
+			   .text = cmd_schedule_text },
+	[CTL_SCHEDULES] = { .db = cmd_schedules_db, .after = cmd_schedules_after,
+			    .text = cmd_schedules_text },
+	[CTL_UNSCHEDULE] = { .db = cmd_unschedule_db, .after = cmd_unschedule_after,
+			     .text = cmd_unschedule_text },
 };
 
 static int call_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)

@@ -36,6 +36,9 @@ struct cmd_result {
 	size_t njobs;
 	char state[16];               /* cancel refused (-EBUSY): the row's state */
 	char summary[700];            /* reload, workers: what was done */
+	const struct store_schedule *schedules;   /* schedules, schedule (callback only) */
+	size_t nschedules;
+	bool replaced;                /* schedule: it replaced one of the same name */
 };
 
 typedef void (*cmd_done_cb)(void *data, const struct ctl_request *req,
@@ -64,6 +67,8 @@ struct cmd_host {
 	int (*reload)(void *data, char *summary, size_t len);
 	/* Grow or shrink the pool to n workers. Returns 0 or -EINVAL (stopping). */
 	int (*resize)(void *data, unsigned n);
+	/* A schedule was added, changed or resumed: look at its next tick now. */
+	void (*schedules_changed)(void *data);
 };
 
 struct cmds;

@@ -1,5 +1,5 @@
 /* cmd_int — the insides of the commands, shared by cmd.c (the table, the verbs) and
- * cmd_add.c (adds, written in batches). Not an interface. */
+ * cmd_add.c (adds, written in batches) and cmd_schedule.c (schedules). Not an interface. */
 #ifndef CLAIMD_CMD_INT_H
 #define CLAIMD_CMD_INT_H
 
@@ -33,6 +33,8 @@ struct call {
 	struct store_add_opts add;
 	struct store_job row;          /* job */
 	struct store_supervisor *svs;  /* supervisors */
+	struct store_schedule *scheds; /* schedule, schedules */
+	size_t nscheds;
 };
 
 /* Answer the call (its done callback) and free it. */
@@ -47,5 +49,24 @@ void cmd_adds_flush(struct cmds *c);
 void cmd_adds_free(struct cmds *c);
 void cmd_add_now(struct call *call);
 void cmd_add_text(const struct ctl_request *req, const struct cmd_result *res, struct buf *out);
+
+/* ---- cmd_schedule.c ---- */
+
+int cmd_schedule_db(struct call *call, struct store *s, char *err, size_t errlen);
+void cmd_schedule_after(struct call *call);
+void cmd_schedule_text(const struct ctl_request *req, const struct cmd_result *res,
+		       struct buf *out);
+int cmd_schedules_db(struct call *call, struct store *s, char *err, size_t errlen);
+void cmd_schedules_after(struct call *call);
+void cmd_schedules_text(const struct ctl_request *req, const struct cmd_result *res,
+			struct buf *out);
+int cmd_unschedule_db(struct call *call, struct store *s, char *err, size_t errlen);
+void cmd_unschedule_after(struct call *call);
+void cmd_unschedule_text(const struct ctl_request *req, const struct cmd_result *res,
+			 struct buf *out);
+/* pause and resume --schedule */
+int cmd_schedule_pause_db(struct call *call, struct store *s, char *err, size_t errlen);
+void cmd_schedule_pause_after(struct call *call);
+void cmd_schedule_pause_text(const struct ctl_request *req, struct buf *out);
 
 #endif

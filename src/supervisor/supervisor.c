@@ -22,6 +22,7 @@
 #include "supervisor/http.h"
 #include "supervisor/idle.h"
 #include "supervisor/maint.h"
+#include "supervisor/schedules.h"
 #include "supervisor/notify.h"
 #include "supervisor/pool.h"
 #include "supervisor/registry.h"
@@ -39,6 +40,7 @@ struct sup {
 	struct dbq *adds_dbq[CMD_ADDS_PIPES];
 	struct pool *pool;
 	struct maint *maint;
+	struct schedules *sched;
 	struct registry *registry;
 	struct cmds *cmds;
 	struct control *control;
@@ -89,14 +91,15 @@ static void on_watchdog(uv_timer_t *t)
 	notify_send("WATCHDOG=1");
 }
 
-/* A tick per --poll-interval: the registry's refresh, a maintenance step or the idle poll
- * (idle.h), at most one of them. */
+/* A tick per --poll-interval: the registry's refresh, the schedules' due ticks, a
+ * maintenance step or the idle poll (idle.h), at most one of them. */
 static void on_poll(uv_timer_t *t)
 {
 	struct sup *s = t->data;
 
 	tell_systemd(s);
-	if (s->stopping || registry_tick(s->registry) || maint_tick(s->maint))
+	if (s->stopping || registry_tick(s->registry) || schedules_tick(s->sched) ||
+	    maint_tick(s->maint))
 		return;
 	idle_tick(s->idle);
 }
@@ -285,6 +288,13 @@ static int host_reload(void *data, char *summary, size_t len)
 	return reload(data, summary, len);
 }
 
+static void host_schedules_changed(void *data)
+{
+	struct sup *s = data;
+
+	schedules_kick(s->sched);
+}
+
 static int host_resize(void *data, unsigned n)
 {
 	struct sup *s = data;
@@ -390,7 +400,8 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 				.claimed_none = host_claimed_none, .data = s };
 	struct cmd_host host = { .loop = s->loop, .cfg = cfg, .data = s, .wake = host_wake,
 				 .snapshot = host_snapshot, .now_ms = host_now,
-				 .reload = host_reload, .resize = host_resize };
+				 .reload = host_reload, .resize = host_resize,
+				 .schedules_changed = host_schedules_changed };
 	char err[512] = "";
 	int r;
 
@@ -417,7 +428,8 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 		return r;
 	store_set_dedupe_window(s->store, cfg->dedupe_window_ms / 1000);
 	if ((r = dbq_new(s->loop, s->store, on_change, s, &s->dbq)) < 0 ||
-	    (r = maint_new(s->dbq, cfg, &s->maint)) < 0)
+	    (r = maint_new(s->dbq, cfg, &s->maint)) < 0 ||
+	    (r = schedules_new(s->loop, s->dbq, &s->sched)) < 0)
 		return r;
 	/* Connected when the first add comes. */
 	for (int k = 0; k < CMD_ADDS_PIPES; k++) {
@@ -487,6 +499,7 @@ static void sup_teardown(struct sup *s)
 	uv_run(s->loop, UV_RUN_DEFAULT);
 	cmds_free(s->cmds);
 	maint_free(s->maint);
+	schedules_free(s->sched);
 	registry_free(s->registry);
 	dbq_free(s->dbq);
 	for (int k = 0; k < CMD_ADDS_PIPES; k++)

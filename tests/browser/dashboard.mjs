@@ -1,12 +1,14 @@
 // Drives claimd's dashboard in Debian's Chromium with playwright-core: the page shows this
 // supervisor's workers, the queues and the dead jobs; "Retry" on a dead job and "Pause" on a
-// queue act (tests/integration/test_dashboard.py checks the database afterwards); a job's page
+// queue act, and so does "Pause" on a schedule (tests/integration/test_dashboard.py checks the
+// database afterwards); a job's page
 // shows its result. The token comes in the address (#token=..., then gone from it), and a
 // tab opened without it asks for it. The page's own Content-Security-Policy refuses nothing it
 // does (a refusal is an error on its console).
 //
 //   node dashboard.mjs '{"url":..., "token":..., "workers":2, "dead":ID, "queue":NAME,
-//                        "job":ID, "result":TEXT, "screenshot":PATH}'
+//                        "job":ID, "result":TEXT, "screenshot":PATH, "schedule":NAME,
+//                        "cron":EXPR, "zone":ZONE}'
 // Prints one JSON line of what it saw; exits 1 with the reason on stderr when a step fails.
 import { chromium } from 'playwright-core';
 
@@ -89,6 +91,17 @@ try {
     await row.locator('.pill.paused').waitFor({ timeout: 10000 });
     return true;
   });
+  if (args.schedule) {
+    await step('shows a schedule and pauses it', async () => {
+      const row = page.locator(`#schedules tr[data-schedule="${args.schedule}"]`);
+      await row.waitFor({ timeout: 10000 });
+      const text = await row.textContent();
+      if (!text.includes(args.cron) || !text.includes(args.zone)) throw new Error('row: ' + text);
+      await row.locator('button.pause').click();
+      await row.locator('.pill.paused').waitFor({ timeout: 10000 });
+      return text;
+    });
+  }
   if (args.screenshot) await page.screenshot({ path: args.screenshot, fullPage: true });
   await step('shows a job', async () => {
     await page.fill('#jobid', String(args.job));

@@ -57,10 +57,13 @@ def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
     with urllib.request.urlopen(req, timeout=10) as r:
         job = json.loads(r.read())['id']
     wait_for(lambda: db.row(job, 'state')[0], 15, 'the job done', until=lambda s: s == 'done')
+    r = c.ctl('schedule', 'nightly', '--cron', '30 2 * * *', '--tz', 'Europe/Berlin', 'report')
+    check_eq(r.returncode, 0, f'claimctl schedule: {r.stderr}')
     shot = os.environ.get('CLAIMD_SCREENSHOT') or os.path.join(t.tmpdir, 'dashboard.png')
     spec = {'url': url, 'token': token, 'workers': 2, 'dead': dead, 'queue': 'mail',
             'job': job, 'result': '"type": "text/plain"', 'screenshot': shot,
-            'running': running}
+            'running': running, 'schedule': 'nightly', 'cron': '30 2 * * *',
+            'zone': 'Europe/Berlin'}
     r = subprocess.run([node, os.path.join(BROWSER_DIR, 'dashboard.mjs'), json.dumps(spec)],
                        cwd=BROWSER_DIR, capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, CHROMIUM=chromium))
@@ -73,6 +76,8 @@ def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
     check_eq(db.row(dead, 'state, attempts')[:2], ('ready', '0'), 'the retried row in the database')
     check_eq(db.scalar("SELECT paused FROM queues WHERE name = 'mail'"), '1',
              'the paused queue in the database')
+    check_eq(db.scalar("SELECT paused FROM schedules WHERE name = 'nightly'"), '1',
+             'the schedule paused from the dashboard, in the database')
     check(os.path.getsize(shot) > 10000, 'a screenshot was taken')
     check_eq(c.stop(), 0, 'claimd exit code')
 

@@ -12,6 +12,9 @@ import harness
 from harness import CLAIMD_BIN, check, check_eq, wait_for
 from test_cli import run_claimd
 
+# The migrations, by name ("001_base"), in order: what --migrate applies to an empty database.
+NAMES = [os.path.splitext(os.path.basename(p))[0] for p in harness.MIGRATIONS]
+
 
 def _empty_db(t, name):
     server = harness.shared_server()
@@ -34,9 +37,7 @@ def it_refuses_an_old_schema_and_migrates_it(t):
           f'an empty database: {rc} {err!r}')
     check_eq(left, [], 'processes left')
     rc, out, err = _migrate(t, dsn)
-    check_eq((rc, out.splitlines()), (0, ['applied migration 001_base',
-                                          'applied migration 002_results',
-                                          'applied migration 003_utc_times']),
+    check_eq((rc, out.splitlines()), (0, [f'applied migration {m}' for m in NAMES]),
              f'claimd --migrate ({err})')
     rc, out, _ = _migrate(t, dsn)
     check(rc == 0 and 'nothing to do' in out, f'again: {out!r}')
@@ -50,10 +51,10 @@ def it_migrates_an_older_database_keeping_its_rows(t):
     server.load(db, harness.MIGRATIONS[0])
     server.sql("INSERT INTO work_items (payload) VALUES ('kept 1'), ('kept 2')", db=db)
     rc, _, err, _ = run_claimd(t, ['--dsn', dsn, '--handler', 'noop'])
-    check(rc == 2 and 'version 1, this claimd needs version 3' in err, f'at version 1: {err!r}')
+    check(rc == 2 and f'version 1, this claimd needs version {len(NAMES)}' in err,
+          f'at version 1: {err!r}')
     rc, out, err = _migrate(t, dsn)
-    check_eq((rc, out.splitlines()), (0, ['applied migration 002_results',
-                                          'applied migration 003_utc_times']),
+    check_eq((rc, out.splitlines()), (0, [f'applied migration {m}' for m in NAMES[1:]]),
              f'--migrate ({err})')
     check_eq(server.sql('SELECT payload, result FROM work_items ORDER BY id', db=db),
              [('kept 1', None), ('kept 2', None)], 'the rows, with the new column')
@@ -65,7 +66,7 @@ def it_migrates_an_older_database_keeping_its_rows(t):
     check_eq(rc, 0, f'--migrate from before migrations ({err})')
     check_eq(server.sql('SELECT COUNT(*) FROM work_items', db=db), [('2',)], 'rows kept')
     check_eq(server.sql('SELECT version FROM claimd_schema ORDER BY version', db=db),
-             [('1',), ('2',), ('3',)], 'the versions recorded')
+             [(str(i + 1),) for i in range(len(NAMES))], 'the versions recorded')
 
 
 def it_doctor_reports_the_set_up_and_missing_privileges(t):
@@ -74,7 +75,7 @@ def it_doctor_reports_the_set_up_and_missing_privileges(t):
                         '--control', os.path.join(t.tmpdir, 'none.sock')],
                        capture_output=True, text=True, timeout=60)
     check_eq(r.returncode, 0, f'doctor on a good set-up: {r.stdout}')
-    for want in ('ok   connected to the database', 'ok   the schema is version 3',
+    for want in ('ok   connected to the database', f'ok   the schema is version {len(NAMES)}',
                  'ok   every privilege claimd uses', 'isolation level of claimd',
                  'frees its rows after 10 s (idle_transaction_timeout)',
                  'binary log:', 'clock: the server is', 'no claimd answers on the control'):

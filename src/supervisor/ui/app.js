@@ -117,6 +117,23 @@ function drawQueues(queues) {
   if (!queues.length) tb.append(el('tr', {}, el('td', { colspan: 9 }, 'no queue has rows yet')));
 }
 
+function drawSchedules(schedules) {
+  const tb = $('schedules').tBodies[0];
+  tb.replaceChildren(...schedules.map((c) => el('tr', { 'data-schedule': c.name },
+    el('td', {}, c.name), el('td', {}, el('code', {}, c.cron)), el('td', {}, c.time_zone),
+    el('td', {}, c.queue), el('td', {}, c.next_tick_at || '—'),
+    el('td', {}, c.last_item_id ? el('a', { href: '#job/' + c.last_item_id }, c.last_tick_at)
+      : (c.last_tick_at || '—')),
+    el('td', {}, c.ticks),
+    el('td', { title: c.error || '' }, c.error ? pill('cannot run', 'bad') :
+      c.paused ? pill('paused') : pill('running', 'ok')),
+    el('td', {}, el('button', {
+      class: c.paused ? 'resume' : 'pause',
+      onclick: () => act('/v1/schedules/' + encodeURIComponent(c.name) + (c.paused ? '/resume' : '/pause'), 'POST'),
+    }, c.paused ? 'Resume' : 'Pause')))));
+  if (!schedules.length) tb.append(el('tr', {}, el('td', { colspan: 9 }, 'no schedules (claimctl schedule NAME --cron EXPR)')));
+}
+
 function workerRows(workers) {
   return el('table', { class: 'workers' },
     el('thead', {}, el('tr', {}, ...['slot', 'pid', 'state', 'running', 'oldest item', 'for',
@@ -157,13 +174,15 @@ function drawDead(jobs) {
 }
 
 async function refreshOverview() {
-  const [stats, status, queues, svs, dead, health] = await Promise.all([
+  const [stats, status, queues, svs, dead, health, schedules] = await Promise.all([
     api('/v1/stats?seconds=300'), api('/v1/status'), api('/v1/queues'),
     api('/v1/supervisors'), api('/v1/jobs?state=dead&limit=20'),
     fetch('/healthz').then(async (r) => ({ ok: r.ok, text: (await r.text()).trim() })),
+    api('/v1/schedules'),
   ]);
   drawChart(stats);
   drawQueues(queues);
+  drawSchedules(schedules);
   drawSupervisors(svs, status);
   drawDead(dead);
   $('me').textContent = status.host + ' pid ' + status.pid + ' · queues ' + status.queue +

@@ -1,0 +1,37 @@
+/* schedules — the supervisor's part in schedules: at a poll tick when a schedule's next tick has
+ * come (or every SCHEDULES_REFRESH_MS, for schedules added or changed by plain SQL, or at once
+ * after schedules_kick), a job on the supervisor's database queue adds the due schedules' rows
+ * (store_schedule_fire). Every supervisor does this; the store makes sure each tick gets its
+ * rows once. The cron arithmetic (common/cron.h) and the zones (common/tzfile.h, kept once
+ * read) run on the database queue's thread. Logs the rows added and what it refused, once. */
+#ifndef CLAIMD_SCHEDULES_H
+#define CLAIMD_SCHEDULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <uv.h>
+
+#include "supervisor/dbq.h"
+
+#define SCHEDULES_REFRESH_MS 10000u   /* how often a supervisor looks for new or changed schedules */
+#define SCHEDULES_BATCH 50u           /* schedules one job goes through */
+
+struct schedules;
+
+/* loop and dbq are borrowed. Returns 0 or -ENOMEM. */
+int schedules_new(uv_loop_t *loop, struct dbq *dbq, struct schedules **ret);
+/* The job, if one runs, must be over (dbq idle). Accepts NULL. */
+void schedules_free(struct schedules *s);
+
+/* At a poll tick: start a job if one is due and none runs. Returns true if it took the
+ * tick's place. */
+bool schedules_tick(struct schedules *s);
+
+/* A schedule was added, changed or resumed here: look at the next tick. */
+void schedules_kick(struct schedules *s);
+
+/* Pure: whether cron is an expression claimd takes and zone a zone it can read (the file
+ * is read: blocks), with why not in err. Returns 0 or -EINVAL. */
+int schedules_check(const char *cron, const char *zone, char *err, size_t errlen);
+
+#endif
