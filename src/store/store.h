@@ -580,8 +580,10 @@ struct store_fire {
 				 * -1: none */
 };
 
-/* Add the rows of due schedules: for each (at most max, each in a transaction of its own,
- * the schedule's row locked FOR UPDATE SKIP LOCKED), the rows of its due ticks by its
+/* Add the rows of due schedules. When none is due and every one is read (the usual case),
+ * that is one statement and no transaction. Else for each (at most max, each in a
+ * transaction of its own, the schedule's row locked FOR UPDATE SKIP LOCKED), the rows of its
+ * due ticks by its
  * catch_up, and its next tick, in the same transaction; a schedule not read yet (next_tick_at
  * NULL) gets its first tick after now. A tick after 2038-01-19 (the TIMESTAMP's end) counts
  * as never. Returns 0 with *ret filled, or a negative error (what committed stays). */

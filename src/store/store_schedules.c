@@ -473,21 +473,25 @@ static int fire_one(struct store *s, store_tick_fn tick, void *data, const struc
 	return r < 0 ? r : n;
 }
 
-static int next_due(struct store *s, int64_t *ret_ms, char *err, size_t errlen)
+/* Until the next tick of a schedule that runs (ms, database clock; 0 when due, -1 none),
+ * and whether a schedule is not read yet. One statement, no locks. */
+static int next_due(struct store *s, int64_t *ret_ms, bool *ret_unread, char *err,
+		    size_t errlen)
 {
 	struct run rr;
 	MYSQL_ROW row;
-	int64_t ms;
+	int64_t ms, unread = 0;
 	int r;
 
 	sq_reset(s);
-	sql_add(s, "SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), MIN(next_tick_at)) DIV 1000 FROM "
-		"schedules WHERE paused = 0 AND error IS NULL");
+	sql_add(s, "SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), MIN(next_tick_at)) DIV 1000, "
+		"COUNT(*) - COUNT(next_tick_at) FROM schedules WHERE paused = 0 AND error IS NULL");
 	r = sq_run(s, "store_schedule_fire", &rr, err, errlen);
 	if (r < 0)
 		return sq_final(r);
 	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
 	*ret_ms = row && parse_i64(row[0], &ms) ? (ms < 0 ? 0 : ms) : -1;
+	*ret_unread = row && parse_i64(row[1], &unread) && unread > 0;
 	mysql_free_result(rr.res);
 	return 0;
 }
@@ -497,12 +501,18 @@ int store_schedule_fire(struct store *s, store_tick_fn tick, void *data, unsigne
 {
 	int r = sq_check(s, "store_schedule_fire", NULL, 0, NULL, err, errlen);
 	unsigned attempt = 0;
+	bool unread = false;
 	struct due d;
 
 	memset(ret, 0, sizeof(*ret));
 	ret->due_in_ms = -1;
 	if (r < 0)
 		return r;
+	/* Nothing due (the usual answer): one statement, no transaction. */
+	if ((r = next_due(s, &ret->due_in_ms, &unread, err, errlen)) < 0)
+		return r;
+	if (!unread && ret->due_in_ms != 0)
+		return 0;
 	while (ret->schedules < max) {
 		bool refused;
 		memset(&d, 0, sizeof(d));
@@ -522,5 +532,5 @@ int store_schedule_fire(struct store *s, store_tick_fn tick, void *data, unsigne
 		ret->refused += refused;
 	}
 	ret->more = ret->schedules == max;
-	return ret->more ? 0 : next_due(s, &ret->due_in_ms, err, errlen);
+	return ret->more ? 0 : next_due(s, &ret->due_in_ms, &unread, err, errlen);
 }

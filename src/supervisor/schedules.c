@@ -75,14 +75,14 @@ static int job_run(struct dbq_job *j, struct store *st, char *err, size_t errlen
 static void job_done(struct dbq_job *j)
 {
 	struct schedules *s = container_of(j, struct schedules, job);
-	uint64_t now = uv_now(s->loop), wait = SCHEDULES_REFRESH_MS;
+	uint64_t now = uv_now(s->loop), wait = UINT64_MAX / 2;
 
 	s->running = false;
 	if (j->rc < 0) {
 		if (strcmp(s->last_err, j->err) != 0)
-			log_warn("schedules: %s; trying again in %u s", j->err, SCHEDULES_REFRESH_MS / 1000);
+			log_warn("schedules: %s; trying again in %u s", j->err, SCHEDULES_RETRY_MS / 1000);
 		snprintf(s->last_err, sizeof(s->last_err), "%s", j->err);
-		s->due_at = now + SCHEDULES_REFRESH_MS;
+		s->due_at = now + SCHEDULES_RETRY_MS;
 		return;
 	}
 	s->last_err[0] = '\0';
@@ -94,7 +94,7 @@ static void job_done(struct dbq_job *j)
 			 s->out.refused, s->out.refused == 1 ? "" : "s");
 	if (s->out.more)
 		wait = 0;
-	else if (s->out.due_in_ms >= 0 && (uint64_t)s->out.due_in_ms < wait)
+	else if (s->out.due_in_ms >= 0)
 		wait = (uint64_t)s->out.due_in_ms;
 	s->due_at = now + wait;
 }

@@ -1,5 +1,5 @@
 /* schedules — the supervisor's part in schedules: at a poll tick when a schedule's next tick has
- * come (or every SCHEDULES_REFRESH_MS, for schedules added or changed by plain SQL, or at once
+ * come (or at each maintenance pass, for schedules added or changed by plain SQL, or at once
  * after schedules_kick), a job on the supervisor's database queue adds the due schedules' rows
  * (store_schedule_fire). Every supervisor does this; the store makes sure each tick gets its
  * rows once. The cron arithmetic (common/cron.h) and the zones (common/tzfile.h, kept once
@@ -13,7 +13,7 @@
 
 #include "supervisor/dbq.h"
 
-#define SCHEDULES_REFRESH_MS 10000u   /* how often a supervisor looks for new or changed schedules */
+#define SCHEDULES_RETRY_MS 10000u   /* after a failure */
 #define SCHEDULES_BATCH 50u           /* schedules one job goes through */
 
 struct schedules;
@@ -27,7 +27,8 @@ void schedules_free(struct schedules *s);
  * tick's place. */
 bool schedules_tick(struct schedules *s);
 
-/* A schedule was added, changed or resumed here: look at the next tick. */
+/* A schedule was added, changed or resumed here, or a maintenance pass is due: look at the
+ * schedules at the next poll tick. */
 void schedules_kick(struct schedules *s);
 
 /* Pure: whether cron is an expression claimd takes and zone a zone it can read (the file

@@ -119,6 +119,7 @@ static void on_maint_timer(uv_timer_t *t)
 	s->maint_changes = changes;
 	s->maint_skipped = 0;
 	maint_due(s->maint);
+	schedules_kick(s->sched);   /* schedules added or changed with plain SQL */
 }
 
 /* ---- stopping ---- */

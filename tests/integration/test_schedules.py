@@ -17,7 +17,9 @@ from harness import check, check_eq, wait_for
 
 
 def _two(t, db, *args):
-    sups = [t.claimd(db, '--workers', '1', '--handler', 'noop', *args, name=f'claimd{i}')
+    # Schedules written with plain SQL are read at each maintenance pass.
+    sups = [t.claimd(db, '--workers', '1', '--handler', 'noop', '--maintenance-interval', '2s',
+                     *args, name=f'claimd{i}')
             for i in (1, 2)]
     for c in sups:
         c.wait_ready()
