@@ -221,6 +221,13 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 	[CTL_UNSCHEDULE] = { "unschedule", BIT(CTL_F_NAME) | BIT(CTL_F_JSON), BIT(CTL_F_NAME),
 			     { CTL_F_NAME }, 1, NULL, "unschedule NAME",
 			     "delete a schedule (the rows it added stay)", NULL },
+	[CTL_BATCH] = { "batch", BIT(CTL_F_ID) | BIT(CTL_F_JSON), BIT(CTL_F_ID), { CTL_F_ID }, 1,
+			NULL, "batch ID", "one batch (POST .../jobs:batch?batch=1): how many of its\n"
+			"rows are ready, claimed, done and dead, and its callback", NULL },
+	[CTL_BATCHES] = { "batches", BIT(CTL_F_LIMIT) | BIT(CTL_F_BEFORE) | BIT(CTL_F_JSON), 0,
+			  { 0 }, 0, NULL, "batches [--limit N] [--before ID]",
+			  "the newest batches (ids below --before), at most --limit (1..200,\n"
+			  "default 50)", NULL },
 };
 
 const char *ctl_verb_name(enum ctl_verb v)

@@ -12,7 +12,7 @@
  *     request  = verb *( SP field ) [ CR ] LF      ; at most CTL_LINE_MAX bytes with the LF
  *     verb     = "status" / "add" / "retry" / "pause" / "resume" / "limit" / "job" /
  *                "cancel" / "queues" / "supervisors" / "jobs" / "reload" / "workers" /
- *                "schedule" / "schedules" / "unschedule"
+ *                "schedule" / "schedules" / "unschedule" / "batch" / "batches"
  *     field    = name "=" value                    ; each name at most once
  *     name     = 1*( %x61-7A / "_" )               ; lower-case letters and '_'
  *     value    = *( unreserved / pct-encoded )     ; RFC 3986 percent-encoding of any bytes
@@ -57,6 +57,8 @@
  *              paused:flag                         add or replace a schedule
  *     schedules name:text(128)  json:flag         every schedule (or the one named)
  *     unschedule name*:text(128)                  delete a schedule (its rows stay)
+ *     batch    id*:uint(1..)  json:flag            one batch: its members' states, its callback
+ *     batches  limit:uint(1..200)  before:uint(1..)  json:flag   the newest batches
  *
  * Reply grammar:
  *
@@ -116,6 +118,8 @@ enum ctl_verb {
 	CTL_SCHEDULE,
 	CTL_SCHEDULES,
 	CTL_UNSCHEDULE,
+	CTL_BATCH,
+	CTL_BATCHES,
 	CTL_VERB_COUNT,
 };
 

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,52 @@ static const char *const known[] = {
 	"run_at", "delay", "period", "timeout", "priority", "group", "dedupe", "max_attempts",
 	"content_type",
 };
+
+static bool text_ok(json_t *v, size_t max)
+{
+	return json_is_string(v) && json_string_length(v) >= 1 && json_string_length(v) <= max &&
+	       strlen(json_string_value(v)) == json_string_length(v);
+}
+
+/* The graph's keys (ref, after, on_dead, callback). Returns 1 when key is one of them (then
+ * read into out, or 0 / -EINVAL with err), 0 when it is not. */
+static int graph_key(const char *key, json_t *v, struct jobline *out, char *err, size_t errlen)
+{
+	size_t i;
+	json_t *e;
+
+	if (!strcmp(key, "ref")) {
+		if (!text_ok(v, JOBLINE_REF_MAX))
+			goto bad;
+		out->ref = json_string_value(v);
+	} else if (!strcmp(key, "after")) {
+		if (!json_is_array(v) || json_array_size(v) > JOBLINE_AFTER_MAX)
+			goto bad;
+		json_array_foreach(v, i, e) {
+			if (!text_ok(e, JOBLINE_REF_MAX))
+				goto bad;
+			out->after[out->nafter++] = json_string_value(e);
+		}
+	} else if (!strcmp(key, "on_dead")) {
+		if (!json_is_string(v) || (strcmp(json_string_value(v), "cancel") != 0 &&
+					   strcmp(json_string_value(v), "run") != 0))
+			goto bad;
+		out->on_dead_run = !strcmp(json_string_value(v), "run");
+	} else if (!strcmp(key, "callback")) {
+		if (!json_is_boolean(v))
+			goto bad;
+		out->callback = json_is_true(v);
+	} else {
+		return 0;
+	}
+	return 1;
+bad:
+	snprintf(err, errlen, "%s must be %s", key,
+		 !strcmp(key, "ref") ? "a string of 1 to 64 bytes" :
+		 !strcmp(key, "after") ? "an array of at most 32 refs (strings of 1 to 64 bytes)" :
+		 !strcmp(key, "on_dead") ? "\"cancel\" or \"run\"" : "true or false");
+	return -EINVAL;
+}
 
 int jobline_parse(const char *line, size_t len, struct jobline *out, char *err, size_t errlen)
 {
@@ -29,6 +76,11 @@ int jobline_parse(const char *line, size_t len, struct jobline *out, char *err, 
 	}
 	json_object_foreach(root, key, v) {
 		size_t k;
+		int g = graph_key(key, v, out, err, errlen);
+		if (g < 0)
+			goto out;
+		if (g > 0)
+			continue;
 		if (!strcmp(key, "payload")) {
 			if (json_is_string(v)) {
 				out->payload = (const unsigned char *)json_string_value(v);

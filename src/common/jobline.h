@@ -8,13 +8,21 @@
  * empty. The other keys are the add parameters (run_at, delay, period, timeout, priority,
  * group, dedupe, max_attempts, content_type) as strings or whole numbers; what
  * they may hold is ctl_from_params's to check. A line is read by jansson (duplicate keys
- * refused). Pure: no I/O, does not log. */
+ * refused). Pure: no I/O, does not log.
+ *
+ * A line of a graph or a batch may also have: "ref": a name other lines use for it (1 to
+ * JOBLINE_REF_MAX bytes); "after": an array of the refs of the lines it waits for (at most
+ * JOBLINE_AFTER_MAX); "on_dead": "cancel" (the default) or "run", what a dead one of those
+ * does to it; "callback": true, the batch's callback (it waits for every other line). */
 #ifndef CLAIMD_JOBLINE_H
 #define CLAIMD_JOBLINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define JOBLINE_PARAMS_MAX 12
+#define JOBLINE_REF_MAX 64
+#define JOBLINE_AFTER_MAX 32
 
 struct jobline {
 	const char *names[JOBLINE_PARAMS_MAX];
@@ -22,6 +30,11 @@ struct jobline {
 	size_t n;
 	const unsigned char *payload;  /* never NULL after a parse */
 	size_t payload_len;
+	const char *ref;               /* NULL: none */
+	const char *after[JOBLINE_AFTER_MAX];
+	size_t nafter;
+	bool on_dead_run;              /* "on_dead": "run" */
+	bool callback;
 	/* owned */
 	void *root;                    /* the parsed line (a json_t) */
 	char *payload_text;            /* a payload written as JSON, malloc'd */

@@ -19,7 +19,8 @@
  *              a date, not of the column's character set, too long, a CHECK constraint); err
  *              starts with the column's name (or the constraint's) and a colon.
  *   -EIO       any other SQL error (missing table, bad privileges, ...).
- *   -EINVAL    bad arguments.
+ *   -EINVAL    bad arguments, or a rule of the schema's triggers refused the change (SQL
+ *              error 1644: err is the trigger's message, "work_deps: ... a cycle").
  * The module does not log.
  */
 #ifndef CLAIMD_STORE_H
@@ -589,5 +590,57 @@ struct store_fire {
  * as never. Returns 0 with *ret filled, or a negative error (what committed stays). */
 int store_schedule_fire(struct store *s, store_tick_fn tick, void *data, unsigned max,
 			struct store_fire *ret, char *err, size_t errlen);
+
+/* ---- dependencies and batches (store_graph.c; sql/migrations/005_dependencies.sql) ---- */
+
+#define STORE_GRAPH_MAX 1000             /* rows in one graph */
+#define STORE_BATCH_DESC_MAX 255
+
+/* An edge of a graph: rows[child] waits for rows[parent]; on_dead_run: a dead parent counts
+ * as done for it (else it cancels it). */
+struct store_edge {
+	size_t parent, child;
+	bool on_dead_run;
+};
+
+/* A batch of a graph's rows: every row is a member, but callback (an index, or -1 for
+ * none), which waits for every member (on_dead_run edges) and so runs once they all
+ * finished, done or dead. */
+struct store_batch_def {
+	const char *description;         /* NULL or at most STORE_BATCH_DESC_MAX bytes */
+	long callback;
+};
+
+/* Insert rows[0..n) (at most STORE_GRAPH_MAX; no dedupe keys) and their edges in one
+ * transaction, with a batch of them if batch is not NULL (its id into *ret_batch_id): all
+ * or nothing. On success every row's id is set (rc 0). Returns 0, or a negative error and
+ * nothing is written: -EINVAL (a row's arguments, with its index in err; an edge out of
+ * range; a cycle or another rule of work_deps, in its words), -EDOM (a value the database
+ * refuses), or the database's. */
+int store_add_graph(struct store *s, struct store_add_row *rows, size_t n,
+		    const struct store_edge *edges, size_t nedges,
+		    const struct store_batch_def *batch, uint64_t *ret_batch_id, char *err,
+		    size_t errlen);
+
+/* A batch as an operator sees it: the members' states counted, the callback's state. */
+struct store_batch {
+	uint64_t id;
+	char queue[STORE_QUEUE_MAX + 1];
+	char description[STORE_BATCH_DESC_MAX + 1];
+	unsigned size;                       /* members */
+	uint64_t ready, claimed, done, dead; /* members by state (a deleted one: in none) */
+	uint64_t callback_id;                /* 0: none */
+	char callback_state[16];             /* "" when none (or deleted) */
+	bool finished;                       /* every member done or dead (or deleted) */
+	char created_at[32];
+};
+
+/* Batch id into *ret. Returns 1, 0 when there is none, or a negative error. */
+int store_batch_get(struct store *s, uint64_t id, struct store_batch *ret, char *err,
+		    size_t errlen);
+/* The newest batches (id below before, 0: any), at most limit (1..STORE_LIST_MAX), into a
+ * malloc'd array. Returns 0 or a negative error. */
+int store_batches(struct store *s, uint64_t before, unsigned limit, struct store_batch **ret,
+		  size_t *ret_n, char *err, size_t errlen);
 
 #endif

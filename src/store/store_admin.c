@@ -60,10 +60,6 @@ int store_counts(struct store *s, struct store_count **ret, size_t *ret_n,
 
 /* ---- enqueue and maintenance ---- */
 
-/* The columns an add writes, and one row's values for them (DEFAULT where an option is not
- * given). */
-#define ADD_COLUMNS "(queue, payload, run_at, period_s, max_attempts, timeout_s, priority, " \
-	"group_key, content_type"
 
 static void sql_add_quoted(struct store *s, const char *v, size_t len)
 {
@@ -113,8 +109,8 @@ static void sql_add_run_at(struct store *s, const char *run_at)
 
 /* "(queue, payload, run_at, ..., content_type" of one row: without the closing parenthesis,
  * for the dedupe key to follow. */
-static void sql_add_values(struct store *s, const char *queue, const unsigned char *payload,
-			   size_t len, const struct store_add_opts *o)
+void sq_add_values(struct store *s, const char *queue, const unsigned char *payload,
+		   size_t len, const struct store_add_opts *o)
 {
 	char q[QUOTED_QUEUE_MAX];
 
@@ -161,14 +157,14 @@ static void sql_add_dedupe_row(struct store *s, const char *queue, const unsigne
 	sql_add(s, "SET @claimd_dup = 0");
 	sq_end(s);
 	sql_add(s, "INSERT INTO work_items " ADD_COLUMNS ", dedupe_key) VALUES ");
-	sql_add_values(s, queue, payload, len, o);
+	sq_add_values(s, queue, payload, len, o);
 	sql_add(s, ", %s) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@claimd_dup := 1)",
 		k);
 	sq_end(s);
 }
 
-static int check_add(const char *queue, size_t len, const struct store_add_opts *o, char *err,
-		     size_t errlen)
+int sq_check_add(const char *queue, size_t len, const struct store_add_opts *o, char *err,
+		 size_t errlen)
 {
 	int64_t us;
 
@@ -202,7 +198,7 @@ int store_add(struct store *s, const char *queue, const unsigned char *payload, 
 	struct run rr;
 	uint64_t id;
 
-	if (r < 0 || (r = check_add(queue, len, o, err, errlen)) < 0)
+	if (r < 0 || (r = sq_check_add(queue, len, o, err, errlen)) < 0)
 		return r;
 	sq_reset(s);
 	if (o->dedupe_key) {
@@ -210,7 +206,7 @@ int store_add(struct store *s, const char *queue, const unsigned char *payload, 
 		sql_add(s, "SELECT @claimd_dup, LAST_INSERT_ID()");
 	} else {
 		sql_add(s, "INSERT INTO work_items " ADD_COLUMNS ") VALUES ");
-		sql_add_values(s, queue, payload, len, o);
+		sq_add_values(s, queue, payload, len, o);
 		sql_add(s, ") RETURNING 0, id");
 	}
 	r = sq_run(s, "store_add", &rr, err, errlen);
@@ -256,7 +252,7 @@ int store_add_many(struct store *s, struct store_add_row *rows, size_t n, char *
 		return r;
 	for (size_t i = 0; i < n; i++) {
 		const struct store_add_opts *o = rows[i].opts ? rows[i].opts : &none;
-		rows[i].rc = check_add(rows[i].queue, rows[i].len, o, rows[i].err,
+		rows[i].rc = sq_check_add(rows[i].queue, rows[i].len, o, rows[i].err,
 				       sizeof(rows[i].err));
 		if (rows[i].rc == 0)
 			o->dedupe_key ? keyed++ : plain++;
@@ -281,7 +277,7 @@ int store_add_many(struct store *s, struct store_add_row *rows, size_t n, char *
 				continue;
 			if (!first)
 				sql_add(s, ",");
-			sql_add_values(s, rows[i].queue, rows[i].payload, rows[i].len, o);
+			sq_add_values(s, rows[i].queue, rows[i].payload, rows[i].len, o);
 			sql_add(s, ")");
 			first = false;
 		}

@@ -298,7 +298,8 @@ static void prios_add_found(struct prio_set *set, const struct store_item *items
 }
 
 /* Inside a transaction: "COMPLETE;" for done[0..n), with its groups locked before and their
- * next rows started after if any is grouped. Returns the index of the COMPLETE among the
+ * next rows started after if any is grouped, and the rows that waited for them counted off
+ * (and released when they wait for nothing more). Returns the index of the COMPLETE among the
  * statements of the text (START TRANSACTION is 0). */
 static int sql_add_complete(struct store *s, const struct store_ref *done, size_t n)
 {
@@ -315,6 +316,7 @@ static int sql_add_complete(struct store *s, const struct store_ref *done, size_
 	sq_end(s);
 	if (grouped)
 		sq_add_group_next(s, done, n);
+	sq_add_deps_done(s, done, n);
 	return grouped ? 2 : 1;
 }
 

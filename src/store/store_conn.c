@@ -162,7 +162,8 @@ static bool bad_value(unsigned e, const char *msg, char *col, size_t len)
 
 /* Fills err from the connection's last error and maps it: -ENOTCONN (the connection is
  * dropped), -EDEADLK for 1213 and -ETIMEDOUT for 1205 (retried by the callers), -EDOM for a
- * value the server refused (err starts with its column), or -EIO. */
+ * value the server refused (err starts with its column), -EINVAL for a rule of the schema's
+ * triggers (1644, err: its message), or -EIO. */
 static int db_error(struct store *s, const char *op, char *err, size_t errlen)
 {
 	unsigned e = mysql_errno(s->conn);
@@ -172,6 +173,10 @@ static int db_error(struct store *s, const char *op, char *err, size_t errlen)
 		sq_fail_msg(0, err, errlen, "%s: %s: mysql error %u: %s", col, op, e,
 			    mysql_error(s->conn));
 		return -EDOM;
+	}
+	if (e == 1644) {   /* a SIGNAL of the schema's triggers: one of its rules, in its words */
+		sq_fail_msg(0, err, errlen, "%s", mysql_error(s->conn));
+		return -EINVAL;
 	}
 	sq_fail_msg(0, err, errlen, "%s: mysql error %u: %s", op, e, mysql_error(s->conn));
 	if (conn_lost(e)) {

@@ -76,6 +76,61 @@
 	"HAVING COUNT(visible_at) = 0) AS h ON w.id = h.id " \
 	"SET w.visible_at = GREATEST(w.run_at, NOW(6)) WHERE w.visible_at IS NULL AND w.state = 'ready'"
 
+/* Dependencies (sql/migrations/005_dependencies.sql). The parents this transaction finished
+ * as done (the first %s: their ids; the second: a CASE of their new tokens) are counted off
+ * their children's waiting_for; the current value is read under the row's lock, so two
+ * parents finishing at once both count. Then the children of those ids (%s) that wait for
+ * nothing more get their visible_at. Both read work_deps by its primary key: with no edges,
+ * an index probe per id. */
+#define DEPS_DONE \
+	"UPDATE work_items c JOIN (SELECT d.child_id, COUNT(*) AS n FROM work_deps d " \
+	"JOIN work_items p ON p.id = d.parent_id WHERE d.parent_id IN (%s) " \
+	"AND p.claim_token = CASE p.id%s END AND p.state = 'done' GROUP BY d.child_id) AS k " \
+	"ON c.id = k.child_id SET c.waiting_for = IF(c.waiting_for > k.n, c.waiting_for - k.n, 0) " \
+	"WHERE c.state = 'ready'"
+#define DEPS_RELEASE \
+	"UPDATE work_items c JOIN (SELECT DISTINCT child_id FROM work_deps WHERE parent_id IN (%s)) " \
+	"AS k ON c.id = k.child_id SET c.visible_at = GREATEST(c.run_at, NOW(6)) " \
+	"WHERE c.state = 'ready' AND c.waiting_for = 0 AND c.visible_at IS NULL " \
+	"AND c.group_key IS NULL"
+/* The rows that go dead with a dead parent: the parents (DEAD_ANCHOR: %s a SELECT of (id,
+ * root) pairs), then down the edges that say on_dead = 'cancel'. */
+#define DEAD_SET \
+	"WITH RECURSIVE dead_set (id, root) AS (%s UNION SELECT d.child_id, dead_set.root " \
+	"FROM work_deps d JOIN dead_set ON d.parent_id = dead_set.id WHERE d.on_dead = 'cancel') "
+/* They go dead (%s: DEAD_SET; %s the anchor's ids, which are dead already). */
+#define DEPS_CANCEL \
+	"UPDATE work_items c JOIN (%sSELECT id, MIN(root) AS root FROM dead_set GROUP BY id) AS k " \
+	"ON c.id = k.id SET c.state = 'dead', c.visible_at = NULL, c.finished_at = NOW(6), " \
+	"c.claim_token = c.claim_token + 1, c.last_error = CONCAT('cancelled: row ', k.root, " \
+	"', which it waited for, is dead') WHERE c.state = 'ready' AND c.id NOT IN (%s)"
+/* Edges that say on_dead = 'run' from any of them count as done (%s: DEAD_SET). */
+#define DEPS_DEAD_RUN \
+	"UPDATE work_items c JOIN (SELECT d.child_id, COUNT(*) AS n FROM work_deps d JOIN " \
+	"(%sSELECT DISTINCT id FROM dead_set) AS x ON d.parent_id = x.id WHERE d.on_dead = 'run' " \
+	"GROUP BY d.child_id) AS k ON c.id = k.child_id " \
+	"SET c.waiting_for = IF(c.waiting_for > k.n, c.waiting_for - k.n, 0) WHERE c.state = 'ready'"
+#define DEPS_DEAD_RELEASE \
+	"UPDATE work_items c JOIN (SELECT DISTINCT d.child_id FROM work_deps d JOIN " \
+	"(%sSELECT DISTINCT id FROM dead_set) AS x ON d.parent_id = x.id) AS k " \
+	"ON c.id = k.child_id SET c.visible_at = GREATEST(c.run_at, NOW(6)) " \
+	"WHERE c.state = 'ready' AND c.waiting_for = 0 AND c.visible_at IS NULL " \
+	"AND c.group_key IS NULL"
+
+/* ---- adds (store_admin.c) ---- */
+
+/* The columns an add writes (without the closing parenthesis: a dedupe key or a batch may
+ * follow), and one row's values for them, "(queue, payload, ..., content_type" (DEFAULT
+ * where an option is not given). */
+#define ADD_COLUMNS "(queue, payload, run_at, period_s, max_attempts, timeout_s, priority, " \
+	"group_key, content_type"
+void sq_add_values(struct store *s, const char *queue, const unsigned char *payload,
+		   size_t len, const struct store_add_opts *o);
+/* What an add must be (the queue's name, the payload's size, the options). Returns 0, or
+ * -EINVAL / -EMSGSIZE with err filled. */
+int sq_check_add(const char *queue, size_t len, const struct store_add_opts *o, char *err,
+		 size_t errlen);
+
 /* A place in claim order (priority, visible_at, id); visible_at as the server printed it. */
 struct claim_pos {
 	int priority;
@@ -220,6 +275,14 @@ bool sq_any_grouped(const struct store_ref *refs, size_t n);
 void sq_add_group_lock(struct store *s, const struct store_ref *refs, size_t n);
 /* "GROUP_NEXT;" for the rows refs[0..n), finished by this transaction with token + 1. */
 void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n);
+/* "DEPS_DONE; DEPS_RELEASE;" for the rows refs[0..n), finished by this transaction with
+ * token + 1 (those that went done count). */
+void sq_add_deps_done(struct store *s, const struct store_ref *refs, size_t n);
+/* "DEPS_CANCEL; DEPS_DEAD_RUN; DEPS_DEAD_RELEASE;" for the rows refs[0..n) that this
+ * transaction made dead (token + 1). */
+void sq_add_deps_dead(struct store *s, const struct store_ref *refs, size_t n);
+/* The same for row id, if this transaction deleted it (@claimd_deleted > 0). */
+void sq_add_deps_gone(struct store *s, uint64_t id);
 /* A last_error text: cut to 4000 bytes on a character boundary, quoted; NULL stays NULL. */
 void sq_add_error_text(struct store *s, const char *text);
 

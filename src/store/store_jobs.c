@@ -207,8 +207,12 @@ int store_cancel(struct store *s, uint64_t id, char ret_state[16], char *err, si
 	sq_end(s);
 	sql_add(s, "DELETE FROM work_items WHERE %s", which);
 	sq_end(s);
+	sql_add(s, "SET @claimd_deleted = ROW_COUNT()");
+	sq_end(s);
 	sql_add(s, GROUP_HEAL, scope);
 	sq_end(s);
+	/* The rows that waited for it: cancelled, or counted off (work_deps.on_dead). */
+	sq_add_deps_gone(s, id);
 	sql_add(s, "COMMIT");
 	sq_end(s);
 	sql_add(s, "SELECT state FROM work_items WHERE id = %llu", (unsigned long long)id);

@@ -62,13 +62,14 @@ int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const c
 	sq_end(s);
 	if (ref.grouped)
 		sq_add_group_next(s, &ref, 1);
+	sq_add_deps_dead(s, &ref, 1);
 	sql_add(s, "SELECT state FROM work_items WHERE id = %llu", (unsigned long long)ref.id);
 	sq_end(s);
 	sql_add(s, "COMMIT");
 	r = sq_run_retry(s, "store_fail", &rr, err, errlen);
 	if (r < 0)
 		return r;
-	/* Statements: START, [GROUP_LOCK], UPDATE, [GROUP_NEXT], SELECT, COMMIT. */
+	/* Statements: START, [GROUP_LOCK], UPDATE, [GROUP_NEXT], 3 x DEPS, SELECT, COMMIT. */
 	u = ref.grouped ? 2 : 1;
 	row = rr.rows[u] > 0 && rr.res ? mysql_fetch_row(rr.res) : NULL;
 	r = rr.rows[u] == 0 ? 0 : !row || !row[0] ? -EIO : strcmp(row[0], "dead") == 0 ? 2 :
@@ -103,6 +104,7 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 	sq_add_fence(s, refs, n);
 	sq_end(s);
 	sq_add_group_next(s, refs, n);
+	sq_add_deps_dead(s, refs, n);
 	sql_add(s, "COMMIT");
 	r = sq_run_retry(s, "store_release", &rr, err, errlen);
 	if (r < 0)

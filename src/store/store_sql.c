@@ -74,6 +74,87 @@ void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n)
 	buf_free(&tokens);
 }
 
+/* The ids of refs[0..n) ("1,2,3") and a CASE of their tokens + 1 (" WHEN 1 THEN 8 .."). */
+static bool ids_and_tokens(const struct store_ref *refs, size_t n, struct buf *ids,
+			   struct buf *tokens)
+{
+	for (size_t i = 0; i < n; i++) {
+		buf_printf(ids, "%s%llu", i ? "," : "", (unsigned long long)refs[i].id);
+		buf_printf(tokens, " WHEN %llu THEN %llu", (unsigned long long)refs[i].id,
+			   (unsigned long long)refs[i].token + 1);
+	}
+	return !buf_failed(ids) && !buf_failed(tokens);
+}
+
+void sq_add_deps_done(struct store *s, const struct store_ref *refs, size_t n)
+{
+	struct buf ids, tokens;
+
+	buf_init(&ids);
+	buf_init(&tokens);
+	if (!ids_and_tokens(refs, n, &ids, &tokens)) {
+		s->sql.failed = true;
+	} else {
+		sql_add(s, DEPS_DONE, ids.data, tokens.data);
+		sq_end(s);
+		sql_add(s, DEPS_RELEASE, ids.data);
+		sq_end(s);
+	}
+	buf_free(&ids);
+	buf_free(&tokens);
+}
+
+/* The three statements of a dead set whose anchor is the SELECT anchor (of (id, root)), the
+ * anchor's own ids being ids. */
+static void add_dead(struct store *s, const char *anchor, const char *ids)
+{
+	struct buf set;
+
+	buf_init(&set);
+	buf_printf(&set, DEAD_SET, anchor);
+	if (buf_failed(&set)) {
+		s->sql.failed = true;
+	} else {
+		sql_add(s, DEPS_CANCEL, set.data, ids);
+		sq_end(s);
+		sql_add(s, DEPS_DEAD_RUN, set.data);
+		sq_end(s);
+		sql_add(s, DEPS_DEAD_RELEASE, set.data);
+		sq_end(s);
+	}
+	buf_free(&set);
+}
+
+void sq_add_deps_dead(struct store *s, const struct store_ref *refs, size_t n)
+{
+	struct buf ids, tokens, anchor;
+
+	buf_init(&ids);
+	buf_init(&tokens);
+	buf_init(&anchor);
+	if (ids_and_tokens(refs, n, &ids, &tokens))
+		buf_printf(&anchor, "SELECT p.id, p.id FROM work_items p WHERE p.id IN (%s) AND "
+			   "p.state = 'dead' AND p.claim_token = CASE p.id%s END", ids.data,
+			   tokens.data);
+	if (buf_failed(&ids) || buf_failed(&tokens) || buf_failed(&anchor))
+		s->sql.failed = true;
+	else
+		add_dead(s, anchor.data, ids.data);
+	buf_free(&ids);
+	buf_free(&tokens);
+	buf_free(&anchor);
+}
+
+void sq_add_deps_gone(struct store *s, uint64_t id)
+{
+	char anchor[128], ids[24];
+
+	snprintf(anchor, sizeof(anchor), "SELECT %llu, %llu FROM DUAL WHERE @claimd_deleted > 0",
+		 (unsigned long long)id, (unsigned long long)id);
+	snprintf(ids, sizeof(ids), "%llu", (unsigned long long)id);
+	add_dead(s, anchor, ids);
+}
+
 /* last_error text: cut to ERROR_TEXT_MAX bytes, quoted; NULL stays NULL. */
 void sq_add_error_text(struct store *s, const char *text)
 {

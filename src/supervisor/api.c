@@ -119,7 +119,7 @@ static void on_done(void *data, const struct ctl_request *req, const struct cmd_
 	char head[64];
 	struct buf b;
 
-	if (req->verb == CTL_JOB && api_watch_job(call, res))
+	if ((req->verb == CTL_JOB || req->verb == CTL_BATCH) && api_watch_job(call, res))
 		return;
 	buf_init(&b);
 	if (res->rc < 0) {
@@ -300,7 +300,8 @@ static void stats(struct api_host *h, struct http_request *r)
 /* A route: the path's segments, the methods it answers, and what it runs. */
 enum route_kind { R_HEALTHZ, R_METRICS, R_STATS, R_BATCH, R_STATUS, R_SUPERVISORS, R_QUEUES,
 		  R_JOBS, R_ADD, R_PAUSE, R_RESUME, R_JOB, R_EVENTS, R_RETRY, R_SCHEDULES,
-		  R_SCHEDULE, R_SCHEDULE_PAUSE, R_SCHEDULE_RESUME };
+		  R_SCHEDULE, R_SCHEDULE_PAUSE, R_SCHEDULE_RESUME, R_BATCH_LIST, R_BATCH_GET,
+		  R_BATCH_EVENTS };
 
 #define READ "GET, HEAD"
 
@@ -330,6 +331,9 @@ static const struct route routes[] = {
 	{ { "v1", "schedules", "*" }, READ ", PUT, DELETE", "schedule", R_SCHEDULE },
 	{ { "v1", "schedules", "*", "pause" }, "POST", "schedule.pause", R_SCHEDULE_PAUSE },
 	{ { "v1", "schedules", "*", "resume" }, "POST", "schedule.pause", R_SCHEDULE_RESUME },
+	{ { "v1", "batches" }, READ, "batches", R_BATCH_LIST },
+	{ { "v1", "batches", "*" }, READ, "batch", R_BATCH_GET },
+	{ { "v1", "batches", "*", "events" }, READ, "batch.events", R_BATCH_EVENTS },
 };
 
 static const struct route *find_route(char **seg, int n, const char **ret_arg)
@@ -453,6 +457,12 @@ void api_handle(void *data, struct http_request *r)
 	case R_RESUME: run(h, call, CTL_RESUME, pn, pv, 2, false); break;
 	case R_RETRY: run(h, call, CTL_RETRY, pn, pv, 2, false); break;
 	case R_SCHEDULES: run(h, call, CTL_SCHEDULES, pn, pv, 1, false); break;
+	case R_BATCH_LIST: run(h, call, CTL_BATCHES, pn, pv, 1, false); break;
+	case R_BATCH_GET: run(h, call, CTL_BATCH, pn, pv, 2, false); break;
+	case R_BATCH_EVENTS:
+		call->events = true;
+		run(h, call, CTL_BATCH, pn, pv, 2, false);
+		break;
 	case R_SCHEDULE_PAUSE: run(h, call, CTL_PAUSE, pn, pv, 2, false); break;
 	case R_SCHEDULE_RESUME: run(h, call, CTL_RESUME, pn, pv, 2, false); break;
 	case R_SCHEDULE:

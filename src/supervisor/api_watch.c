@@ -1,6 +1,7 @@
 /* Waiting for a row: GET /v1/jobs/{id}?wait=DUR answers once the row is done or dead (or the
  * wait is over), and GET /v1/jobs/{id}/events streams the row as Server-Sent Events, one
- * event each time it changes, until it is done or dead. Both read the row again every
+ * event each time it changes, until it is done or dead; GET /v1/batches/{id}/events streams
+ * a batch the same way ("event: batch"), until its members finished and its callback did. Both read the row again every
  * API_WAIT_CHECK_MS (one primary-key lookup on the supervisor's database queue), so they see
  * what any supervisor on any host did to it. */
 #include "supervisor/api_int.h"
@@ -64,6 +65,20 @@ static bool finished(const struct store_job *j)
 	return !strcmp(j->state, "done") || !strcmp(j->state, "dead");
 }
 
+static bool batch_over(const struct store_batch *b)
+{
+	return b->finished && (!*b->callback_state || !strcmp(b->callback_state, "done") ||
+			       !strcmp(b->callback_state, "dead"));
+}
+
+/* Whether what res read is over: the row finished, or the batch with its callback. */
+static bool reading_over(const struct ctl_request *req, const struct cmd_result *res)
+{
+	if (req->verb == CTL_BATCH)
+		return res->nbatches && batch_over(&res->batches[0]);
+	return finished(res->job);
+}
+
 /* ---- event streams ---- */
 
 static void on_gone(void *data)
@@ -81,14 +96,19 @@ static int send_text(struct api_call *call, const char *s, size_t n)
 	return r;
 }
 
-/* The row as an event, if it changed since the last one: "event: job" and its JSON. */
-static int send_event(struct api_call *call, const struct store_job *j)
+/* The row (or the batch) as an event, if it changed since the last one: "event: job" (or
+ * "event: batch") and its JSON. */
+static int send_event(struct api_call *call, const struct cmd_result *res)
 {
+	bool batch = call->req.verb == CTL_BATCH;
 	struct buf b;
 	int r = 0;
 
 	buf_init(&b);
-	render_job_json(j, &b);   /* one line */
+	if (batch && res->nbatches)
+		cmd_batch_json(&res->batches[0], &b);   /* one line */
+	else
+		render_job_json(res->job, &b);   /* one line */
 	if (buf_failed(&b)) {
 		buf_free(&b);
 		return -ENOMEM;
@@ -96,7 +116,8 @@ static int send_event(struct api_call *call, const struct store_job *j)
 	if (!call->last || strcmp(call->last, b.data) != 0) {
 		free(call->last);
 		call->last = strdup(b.data);
-		r = send_text(call, "event: job\ndata: ", 17);
+		r = batch ? send_text(call, "event: batch\ndata: ", 19) :
+			    send_text(call, "event: job\ndata: ", 17);
 		if (r == 0)
 			r = send_text(call, b.data, b.len);   /* ends with its line feed */
 		if (r == 0)
@@ -136,11 +157,11 @@ static void stream_reading(struct api_call *call, const struct cmd_result *res)
 		send_text(call, "event: gone\ndata: {}\n\n", 22);   /* cancelled, or pruned */
 		goto end;
 	}
-	if (res->rc >= 0 && send_event(call, res->job) < 0) {
+	if (res->rc >= 0 && send_event(call, res) < 0) {
 		log_warn("http: an event stream's client does not read; ending it");
 		goto end;
 	}
-	if (h->stopped || (res->rc >= 0 && finished(res->job)))
+	if (h->stopped || (res->rc >= 0 && reading_over(&call->req, res)))
 		goto end;
 	wait_more(call);   /* a database error: the next reading may do better */
 	return;

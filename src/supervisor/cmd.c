@@ -37,6 +37,7 @@ void cmd_finish(struct call *call)
 	store_job_clear(&call->row);
 	store_supervisors_free(call->svs, call->res.nsupervisors);
 	free(call->scheds);
+	free(call->batches);
 	free(call);
 }
 
@@ -461,6 +462,8 @@ static const struct cmd_def defs[CTL_VERB_COUNT] = {
 			    .text = cmd_schedules_text },
 	[CTL_UNSCHEDULE] = { .db = cmd_unschedule_db, .after = cmd_unschedule_after,
 			     .text = cmd_unschedule_text },
+	[CTL_BATCH] = { .db = cmd_batch_db, .after = cmd_batch_after, .text = cmd_batch_text },
+	[CTL_BATCHES] = { .db = cmd_batch_db, .after = cmd_batch_after, .text = cmd_batch_text },
 };
 
 static int call_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)

@@ -39,7 +39,12 @@ struct cmd_result {
 	const struct store_schedule *schedules;   /* schedules, schedule (callback only) */
 	size_t nschedules;
 	bool replaced;                /* schedule: it replaced one of the same name */
+	const struct store_batch *batches;   /* batch, batches (callback only) */
+	size_t nbatches;
 };
+
+/* One batch's JSON object and a newline (the batch verb's, and its event stream's). */
+void cmd_batch_json(const struct store_batch *b, struct buf *out);
 
 typedef void (*cmd_done_cb)(void *data, const struct ctl_request *req,
 			    const struct cmd_result *res);
@@ -82,6 +87,28 @@ void cmds_free(struct cmds *c);
  * called exactly once, before cmd_run returns or later on the loop; req and what it points to
  * must stay valid until then. */
 void cmd_run(struct cmds *c, const struct ctl_request *req, cmd_done_cb done, void *data);
+
+/* Rows that wait for each other, and maybe a batch of them: reqs[0..n) (add requests),
+ * edges between them by index, written in one transaction (store_add_graph), all or nothing.
+ * The caller owns everything and gives ids room for n ids. */
+struct cmd_graph {
+	const struct ctl_request *reqs;
+	size_t n;
+	const struct store_edge *edges;
+	size_t nedges;
+	bool batch;
+	const char *description;     /* the batch's, or NULL */
+	long callback;               /* the batch's callback (an index), or -1 */
+	/* out */
+	int rc;                      /* as cmd_result's */
+	char err[STORE_ERR_MAX];
+	uint64_t *ids;
+	uint64_t batch_id;
+};
+
+/* Write g; done is called once, later, on the loop. Wakes a worker when written. */
+void cmd_add_graph(struct cmds *c, struct cmd_graph *g,
+		   void (*done)(void *data, struct cmd_graph *g), void *data);
 
 /* Answer the requests still waiting for the database (status waiting for fresh counts)
  * with what there is; at stop. */

@@ -210,3 +210,84 @@ void cmd_adds_free(struct cmds *c)
 		free(c->batch[k].rows);
 	}
 }
+
+/* ---- a graph, or a batch: one transaction (store_add_graph) ---- */
+
+struct graph_job {
+	struct dbq_job job;
+	struct cmds *c;
+	struct cmd_graph *g;
+	struct store_add_row *rows;
+	struct store_add_opts *opts;
+	void (*done)(void *data, struct cmd_graph *g);
+	void *data;
+};
+
+static int graph_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)
+{
+	struct graph_job *gj = container_of(j, struct graph_job, job);
+	struct cmd_graph *g = gj->g;
+	struct store_batch_def def = { .description = g->description, .callback = g->callback };
+
+	return store_add_graph(s, gj->rows, g->n, g->edges, g->nedges, g->batch ? &def : NULL,
+			       &g->batch_id, err, errlen);
+}
+
+static void graph_done(struct dbq_job *j)
+{
+	struct graph_job *gj = container_of(j, struct graph_job, job);
+	struct cmd_graph *g = gj->g;
+
+	g->rc = j->rc;
+	if (j->rc == -EDOM) {
+		g->rc = -EINVAL;
+		refused_value(j->err, g->err, sizeof(g->err));
+	} else if (j->rc < 0) {
+		g->rc = j->rc == -EMSGSIZE ? -EINVAL : j->rc;
+		snprintf(g->err, sizeof(g->err), "%s", j->err);
+	} else {
+		for (size_t i = 0; i < g->n; i++)
+			g->ids[i] = gj->rows[i].id;
+		gj->c->host.wake(gj->c->host.data);
+	}
+	gj->done(gj->data, g);
+	free(gj->rows);
+	free(gj->opts);
+	free(gj);
+}
+
+void cmd_add_graph(struct cmds *c, struct cmd_graph *g,
+		   void (*done)(void *data, struct cmd_graph *g), void *data)
+{
+	struct graph_job *gj = calloc(1, sizeof(*gj));
+
+	if (gj) {
+		gj->rows = calloc(g->n ? g->n : 1, sizeof(*gj->rows));
+		gj->opts = calloc(g->n ? g->n : 1, sizeof(*gj->opts));
+	}
+	if (!gj || !gj->rows || !gj->opts) {
+		if (gj) {
+			free(gj->rows);
+			free(gj->opts);
+		}
+		free(gj);
+		g->rc = -ENOMEM;
+		snprintf(g->err, sizeof(g->err), "out of memory");
+		done(data, g);
+		return;
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		add_options(&g->reqs[i], &gj->opts[i]);
+		gj->rows[i] = (struct store_add_row){ .queue = g->reqs[i].queue,
+						      .payload = g->reqs[i].payload,
+						      .len = g->reqs[i].payload_len,
+						      .opts = &gj->opts[i] };
+	}
+	gj->c = c;
+	gj->g = g;
+	gj->done = done;
+	gj->data = data;
+	gj->job.run = graph_run;
+	gj->job.done = graph_done;
+	dbq_push(c->batch[0].dbq, &gj->job);
+}

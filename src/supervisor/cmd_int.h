@@ -1,5 +1,6 @@
 /* cmd_int — the insides of the commands, shared by cmd.c (the table, the verbs) and
- * cmd_add.c (adds, written in batches) and cmd_schedule.c (schedules). Not an interface. */
+ * cmd_add.c (adds, written in batches), cmd_schedule.c (schedules) and cmd_batch.c (batches).
+ * Not an interface. */
 #ifndef CLAIMD_CMD_INT_H
 #define CLAIMD_CMD_INT_H
 
@@ -35,6 +36,8 @@ struct call {
 	struct store_supervisor *svs;  /* supervisors */
 	struct store_schedule *scheds; /* schedule, schedules */
 	size_t nscheds;
+	struct store_batch *batches;   /* batch, batches */
+	size_t nbatches;
 };
 
 /* Answer the call (its done callback) and free it. */
@@ -68,5 +71,12 @@ void cmd_unschedule_text(const struct ctl_request *req, const struct cmd_result 
 int cmd_schedule_pause_db(struct call *call, struct store *s, char *err, size_t errlen);
 void cmd_schedule_pause_after(struct call *call);
 void cmd_schedule_pause_text(const struct ctl_request *req, struct buf *out);
+
+/* ---- cmd_batch.c ---- */
+
+int cmd_batch_db(struct call *call, struct store *s, char *err, size_t errlen);
+void cmd_batch_after(struct call *call);
+void cmd_batch_text(const struct ctl_request *req, const struct cmd_result *res,
+		    struct buf *out);
 
 #endif

@@ -8,7 +8,7 @@
 //
 //   node dashboard.mjs '{"url":..., "token":..., "workers":2, "dead":ID, "queue":NAME,
 //                        "job":ID, "result":TEXT, "screenshot":PATH, "schedule":NAME,
-//                        "cron":EXPR, "zone":ZONE}'
+//                        "cron":EXPR, "zone":ZONE, "batch":ID}'
 // Prints one JSON line of what it saw; exits 1 with the reason on stderr when a step fails.
 import { chromium } from 'playwright-core';
 
@@ -100,6 +100,17 @@ try {
       await row.locator('button.pause').click();
       await row.locator('.pill.paused').waitFor({ timeout: 10000 });
       return text;
+    });
+  }
+  if (args.batch) {
+    await step('shows a batch', async () => {
+      const row = page.locator(`#batches tr[data-batch="${args.batch}"]`);
+      await row.waitFor({ timeout: 10000 });
+      await page.waitForFunction((id) => {
+        const r = document.querySelector(`#batches tr[data-batch="${id}"]`);
+        return r && r.textContent.includes('100 %');
+      }, args.batch, { timeout: 15000 });
+      return (await row.locator('td').nth(4).textContent());
     });
   }
   if (args.screenshot) await page.screenshot({ path: args.screenshot, fullPage: true });

@@ -57,13 +57,19 @@ def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
     with urllib.request.urlopen(req, timeout=10) as r:
         job = json.loads(r.read())['id']
     wait_for(lambda: db.row(job, 'state')[0], 15, 'the job done', until=lambda s: s == 'done')
+    lines = b'{"payload":"b1"}\n{"payload":"b2"}\n{"payload":"b3"}\n{"payload":"cb","callback":true}\n'
+    req = urllib.request.Request(url + '/v1/queues/default/jobs:batch?batch=1&description=demo',
+                                 data=lines, method='POST',
+                                 headers={'Authorization': f'Bearer {token}'})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        batch = json.loads(r.read())['batch']
     r = c.ctl('schedule', 'nightly', '--cron', '30 2 * * *', '--tz', 'Europe/Berlin', 'report')
     check_eq(r.returncode, 0, f'claimctl schedule: {r.stderr}')
     shot = os.environ.get('CLAIMD_SCREENSHOT') or os.path.join(t.tmpdir, 'dashboard.png')
     spec = {'url': url, 'token': token, 'workers': 2, 'dead': dead, 'queue': 'mail',
             'job': job, 'result': '"type": "text/plain"', 'screenshot': shot,
             'running': running, 'schedule': 'nightly', 'cron': '30 2 * * *',
-            'zone': 'Europe/Berlin'}
+            'zone': 'Europe/Berlin', 'batch': batch}
     r = subprocess.run([node, os.path.join(BROWSER_DIR, 'dashboard.mjs'), json.dumps(spec)],
                        cwd=BROWSER_DIR, capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, CHROMIUM=chromium))
@@ -76,6 +82,7 @@ def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
     check_eq(db.row(dead, 'state, attempts')[:2], ('ready', '0'), 'the retried row in the database')
     check_eq(db.scalar("SELECT paused FROM queues WHERE name = 'mail'"), '1',
              'the paused queue in the database')
+    check_eq(seen['shows a batch'], '3', "the batch's done members, as the dashboard shows them")
     check_eq(db.scalar("SELECT paused FROM schedules WHERE name = 'nightly'"), '1',
              'the schedule paused from the dashboard, in the database')
     check(os.path.getsize(shot) > 10000, 'a screenshot was taken')

@@ -134,6 +134,21 @@ function drawSchedules(schedules) {
   if (!schedules.length) tb.append(el('tr', {}, el('td', { colspan: 9 }, 'no schedules (claimctl schedule NAME --cron EXPR)')));
 }
 
+function drawBatches(batches) {
+  const tb = $('batches').tBodies[0];
+  tb.replaceChildren(...batches.map((b) => {
+    const over = b.done + b.dead, pct = b.size ? Math.round(100 * over / b.size) : 100;
+    return el('tr', { 'data-batch': b.id },
+      el('td', {}, b.id), el('td', {}, b.queue), el('td', {}, b.description || '—'),
+      el('td', {}, el('progress', { max: 100, value: pct, title: pct + ' %' }), ' ' + pct + ' %'),
+      el('td', {}, b.done), el('td', {}, b.dead), el('td', {}, b.ready + b.claimed),
+      el('td', {}, b.callback_id ? el('a', { href: '#job/' + b.callback_id },
+        b.callback_id + ' ' + (b.callback_state || 'gone')) : '—'),
+      el('td', {}, b.created_at));
+  }));
+  if (!batches.length) tb.append(el('tr', {}, el('td', { colspan: 9 }, 'no batches (POST …/jobs:batch?batch=1)')));
+}
+
 function workerRows(workers) {
   return el('table', { class: 'workers' },
     el('thead', {}, el('tr', {}, ...['slot', 'pid', 'state', 'running', 'oldest item', 'for',
@@ -174,15 +189,16 @@ function drawDead(jobs) {
 }
 
 async function refreshOverview() {
-  const [stats, status, queues, svs, dead, health, schedules] = await Promise.all([
+  const [stats, status, queues, svs, dead, health, schedules, batches] = await Promise.all([
     api('/v1/stats?seconds=300'), api('/v1/status'), api('/v1/queues'),
     api('/v1/supervisors'), api('/v1/jobs?state=dead&limit=20'),
     fetch('/healthz').then(async (r) => ({ ok: r.ok, text: (await r.text()).trim() })),
-    api('/v1/schedules'),
+    api('/v1/schedules'), api('/v1/batches?limit=10'),
   ]);
   drawChart(stats);
   drawQueues(queues);
   drawSchedules(schedules);
+  drawBatches(batches);
   drawSupervisors(svs, status);
   drawDead(dead);
   $('me').textContent = status.host + ' pid ' + status.pid + ' · queues ' + status.queue +

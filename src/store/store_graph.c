@@ -1,0 +1,341 @@
+/* store_graph — rows that wait for each other (work_deps) added together, and batches of rows
+ * with a callback: written in one transaction, all or nothing; and batches as an operator
+ * reads them. What a finishing row does to the rows that wait for it is in the finishing
+ * statements themselves (store_sql.c, DEPS_*). */
+#include "store/store.h"
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct store_add_opts no_opts = { .period_s = -1 };
+
+static int check_graph(struct store_add_row *rows, size_t n, const struct store_edge *edges,
+		       size_t nedges, const struct store_batch_def *batch, char *err,
+		       size_t errlen)
+{
+	if (n == 0 || n > STORE_GRAPH_MAX)
+		return sq_fail_msg(-EINVAL, err, errlen, "a graph is 1 to %d rows", STORE_GRAPH_MAX);
+	for (size_t i = 0; i < n; i++) {
+		const struct store_add_opts *o = rows[i].opts ? rows[i].opts : &no_opts;
+		char why[256];
+		int r = sq_check_add(rows[i].queue, rows[i].len, o, why, sizeof(why));
+		if (r < 0)
+			return sq_fail_msg(r, err, errlen, "line %zu: %s", i + 1, why);
+		if (o->dedupe_key)
+			return sq_fail_msg(-EINVAL, err, errlen, "line %zu: a row of a graph or a batch "
+					   "has no dedupe key", i + 1);
+		if (o->period_s >= 0 || o->group_key)
+			return sq_fail_msg(-EINVAL, err, errlen, "line %zu: a row of a graph or a batch "
+					   "is not recurring and in no FIFO group", i + 1);
+	}
+	for (size_t i = 0; i < nedges; i++)
+		if (edges[i].parent >= n || edges[i].child >= n || edges[i].parent == edges[i].child)
+			return sq_fail_msg(-EINVAL, err, errlen, "an edge from line %zu to line %zu",
+					   edges[i].parent + 1, edges[i].child + 1);
+	if (batch && (batch->callback >= (long)n || batch->callback < -1 ||
+		      (batch->description && strlen(batch->description) > STORE_BATCH_DESC_MAX)))
+		return sq_fail_msg(-EINVAL, err, errlen, "a batch's callback or description");
+	return 0;
+}
+
+/* Round trip 1: the batch's row, the rows (their ids back, in order). */
+static int insert_rows(struct store *s, struct store_add_row *rows, size_t n,
+		       const struct store_batch_def *batch, uint64_t *ret_batch, char *err,
+		       size_t errlen)
+{
+	struct run rr;
+	MYSQL_ROW row;
+	int r;
+
+	sq_reset(s);
+	sql_add(s, "START TRANSACTION");
+	sq_end(s);
+	if (batch) {
+		char q[QUOTED_QUEUE_MAX], d[2 * STORE_BATCH_DESC_MAX + 3] = "NULL";
+		sq_quote(s->conn, q, rows[0].queue, strlen(rows[0].queue));
+		if (batch->description)
+			sq_quote(s->conn, d, batch->description, strlen(batch->description));
+		sql_add(s, "INSERT INTO batches (queue, description, size) VALUES (%s, %s, %zu)", q, d,
+			n - (batch->callback >= 0));
+		sq_end(s);
+		sql_add(s, "SET @claimd_batch = LAST_INSERT_ID()");
+		sq_end(s);
+	}
+	sql_add(s, "INSERT INTO work_items " ADD_COLUMNS ", batch_id) VALUES ");
+	for (size_t i = 0; i < n; i++) {
+		sql_add(s, i ? "," : "");
+		sq_add_values(s, rows[i].queue, rows[i].payload, rows[i].len,
+			      rows[i].opts ? rows[i].opts : &no_opts);
+		sql_add(s, batch ? ", @claimd_batch)" : ", NULL)");
+	}
+	sql_add(s, " RETURNING id");
+	if (batch) {
+		sq_end(s);
+		sql_add(s, "SELECT @claimd_batch");
+	}
+	r = sq_run(s, "store_add_graph", &rr, err, errlen);
+	if (r < 0)
+		return r;
+	r = rr.res && mysql_num_rows(rr.res) == n ? 0 : -EIO;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		row = mysql_fetch_row(rr.res);
+		if (!row || !row[0] || !sq_parse_u64(row[0], strlen(row[0]), &rows[i].id))
+			r = -EIO;
+		rows[i].rc = 0;
+		rows[i].duplicate = false;
+	}
+	if (r == 0 && batch) {
+		row = rr.res2 ? mysql_fetch_row(rr.res2) : NULL;
+		r = row && row[0] && sq_parse_u64(row[0], strlen(row[0]), ret_batch) ? 0 : -EIO;
+	}
+	mysql_free_result(rr.res);
+	mysql_free_result(rr.res2);
+	return r < 0 ? sq_fail_msg(r, err, errlen, "store_add_graph: the ids did not come back") : 0;
+}
+
+static int edge_cmp(const void *a, const void *b)
+{
+	const struct store_edge *x = a, *y = b;
+
+	if (x->child != y->child)
+		return x->child < y->child ? -1 : 1;
+	return x->parent < y->parent ? -1 : x->parent > y->parent;
+}
+
+/* The edges, and the batch's callback's edges from every member: sorted, each pair once
+ * (an edge's trigger counts it, so a pair given twice would be counted twice). A pair given
+ * twice with different on_dead is refused. Returns how many, or -EINVAL. */
+static long all_edges(const struct store_edge *edges, size_t nedges, size_t n,
+		      const struct store_batch_def *batch, struct store_edge *out, char *err,
+		      size_t errlen)
+{
+	size_t k = 0, m = 0;
+
+	for (size_t i = 0; i < nedges; i++)
+		out[k++] = edges[i];
+	if (batch && batch->callback >= 0)
+		for (size_t i = 0; i < n; i++)
+			if ((long)i != batch->callback)
+				out[k++] = (struct store_edge){ i, (size_t)batch->callback, true };
+	qsort(out, k, sizeof(*out), edge_cmp);
+	for (size_t i = 0; i < k; i++) {
+		if (m > 0 && edge_cmp(&out[m - 1], &out[i]) == 0) {
+			bool from_callback = batch && (long)out[i].child == batch->callback;
+			if (out[m - 1].on_dead_run != out[i].on_dead_run && !from_callback)
+				return sq_fail_msg(-EINVAL, err, errlen, "line %zu waits for line %zu "
+						   "twice, with different on_dead", out[i].child + 1,
+						   out[i].parent + 1);
+			continue;
+		}
+		out[m++] = out[i];
+	}
+	return (long)m;
+}
+
+/* Round trip 2: the edges (their trigger checks them and makes the children wait), the
+ * batch's callback, and the commit. */
+static int insert_edges(struct store *s, const struct store_add_row *rows,
+			const struct store_edge *edges, size_t nedges,
+			const struct store_batch_def *batch, uint64_t batch_id, char *err,
+			size_t errlen)
+{
+	struct run rr;
+	int r;
+
+	sq_reset(s);
+	for (size_t i = 0; i < nedges; i++) {
+		sql_add(s, "%s(%llu, %llu, '%s')", i ? "," : "INSERT INTO work_deps (parent_id, "
+			"child_id, on_dead) VALUES ", (unsigned long long)rows[edges[i].parent].id,
+			(unsigned long long)rows[edges[i].child].id,
+			edges[i].on_dead_run ? "run" : "cancel");
+	}
+	if (nedges)
+		sq_end(s);
+	if (batch && batch->callback >= 0) {
+		sql_add(s, "UPDATE batches SET callback_id = %llu WHERE id = %llu",
+			(unsigned long long)rows[batch->callback].id, (unsigned long long)batch_id);
+		sq_end(s);
+	}
+	sql_add(s, "COMMIT");
+	r = sq_run(s, "store_add_graph", &rr, err, errlen);
+	mysql_free_result(rr.res);
+	mysql_free_result(rr.res2);
+	return r;
+}
+
+int store_add_graph(struct store *s, struct store_add_row *rows, size_t n,
+		    const struct store_edge *edges, size_t nedges,
+		    const struct store_batch_def *batch, uint64_t *ret_batch_id, char *err,
+		    size_t errlen)
+{
+	int r = sq_check(s, "store_add_graph", NULL, 0, NULL, err, errlen);
+	struct store_edge *all = NULL;
+	unsigned attempt = 0;
+	uint64_t batch_id = 0;
+	long m;
+
+	if (r < 0 || (r = check_graph(rows, n, edges, nedges, batch, err, errlen)) < 0)
+		return r;
+	all = malloc((nedges + n + 1) * sizeof(*all));
+	if (!all)
+		return sq_fail_msg(-ENOMEM, err, errlen, "store_add_graph: out of memory");
+	m = all_edges(edges, nedges, n, batch, all, err, errlen);
+	if (m < 0) {
+		free(all);
+		return (int)m;
+	}
+	for (;;) {
+		r = insert_rows(s, rows, n, batch, &batch_id, err, errlen);
+		if (r == 0)
+			r = insert_edges(s, rows, all, (size_t)m, batch, batch_id, err, errlen);
+		if (r == 0)
+			break;
+		sq_abort(s);
+		if (!sq_retry(s, r, &attempt))
+			break;
+	}
+	free(all);
+	if (r < 0)
+		return sq_final(r);
+	if (ret_batch_id)
+		*ret_batch_id = batch_id;
+	return 0;
+}
+
+/* ---- batches ---- */
+
+#define BATCH_COLUMNS \
+	"b.id, b.queue, COALESCE(b.description, ''), b.size, COALESCE(b.callback_id, 0), " \
+	UTC_TEXT("b.created_at") ", (SELECT state FROM work_items WHERE id = b.callback_id)"
+
+static void text(char *dst, size_t cap, const char *src)
+{
+	if (!src)
+		dst[0] = '\0';
+	else
+		sq_utf8_sanitize(src, dst, cap - 1);
+}
+
+static uint64_t u64_of(const char *p)
+{
+	uint64_t v;
+
+	return p && sq_parse_u64(p, strlen(p), &v) ? v : 0;
+}
+
+static void take_batch(MYSQL_ROW row, struct store_batch *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->id = u64_of(row[0]);
+	text(b->queue, sizeof(b->queue), row[1]);
+	text(b->description, sizeof(b->description), row[2]);
+	b->size = (unsigned)u64_of(row[3]);
+	b->callback_id = u64_of(row[4]);
+	text(b->created_at, sizeof(b->created_at), row[5]);
+	text(b->callback_state, sizeof(b->callback_state), row[6]);
+}
+
+/* Adds the member counts of res's rows (batch_id, state, count) to bs[0..n). */
+static void take_counts(MYSQL_RES *res, struct store_batch *bs, size_t n)
+{
+	MYSQL_ROW row;
+
+	while (res && (row = mysql_fetch_row(res))) {
+		uint64_t id = u64_of(row[0]), c = u64_of(row[2]);
+		for (size_t i = 0; i < n; i++) {
+			if (bs[i].id != id || !row[1])
+				continue;
+			if (!strcmp(row[1], "ready"))
+				bs[i].ready += c;
+			else if (!strcmp(row[1], "claimed"))
+				bs[i].claimed += c;
+			else if (!strcmp(row[1], "done"))
+				bs[i].done += c;
+			else if (!strcmp(row[1], "dead"))
+				bs[i].dead += c;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		bs[i].finished = bs[i].ready + bs[i].claimed == 0;
+}
+
+/* Reads the batches WHERE where says, newest first, at most limit. */
+static int read_batches(struct store *s, const char *op, const char *where, unsigned limit,
+			struct store_batch **ret, size_t *ret_n, char *err, size_t errlen)
+{
+	struct store_batch *bs;
+	struct run rr;
+	MYSQL_ROW row;
+	size_t n = 0;
+	int r;
+
+	sq_reset(s);
+	sql_add(s, "SELECT " BATCH_COLUMNS " FROM batches b WHERE %s ORDER BY b.id DESC LIMIT %u",
+		where, limit);
+	sq_end(s);
+	/* The members' states, the callback not counted: by batch_idx, a lookup a member. */
+	sql_add(s, "SELECT w.batch_id, w.state, COUNT(*) FROM (SELECT id, callback_id FROM "
+		"batches b WHERE %s ORDER BY b.id DESC LIMIT %u) AS b JOIN work_items w "
+		"ON w.batch_id = b.id WHERE w.id <> COALESCE(b.callback_id, 0) "
+		"GROUP BY w.batch_id, w.state", where, limit);
+	r = sq_run(s, op, &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	bs = calloc((rr.res ? mysql_num_rows(rr.res) : 0) + 1, sizeof(*bs));
+	r = !rr.res ? -EIO : bs ? 0 : -ENOMEM;
+	while (r == 0 && (row = mysql_fetch_row(rr.res)))
+		take_batch(row, &bs[n++]);
+	if (r == 0)
+		take_counts(rr.res2, bs, n);
+	mysql_free_result(rr.res);
+	mysql_free_result(rr.res2);
+	if (r < 0) {
+		free(bs);
+		return sq_fail_msg(r, err, errlen, "%s: %s", op, r == -ENOMEM ? "out of memory" :
+				   "no result");
+	}
+	*ret = bs;
+	*ret_n = n;
+	return 0;
+}
+
+int store_batch_get(struct store *s, uint64_t id, struct store_batch *ret, char *err,
+		    size_t errlen)
+{
+	int r = sq_check(s, "store_batch_get", NULL, 0, NULL, err, errlen);
+	struct store_batch *bs = NULL;
+	char where[48];
+	size_t n = 0;
+
+	if (r < 0)
+		return r;
+	snprintf(where, sizeof(where), "b.id = %llu", (unsigned long long)id);
+	r = read_batches(s, "store_batch_get", where, 1, &bs, &n, err, errlen);
+	if (r < 0)
+		return r;
+	if (n == 1)
+		*ret = bs[0];
+	free(bs);
+	return n == 1;
+}
+
+int store_batches(struct store *s, uint64_t before, unsigned limit, struct store_batch **ret,
+		  size_t *ret_n, char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_batches", NULL, 0, NULL, err, errlen);
+	char where[48];
+
+	if (r < 0)
+		return r;
+	if (limit == 0 || limit > STORE_LIST_MAX)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_batches: 1..%d batches",
+				   STORE_LIST_MAX);
+	if (before)
+		snprintf(where, sizeof(where), "b.id < %llu", (unsigned long long)before);
+	else
+		snprintf(where, sizeof(where), "TRUE");
+	return read_batches(s, "store_batches", where, limit, ret, ret_n, err, errlen);
+}
