@@ -265,7 +265,7 @@ static int block_read(const uint8_t *p, const struct header *h, unsigned tsize,
 {
 	const uint8_t *idx = p + (size_t)h->timecnt * tsize;
 	const uint8_t *types = idx + h->timecnt;
-	int32_t offs[TYPES_MAX];
+	int32_t offs[TYPES_MAX] = { 0 };   /* typecnt >= 1: header_read checked */
 
 	for (uint32_t i = 0; i < h->typecnt; i++) {
 		int32_t off = (int32_t)be32(types + 6 * i);

@@ -518,10 +518,13 @@ int store_prune(struct store *s, unsigned keep_done_s, uint64_t from, unsigned s
 	 * Lock names are server-wide, hence the database's name in it; IS_USED_LOCK first, as
 	 * taking a lock this session holds would nest it. Then the span by primary key, and the
 	 * row after it: a row created less than keep_done_s ago cannot have finished earlier,
-	 * and ids grow with creation time, so the sweep ends there. */
+	 * and ids grow with creation time, so the sweep ends there. The span's rows' edges to
+	 * the rows that waited for them go with them (by work_deps' primary key). */
 	sql_add(s, PRUNE_ELECT);
 	sq_end(s);
 	sql_add(s, PRUNE_SPAN, a, b, keep_done_s, keep_done_s);
+	sq_end(s);
+	sql_add(s, PRUNE_EDGES, a, b);
 	sq_end(s);
 	sql_add(s, PRUNE_NEXT, keep_done_s, b);
 	r = sq_run(s, "store_prune", &rr, err, errlen);

@@ -31,6 +31,10 @@
 	QUIET "DELETE FROM work_items WHERE @claimd_pruner = 1 AND id >= %llu AND id < %llu " \
 	"AND state = 'done' AND finished_at < NOW(6) - INTERVAL %u SECOND " \
 	"AND created_at < NOW(6) - INTERVAL %u SECOND"
+/* The edges (work_deps) whose parent that span deleted: its children finished after it. */
+#define PRUNE_EDGES \
+	QUIET "DELETE d FROM work_deps d LEFT JOIN work_items p ON p.id = d.parent_id " \
+	"WHERE @claimd_pruner = 1 AND d.parent_id >= %llu AND d.parent_id < %llu AND p.id IS NULL"
 #define PRUNE_NEXT \
 	"SELECT id, created_at < NOW(6) - INTERVAL %u SECOND FROM work_items " \
 	"WHERE @claimd_pruner = 1 AND id >= %llu ORDER BY id LIMIT 1"

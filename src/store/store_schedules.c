@@ -353,7 +353,7 @@ static int due_ticks(store_tick_fn tick, void *data, const struct due *d, int64_
 {
 	int64_t t = d->tick, last = -1;
 	unsigned seen = 0;
-	int n = 0, r = 0;
+	int n = 0, r;
 
 	while (t >= 0 && t <= d->now) {
 		if (d->catch_up == STORE_CATCH_UP_ALL) {
@@ -514,7 +514,7 @@ int store_schedule_fire(struct store *s, store_tick_fn tick, void *data, unsigne
 	if (!unread && ret->due_in_ms != 0)
 		return 0;
 	while (ret->schedules < max) {
-		bool refused;
+		bool refused = false;
 		memset(&d, 0, sizeof(d));
 		r = lock_due(s, &d, err, errlen);
 		if (r > 0)

@@ -101,6 +101,21 @@ try {
       await row.locator('.pill.paused').waitFor({ timeout: 10000 });
       return text;
     });
+    await step('adds a schedule and deletes it', async () => {
+      await page.fill('#sc-name', 'weekly-from-the-page');
+      await page.fill('#sc-cron', '@weekly');
+      await page.fill('#sc-tz', 'Europe/Paris');
+      await page.fill('#sc-payload', 'hello');
+      await page.click('#scheduleform button');
+      const row = page.locator('#schedules tr[data-schedule="weekly-from-the-page"]');
+      await row.waitFor({ timeout: 10000 });
+      const text = await row.textContent();
+      if (!text.includes('@weekly') || !text.includes('Europe/Paris')) throw new Error('row: ' + text);
+      page.once('dialog', (d) => d.accept());
+      await row.locator('button.delete').click();
+      await row.waitFor({ state: 'detached', timeout: 10000 });
+      return true;
+    });
   }
   if (args.batch) {
     await step('shows a batch', async () => {

@@ -85,6 +85,9 @@ def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
     check_eq(seen['shows a batch'], '3', "the batch's done members, as the dashboard shows them")
     check_eq(db.scalar("SELECT paused FROM schedules WHERE name = 'nightly'"), '1',
              'the schedule paused from the dashboard, in the database')
+    check_eq(seen['adds a schedule and deletes it'], True, 'a schedule added and deleted')
+    check_eq(db.scalar("SELECT COUNT(*) FROM schedules"), '1',
+             'schedules left: the paused one, not the one the page added and deleted')
     check(os.path.getsize(shot) > 10000, 'a screenshot was taken')
     check_eq(c.stop(), 0, 'claimd exit code')
 

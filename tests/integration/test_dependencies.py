@@ -139,5 +139,17 @@ def it_never_starts_a_row_before_its_parents_under_load(t):
         check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 
+def it_prunes_edges_with_the_done_rows(t):
+    db = t.database()
+    h = t.log_handler()
+    _insert(db, ['a', 'b', 'c'], [(0, 1), (1, 2), (0, 2)])
+    c = t.claimd(db, '--workers', '1', '--handler', h.spec, '--keep-done', '1s',
+                 '--maintenance-interval', '1s')
+    wait_for(lambda: int(db.scalar('SELECT COUNT(*) FROM work_items')), 30,
+             'the done rows pruned', until=lambda n: n == 0)
+    check_eq(int(db.scalar('SELECT COUNT(*) FROM work_deps')), 0, 'edges left')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
 if __name__ == '__main__':
     harness.main()

@@ -130,7 +130,11 @@ function drawSchedules(schedules) {
     el('td', {}, el('button', {
       class: c.paused ? 'resume' : 'pause',
       onclick: () => act('/v1/schedules/' + encodeURIComponent(c.name) + (c.paused ? '/resume' : '/pause'), 'POST'),
-    }, c.paused ? 'Resume' : 'Pause')))));
+    }, c.paused ? 'Resume' : 'Pause'), ' ', el('button', {
+      class: 'delete',
+      onclick: () => confirm('Delete the schedule ' + c.name + '? (The rows it added stay.)') &&
+        act('/v1/schedules/' + encodeURIComponent(c.name), 'DELETE'),
+    }, 'Delete')))));
   if (!schedules.length) tb.append(el('tr', {}, el('td', { colspan: 9 }, 'no schedules (claimctl schedule NAME --cron EXPR)')));
 }
 
@@ -284,6 +288,21 @@ $('tokenform').addEventListener('submit', (ev) => {
   $('tokenbox').hidden = true;
   paused = false;
   refresh();
+});
+$('scheduleform').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const q = new URLSearchParams({ cron: $('sc-cron').value.trim() });
+  if ($('sc-tz').value.trim()) q.set('tz', $('sc-tz').value.trim());
+  if ($('sc-queue').value.trim()) q.set('queue', $('sc-queue').value.trim());
+  try {
+    await api('/v1/schedules/' + encodeURIComponent($('sc-name').value.trim()) + '?' + q,
+      { method: 'PUT', body: $('sc-payload').value });
+    showError('');
+    $('scheduleform').reset();
+    refresh();
+  } catch (e) {
+    showError(e.message);
+  }
 });
 $('jobform').addEventListener('submit', (ev) => {
   ev.preventDefault();
