@@ -15,7 +15,7 @@
 -- it waited for, is dead", and so on down; an edge with on_dead = 'run' counts the dead parent
 -- off like a done one. Put back a dead parent with claimctl retry and its children stay as
 -- they are (retry them too). Refused with an error: a row waiting for itself, a cycle, an
--- edge to a missing row, an INSERT ... SELECT that reads work_items (a trigger cannot change a
+-- edge to a missing row, an edge to a running row (its worker would not know), an INSERT ... SELECT that reads work_items (a trigger cannot change a
 -- table its statement reads: insert the ids as VALUES).
 --
 -- A batch groups rows (their batch_id) and names a callback row that waits for all of them
@@ -46,9 +46,14 @@ CREATE TABLE IF NOT EXISTS batches (
 --                above 0 the row has no visible_at
 --   batch_id     the batch the row belongs to (batches.id), or NULL. Indexed alone: it never
 --                changes, so claims and completions do not touch the index.
+--   has_dependents  1 once a row waits for this one: a claim reads it, and only the finish
+--                of such a row carries the statements that count it off its children (rows
+--                without edges pay nothing). So a row that is running cannot get a new
+--                child: its worker read 0 (the edge is refused; wait until it ended).
 ALTER TABLE work_items
     ADD COLUMN IF NOT EXISTS waiting_for INT UNSIGNED NOT NULL DEFAULT 0 AFTER group_seq,
     ADD COLUMN IF NOT EXISTS batch_id BIGINT UNSIGNED NULL DEFAULT NULL AFTER waiting_for,
+    ADD COLUMN IF NOT EXISTS has_dependents TINYINT(1) NOT NULL DEFAULT 0 AFTER batch_id,
     ADD KEY IF NOT EXISTS batch_idx (batch_id);
 
 DROP TRIGGER IF EXISTS work_deps_bi;
@@ -64,14 +69,19 @@ BEGIN
         SET msg = CONCAT('work_deps: row ', NEW.child_id, ' cannot wait for itself');
         SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = msg;
     END IF;
-    -- The parent first (shared: its finish waits for this transaction, or this for it),
+    -- The parent first (its claim or finish waits for this transaction, or this for it),
     -- then the child: the order a finishing parent's transaction takes them in too.
     SELECT state, period_s INTO p_state, p_period FROM work_items WHERE id = NEW.parent_id
-        LOCK IN SHARE MODE;
+        FOR UPDATE;
     SELECT state, group_key, period_s INTO c_state, c_group, c_period FROM work_items
         WHERE id = NEW.child_id FOR UPDATE;
     IF p_state IS NULL OR c_state IS NULL THEN
         SET msg = CONCAT('work_deps: no row ', IF(p_state IS NULL, NEW.parent_id, NEW.child_id));
+        SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = msg;
+    END IF;
+    IF p_state = 'claimed' THEN
+        SET msg = CONCAT('work_deps: row ', NEW.parent_id, ' is running: a row can wait only ',
+                         'for one that has not started, or has ended');
         SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = msg;
     END IF;
     IF c_state <> 'ready' THEN
@@ -101,7 +111,8 @@ BEGIN
             claim_token = claim_token + 1,
             last_error = CONCAT('cancelled: row ', NEW.parent_id, ', which it waited for, is dead')
             WHERE id = NEW.child_id;
-    ELSEIF p_state IN ('ready', 'claimed') THEN
+    ELSEIF p_state = 'ready' THEN
+        UPDATE work_items SET has_dependents = 1 WHERE id = NEW.parent_id AND has_dependents = 0;
         UPDATE work_items SET waiting_for = waiting_for + 1, visible_at = NULL
             WHERE id = NEW.child_id;
     END IF;

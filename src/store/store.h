@@ -67,6 +67,7 @@ struct store_item {
 	char *content_type;      /* the payload's type, malloc'd; NULL when the row has none */
 	uint64_t waited_us;      /* how long it had been claimable when claimed (visible_at to
 				  * the claim, by the database's clock) */
+	bool has_dependents;     /* rows wait for it (work_deps): its finish counts it off */
 };
 
 /* A reference to a claimed row for complete/release/extend. grouped: the row has a FIFO
@@ -79,6 +80,8 @@ struct store_ref {
 	uint64_t id;
 	uint64_t token;
 	bool grouped;
+	bool dependents;         /* store_item.has_dependents: its completion counts it off the
+				  * rows that wait for it (store_claim's done[]) */
 	const unsigned char *result;
 	size_t result_len;
 	const char *result_type;

@@ -44,8 +44,8 @@
 	"SELECT id, claim_token, attempts, max_attempts, payload, visible_at, timeout_s, " \
 	"ROUND(UNIX_TIMESTAMP(created_at) * 1000), " \
 	"(SELECT min_interval_ms FROM queues WHERE name = %s), priority, group_key, group_seq, " \
-	"content_type, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, visible_at, NOW(6))) " \
-	"FROM work_items FORCE INDEX (claim_prio_idx) " \
+	"content_type, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, visible_at, NOW(6))), " \
+	"has_dependents FROM work_items FORCE INDEX (claim_prio_idx) " \
 	"WHERE queue = %s AND priority IN (%s) AND visible_at <= NOW(6)%s AND " NOT_PAUSED \
 	" ORDER BY priority, visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
 /* After the cursor: every other priority whole, the cursor's own past the cursor. Up to it:
@@ -54,7 +54,7 @@
 	" AND (priority <> %d OR visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
 #define CLAIM_UPTO \
 	" AND priority = %d AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
-#define CLAIM_FIELDS 14
+#define CLAIM_FIELDS 15
 /* Is a row of priority %d due in queue %s: one range, one lookup. DUE_PRIORITIES asks it
  * for every priority in one statement, each with the priority written out: a correlated
  * form (a derived table of priorities, a loose index scan) leaves the plan to MariaDB's
@@ -146,6 +146,7 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	pos->id = it->id;
 	it->group_seq = seq;
 	it->waited_us = waited;
+	it->has_dependents = row[14] && row[14][0] == '1';
 	if (row[10] && !(it->group = strndup(row[10], lens[10])))
 		return -ENOMEM;
 	if (row[12] && !(it->content_type = strndup(row[12], lens[12])))
@@ -298,8 +299,8 @@ static void prios_add_found(struct prio_set *set, const struct store_item *items
 }
 
 /* Inside a transaction: "COMPLETE;" for done[0..n), with its groups locked before and their
- * next rows started after if any is grouped, and the rows that waited for them counted off
- * (and released when they wait for nothing more). Returns the index of the COMPLETE among the
+ * next rows started after if any is grouped, and, if any has dependents, the rows that
+ * waited for them counted off (and released when they wait for nothing more). Returns the index of the COMPLETE among the
  * statements of the text (START TRANSACTION is 0). */
 static int sql_add_complete(struct store *s, const struct store_ref *done, size_t n)
 {
@@ -316,7 +317,11 @@ static int sql_add_complete(struct store *s, const struct store_ref *done, size_
 	sq_end(s);
 	if (grouped)
 		sq_add_group_next(s, done, n);
-	sq_add_deps_done(s, done, n);
+	for (size_t i = 0; i < n; i++)
+		if (done[i].dependents) {
+			sq_add_deps_done(s, done, n);
+			break;
+		}
 	return grouped ? 2 : 1;
 }
 

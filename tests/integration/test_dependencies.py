@@ -94,14 +94,16 @@ def it_cancels_down_the_edges_when_a_parent_dies(t):
 
 def it_refuses_what_cannot_wait(t):
     db = t.database()
-    ids = db.insert_items(4)
+    ids = db.insert_items(5)
     db.execute(f"UPDATE work_items SET state = 'done', visible_at = NULL WHERE id = {ids[3]}")
+    db.execute(f"UPDATE work_items SET state = 'claimed' WHERE id = {ids[4]}")
     db.execute(f'INSERT INTO work_deps (parent_id, child_id) VALUES ({ids[0]}, {ids[1]})')
     db.execute(f'INSERT INTO work_deps (parent_id, child_id) VALUES ({ids[1]}, {ids[2]})')
     for parent, child, why in ((ids[0], ids[0], 'cannot wait for itself'),
                                (ids[2], ids[0], 'a cycle'),
                                (ids[0], 999999, 'no row 999999'),
-                               (ids[0], ids[3], 'only a ready row can wait')):
+                               (ids[0], ids[3], 'only a ready row can wait'),
+                               (ids[4], ids[2], f'row {ids[4]} is running')):
         try:
             db.execute(f'INSERT INTO work_deps (parent_id, child_id) VALUES ({parent}, {child})')
             harness.fail(f'{parent} -> {child} taken')
@@ -111,6 +113,9 @@ def it_refuses_what_cannot_wait(t):
     db.execute(f'INSERT INTO work_deps (parent_id, child_id) VALUES ({ids[3]}, {ids[0]})')
     check_eq(db.sql(f'SELECT waiting_for, visible_at IS NULL FROM work_items WHERE id = {ids[0]}'),
              [('0', '0')], 'waiting for a done row')
+    check_eq(db.sql(f'SELECT id, has_dependents FROM work_items ORDER BY id'),
+             [(str(ids[0]), '1'), (str(ids[1]), '1'), (str(ids[2]), '0'), (str(ids[3]), '0'),
+              (str(ids[4]), '0')], 'the rows marked as waited for')
 
 
 def it_never_starts_a_row_before_its_parents_under_load(t):
