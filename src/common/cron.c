@@ -4,12 +4,12 @@
 #include "common/cron.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "common/civil.h"
+#include "common/errmsg.h"
 
 enum field { F_MIN, F_HOUR, F_MDAY, F_MONTH, F_WDAY, NFIELDS };
 
@@ -35,20 +35,6 @@ static const struct {
 	{ "@hourly", "0 * * * *" },
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 /* A number or a name of field f at *p (up to end), into *ret; moves *p past it. */
 static bool value(enum field f, const char **p, const char *end, unsigned *ret)
@@ -125,7 +111,7 @@ static int field(enum field f, const char *p, const char *end, uint64_t *bits, c
 		const char *comma = memchr(p, ',', (size_t)(end - p));
 		const char *stop = comma ? comma : end;
 		if (stop == p || !item(f, p, stop, bits))
-			return fail(err, errlen, "the %s field '%.*s' is not a list of *, N, N-M "
+			return errmsg_invalid(err, errlen, "the %s field '%.*s' is not a list of *, N, N-M "
 				    "(each with an optional /STEP) with values %u-%u%s",
 				    fields[f].name, (int)(end - start), start, fields[f].lo,
 				    fields[f].hi, fields[f].names ? " or names" : "");
@@ -153,9 +139,9 @@ int cron_parse(const char *expr, struct cron *ret, char *err, size_t errlen)
 	int n = 0, r;
 
 	if (!expr)
-		return fail(err, errlen, "no cron expression");
+		return errmsg_invalid(err, errlen, "no cron expression");
 	if (strlen(expr) > CRON_TEXT_MAX)
-		return fail(err, errlen, "a cron expression is at most %d characters",
+		return errmsg_invalid(err, errlen, "a cron expression is at most %d characters",
 			    CRON_TEXT_MAX);
 	while (*p == ' ' || *p == '\t')
 		p++;
@@ -165,12 +151,12 @@ int cron_parse(const char *expr, struct cron *ret, char *err, size_t errlen)
 			if (strlen(shorthands[i].name) == len &&
 			    strncasecmp(p, shorthands[i].name, len) == 0 && !p[len + strspn(p + len, " \t")])
 				return cron_parse(shorthands[i].expr, ret, err, errlen);
-		return fail(err, errlen, "'%.40s' is not @yearly, @annually, @monthly, @weekly, "
+		return errmsg_invalid(err, errlen, "'%.40s' is not @yearly, @annually, @monthly, @weekly, "
 			    "@daily, @midnight or @hourly", p);
 	}
 	while (*p) {
 		if (n == NFIELDS)
-			return fail(err, errlen, "'%s' has more than 5 fields (minute hour "
+			return errmsg_invalid(err, errlen, "'%s' has more than 5 fields (minute hour "
 				    "day-of-month month day-of-week)", expr);
 		start[n] = p;
 		p += strcspn(p, " \t");
@@ -179,7 +165,7 @@ int cron_parse(const char *expr, struct cron *ret, char *err, size_t errlen)
 			p++;
 	}
 	if (n < NFIELDS)
-		return fail(err, errlen, "'%s' has %d field%s, not 5 (minute hour day-of-month month "
+		return errmsg_invalid(err, errlen, "'%s' has %d field%s, not 5 (minute hour day-of-month month "
 			    "day-of-week)", expr, n, n == 1 ? "" : "s");
 	for (int f = 0; f < NFIELDS; f++)
 		if ((r = field((enum field)f, start[f], end[f], &bits[f], err, errlen)) < 0)

@@ -4,6 +4,7 @@
  * its usage). Decoding, encoding and claimctl's command line all read them, so a verb's
  * arguments are checked the same way at both ends. */
 #include "common/ctl_int.h"
+#include "common/errmsg.h"
 #include "common/utctime.h"
 
 #include <errno.h>
@@ -65,13 +66,12 @@ const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 int ctl_fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
+	int r;
 
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
+	va_start(ap, fmt);
+	r = errmsg_vinvalid(err, errlen, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 /* run_at: a time utctime_parse reads (UTC unless it says its offset), which the database

@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/civil.h"
+#include "common/errmsg.h"
 
 #define OFF_MAX (26 * 3600)      /* the widest offset accepted, either way */
 #define TYPES_MAX 256
@@ -49,20 +49,6 @@ struct tr {
 	int32_t off;
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 /* --- the POSIX TZ rule of the footer ------------------------------------------------------ */
 
@@ -235,10 +221,10 @@ static int64_t be64(const uint8_t *p)
 static int header_read(const uint8_t *p, size_t len, struct header *h, char *err, size_t errlen)
 {
 	if (len < 44 || memcmp(p, "TZif", 4) != 0)
-		return fail(err, errlen, "not a TZif file");
+		return errmsg_invalid(err, errlen, "not a TZif file");
 	h->version = (char)p[4];
 	if (h->version != 0 && (h->version < '2' || h->version > '4'))
-		return fail(err, errlen, "TZif version %u is not one claimd reads", p[4]);
+		return errmsg_invalid(err, errlen, "TZif version %u is not one claimd reads", p[4]);
 	h->isutcnt = be32(p + 20);
 	h->isstdcnt = be32(p + 24);
 	h->leapcnt = be32(p + 28);
@@ -249,7 +235,7 @@ static int header_read(const uint8_t *p, size_t len, struct header *h, char *err
 	    (h->isutcnt && h->isutcnt != h->typecnt) || (h->isstdcnt && h->isstdcnt != h->typecnt) ||
 	    h->timecnt > TZFILE_SIZE_MAX || h->leapcnt > TZFILE_SIZE_MAX ||
 	    h->charcnt > TZFILE_SIZE_MAX)
-		return fail(err, errlen, "TZif header with impossible counts");
+		return errmsg_invalid(err, errlen, "TZif header with impossible counts");
 	return 0;
 }
 
@@ -270,7 +256,7 @@ static int block_read(const uint8_t *p, const struct header *h, unsigned tsize,
 	for (uint32_t i = 0; i < h->typecnt; i++) {
 		int32_t off = (int32_t)be32(types + 6 * i);
 		if (off < -OFF_MAX || off > OFF_MAX)
-			return fail(err, errlen, "TZif offset %d s is out of range", (int)off);
+			return errmsg_invalid(err, errlen, "TZif offset %d s is out of range", (int)off);
 		offs[i] = off;
 	}
 	z->off0 = offs[0];
@@ -284,9 +270,9 @@ static int block_read(const uint8_t *p, const struct header *h, unsigned tsize,
 		const uint8_t *t = p + (size_t)i * tsize;
 		z->times[i] = tsize == 8 ? be64(t) : (int64_t)(int32_t)be32(t);
 		if (idx[i] >= h->typecnt)
-			return fail(err, errlen, "TZif transition of a type it does not have");
+			return errmsg_invalid(err, errlen, "TZif transition of a type it does not have");
 		if (i > 0 && z->times[i] <= z->times[i - 1])
-			return fail(err, errlen, "TZif transitions out of order");
+			return errmsg_invalid(err, errlen, "TZif transitions out of order");
 		z->offs[i] = offs[idx[i]];
 	}
 	z->n = h->timecnt;
@@ -308,7 +294,7 @@ int tzfile_parse(const uint8_t *buf, size_t len, struct tzfile **ret, char *err,
 		goto fail;
 	size = block_size(&h, 4);
 	if (size > len - 44) {
-		r = fail(err, errlen, "TZif file cut short");
+		r = errmsg_invalid(err, errlen, "TZif file cut short");
 		goto fail;
 	}
 	at = 44;
@@ -320,7 +306,7 @@ int tzfile_parse(const uint8_t *buf, size_t len, struct tzfile **ret, char *err,
 		tsize = 8;
 		size = block_size(&h, 8);
 		if (size > len - at) {
-			r = fail(err, errlen, "TZif file cut short");
+			r = errmsg_invalid(err, errlen, "TZif file cut short");
 			goto fail;
 		}
 	}
@@ -333,25 +319,25 @@ int tzfile_parse(const uint8_t *buf, size_t len, struct tzfile **ret, char *err,
 		size_t flen;
 
 		if (at >= len || buf[at] != '\n' || !(nl = memchr(buf + at + 1, '\n', len - at - 1))) {
-			r = fail(err, errlen, "TZif footer missing");
+			r = errmsg_invalid(err, errlen, "TZif footer missing");
 			goto fail;
 		}
 		flen = (size_t)(nl - (buf + at + 1));
 		if (flen >= sizeof(footer) || memchr(buf + at + 1, '\0', flen)) {
-			r = fail(err, errlen, "TZif footer too long");
+			r = errmsg_invalid(err, errlen, "TZif footer too long");
 			goto fail;
 		}
 		memcpy(footer, buf + at + 1, flen);
 		footer[flen] = '\0';
 		if (flen > 0) {
 			if (rule_parse(footer, &z->rule) < 0) {
-				r = fail(err, errlen, "TZif footer '%s' is not a POSIX TZ rule claimd reads",
+				r = errmsg_invalid(err, errlen, "TZif footer '%s' is not a POSIX TZ rule claimd reads",
 					 footer);
 				goto fail;
 			}
 			if ((z->rule.std_off < -OFF_MAX || z->rule.std_off > OFF_MAX) ||
 			    (z->rule.dst_off < -OFF_MAX || z->rule.dst_off > OFF_MAX)) {
-				r = fail(err, errlen, "TZif footer's offset is out of range");
+				r = errmsg_invalid(err, errlen, "TZif footer's offset is out of range");
 				goto fail;
 			}
 			z->has_rule = true;
@@ -392,7 +378,7 @@ int tzfile_load(const char *name, struct tzfile **ret, char *err, size_t errlen)
 	int fd, r;
 
 	if (!name || !name_ok(name))
-		return fail(err, errlen, "'%.80s' is not a time zone name (such as UTC or "
+		return errmsg_invalid(err, errlen, "'%.80s' is not a time zone name (such as UTC or "
 			    "Europe/Berlin)", name ? name : "");
 	if (strcmp(name, "UTC") == 0 || strcmp(name, "Etc/UTC") == 0) {
 		struct tzfile *z = calloc(1, sizeof(*z));
@@ -409,7 +395,7 @@ int tzfile_load(const char *name, struct tzfile **ret, char *err, size_t errlen)
 		return r == -ENOENT || r == -ENOTDIR ? -ENOENT : r;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > TZFILE_SIZE_MAX) {
-		r = fail(err, errlen, "'%s' is not a time zone file", path);
+		r = errmsg_invalid(err, errlen, "'%s' is not a time zone file", path);
 		goto out;
 	}
 	if (!(buf = malloc((size_t)st.st_size + 1))) {
@@ -418,7 +404,7 @@ int tzfile_load(const char *name, struct tzfile **ret, char *err, size_t errlen)
 	}
 	got = read(fd, buf, (size_t)st.st_size + 1);
 	if (got != st.st_size) {
-		r = fail(err, errlen, "reading '%s' failed", path);
+		r = errmsg_invalid(err, errlen, "reading '%s' failed", path);
 		goto out;
 	}
 	r = tzfile_parse(buf, (size_t)got, ret, err, errlen);

@@ -3,29 +3,15 @@
 #include "common/utctime.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 
 #include "common/civil.h"
+#include "common/errmsg.h"
 
 #define US_PER_S 1000000LL
 #define S_PER_DAY CIVIL_S_PER_DAY
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 /* n decimal digits at *p into *ret; moves *p past them. */
 static bool digits(const char **p, int n, unsigned *ret)
@@ -59,7 +45,7 @@ int utctime_parse(const char *s, int64_t *ret_us, char *err, size_t errlen)
 	int nfrac = 0;
 
 	if (!s)
-		return fail(err, errlen, "no time given");
+		return errmsg_invalid(err, errlen, "no time given");
 	if (!digits(&p, 4, &y) || !lit(&p, '-') || !digits(&p, 2, &mo) || !lit(&p, '-') ||
 	    !digits(&p, 2, &d) || !(lit(&p, ' ') || lit(&p, 'T') || lit(&p, 't')) ||
 	    !digits(&p, 2, &h) || !lit(&p, ':') || !digits(&p, 2, &mi) || !lit(&p, ':') ||
@@ -80,21 +66,21 @@ int utctime_parse(const char *s, int64_t *ret_us, char *err, size_t errlen)
 		if (!digits(&p, 2, &oh) || !lit(&p, ':') || !digits(&p, 2, &om))
 			goto form;
 		if (oh > 23 || om > 59)
-			return fail(err, errlen, "the offset in '%.40s' is not -23:59 to +23:59", s);
+			return errmsg_invalid(err, errlen, "the offset in '%.40s' is not -23:59 to +23:59", s);
 		off_s = sign * ((int64_t)oh * 3600 + (int64_t)om * 60);
 	}
 	if (*p)
 		goto form;
 	if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > civil_days_in_month(y, mo))
-		return fail(err, errlen, "'%.40s' is not a date of the calendar", s);
+		return errmsg_invalid(err, errlen, "'%.40s' is not a date of the calendar", s);
 	if (h > 23 || mi > 59 || sec > 59)
-		return fail(err, errlen, "'%.40s' is not a time of day (00:00:00 to 23:59:59)", s);
+		return errmsg_invalid(err, errlen, "'%.40s' is not a time of day (00:00:00 to 23:59:59)", s);
 	us = ((civil_days(y, mo, d) * S_PER_DAY + h * 3600 + mi * 60 + sec) - off_s) *
 	     US_PER_S + frac;
 	*ret_us = us;
 	return 0;
 form:
-	return fail(err, errlen, "'%.40s' is not 'YYYY-MM-DD HH:MM:SS[.ffffff]' (UTC) or RFC 3339 "
+	return errmsg_invalid(err, errlen, "'%.40s' is not 'YYYY-MM-DD HH:MM:SS[.ffffff]' (UTC) or RFC 3339 "
 		    "('YYYY-MM-DDTHH:MM:SS[.ffffff]Z', or with an offset such as +02:00)", s);
 }
 

@@ -63,20 +63,8 @@ int store_counts(struct store *s, struct store_count **ret, size_t *ret_n,
 
 static void sql_add_quoted(struct store *s, const char *v, size_t len)
 {
-	char *q;
-
-	if (!v) {
-		sql_add(s, ", NULL");
-		return;
-	}
-	q = malloc(2 * len + 3);
-	if (!q) {
-		s->sql.failed = true;  /* sq_run says out of memory */
-		return;
-	}
-	sq_quote(s->conn, q, v, len);
-	sql_add(s, ", %s", q);
-	free(q);
+	sql_add(s, ", ");
+	sq_add_text(s, v, len);
 }
 
 /* A run_at (utctime_parse) inside the TIMESTAMP's range into *ret_us; -EINVAL with why. */

@@ -287,6 +287,8 @@ void sq_add_deps_done(struct store *s, const struct store_ref *refs, size_t n);
 void sq_add_deps_dead(struct store *s, const struct store_ref *refs, size_t n);
 /* The same for row id, if this transaction deleted it (@claimd_deleted > 0). */
 void sq_add_deps_gone(struct store *s, uint64_t id);
+/* str[0..len) quoted (any bytes), or NULL when str is NULL. */
+void sq_add_text(struct store *s, const char *str, size_t len);
 /* A last_error text: cut to 4000 bytes on a character boundary, quoted; NULL stays NULL. */
 void sq_add_error_text(struct store *s, const char *text);
 

@@ -43,25 +43,6 @@ static int check_name(const char *op, const char *name, char *err, size_t errlen
 	return 0;
 }
 
-/* Appends str quoted, or NULL. */
-static void add_text(struct store *s, const char *str, size_t len)
-{
-	char *q;
-
-	if (!str) {
-		sql_add(s, "NULL");
-		return;
-	}
-	q = malloc(2 * len + 3);
-	if (!q) {
-		s->sql.failed = true;
-		return;
-	}
-	sq_quote(s->conn, q, str, len);
-	sql_add(s, "%s", q);
-	free(q);
-}
-
 int store_schedule_put(struct store *s, const struct store_schedule_def *d, char *err,
 		       size_t errlen)
 {
@@ -78,19 +59,19 @@ int store_schedule_put(struct store *s, const struct store_schedule_def *d, char
 	sq_reset(s);
 	sql_add(s, "INSERT INTO schedules (name, cron, time_zone, queue, payload, content_type, "
 		"group_key, priority, max_attempts, timeout_s, catch_up, paused) VALUES (");
-	add_text(s, d->name, strlen(d->name));
+	sq_add_text(s, d->name, strlen(d->name));
 	sql_add(s, ", ");
-	add_text(s, d->cron, strlen(d->cron));
+	sq_add_text(s, d->cron, strlen(d->cron));
 	sql_add(s, ", ");
-	add_text(s, d->time_zone ? d->time_zone : "UTC", strlen(d->time_zone ? d->time_zone : "UTC"));
+	sq_add_text(s, d->time_zone ? d->time_zone : "UTC", strlen(d->time_zone ? d->time_zone : "UTC"));
 	sql_add(s, ", ");
-	add_text(s, d->queue ? d->queue : "default", strlen(d->queue ? d->queue : "default"));
+	sq_add_text(s, d->queue ? d->queue : "default", strlen(d->queue ? d->queue : "default"));
 	sql_add(s, ", ");
-	add_text(s, (const char *)d->payload, d->len);
+	sq_add_text(s, (const char *)d->payload, d->len);
 	sql_add(s, ", ");
-	add_text(s, d->content_type, d->content_type ? strlen(d->content_type) : 0);
+	sq_add_text(s, d->content_type, d->content_type ? strlen(d->content_type) : 0);
 	sql_add(s, ", ");
-	add_text(s, d->group_key, d->group_key ? strlen(d->group_key) : 0);
+	sq_add_text(s, d->group_key, d->group_key ? strlen(d->group_key) : 0);
 	sql_add(s, ", %d, %u, ", d->priority, d->max_attempts ? d->max_attempts : 5);
 	if (d->timeout_s)
 		sql_add(s, "%u", d->timeout_s);
@@ -333,7 +314,7 @@ static int commit(struct store *s, char *err, size_t errlen)
 static void add_refusal(struct store *s, const struct due *d, const char *why)
 {
 	sql_add(s, "UPDATE schedules SET next_tick_at = NULL, error = ");
-	add_text(s, why, strlen(why) > 255 ? 255 : strlen(why));
+	sq_add_text(s, why, strlen(why) > 255 ? 255 : strlen(why));
 	sql_add(s, " WHERE name = %s", d->q);
 }
 

@@ -155,6 +155,24 @@ void sq_add_deps_gone(struct store *s, uint64_t id)
 	add_dead(s, anchor, ids);
 }
 
+void sq_add_text(struct store *s, const char *str, size_t len)
+{
+	char *q;
+
+	if (!str) {
+		sql_add(s, "NULL");
+		return;
+	}
+	q = malloc(2 * len + 3);
+	if (!q) {
+		s->sql.failed = true;  /* sq_run says out of memory */
+		return;
+	}
+	sq_quote(s->conn, q, str, len);
+	sql_add(s, "%s", q);
+	free(q);
+}
+
 /* last_error text: cut to ERROR_TEXT_MAX bytes, quoted; NULL stays NULL. */
 void sq_add_error_text(struct store *s, const char *text)
 {
