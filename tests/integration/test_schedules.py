@@ -43,7 +43,7 @@ def _schedule(db, name):
             'last_item_id': int(last)}
 
 
-def it_adds_a_row_at_each_tick_once_with_two_supervisors(t):
+def it_adds_the_row_of_a_tick_once_with_two_supervisors(t):
     db = t.database()
     sups = _two(t, db)
     r = sups[0].ctl('schedule', 'every-minute', '--cron', '* * * * *', '--queue', 'ticks',
@@ -55,13 +55,15 @@ def it_adds_a_row_at_each_tick_once_with_two_supervisors(t):
                  until=lambda s: s['next'])
     nxt = datetime.datetime.strptime(s['next'], '%Y-%m-%d %H:%M:%S')
     check_eq((nxt.second, nxt.microsecond), (0, 0), 'the next tick is on a minute')
-    # Two ticks pass, each with its row, on the minute, added once.
-    wait_for(lambda: _rows_of(db, 'tick'), 130, 'rows of two ticks', until=lambda r: len(r) >= 2)
+    # The tick passes: its row, on the minute, added once (many ticks raced by three
+    # supervisors: it_never_adds_a_tick_twice_when_supervisors_race).
+    wait_for(lambda: _rows_of(db, 'tick'), 70, 'the row of the tick', until=lambda r: len(r) >= 1)
     time.sleep(1.5)
     rows = _rows_of(db, 'tick')
-    check_eq(rows[:2], [s['next'], (nxt + datetime.timedelta(minutes=1)).strftime(
-        '%Y-%m-%d %H:%M:%S')], 'the rows: a row at each minute')
+    check_eq(rows[:1], [s['next']], "the tick's row, on the minute")
     check_eq(len(rows), len(set(rows)), 'rows added twice for a tick')
+    s2 = _schedule(db, 'every-minute')
+    check(s2['next'] > s['next'], f"the next tick moved on: {s2['next']}")
     check_eq(int(db.scalar("SELECT COUNT(DISTINCT queue) FROM work_items WHERE payload = "
                            "'tick' AND queue = 'ticks'")), 1, 'the rows are in the queue ticks')
     after = _schedule(db, 'every-minute')
