@@ -256,6 +256,9 @@ static void step_claim(struct worker *w)
 	backoff_reset(&w->db_backoff);
 	worker_answer_permit(w, n);
 	if (n == 0) {
+		/* What it waits for now is work, not a claim: the wait is no claim cycle (counted
+		 * as one, a worker that idled would hold rows its siblings could run). */
+		w->asked_ns = 0;
 		worker_enter(w, WS_SLEEP);
 		return;
 	}
