@@ -13,7 +13,8 @@ What it does depends on the payload:
     later    {"ok":false,"retry_in_ms":300} the first 3 times it sees the id, then ok
                                                 huge     writes a 2 MiB line
     sleep    sleeps 10 minutes                  anything else: {"ok":true}
-    nap...   sleeps 30 ms, logs its end line *before* it answers (for tests of overlap)
+    nap...   sleeps 30 ms (napN: N ms), logs its end line *before* it answers (for tests of
+             overlap)
     nested   {"ok":true} with a nested "result" and "progress"
     nestedfail  {"ok":false,"error":...} with nested values beside
     result   {"ok":true,"result":{"id":ID,"type":<the request's content_type>}}
@@ -95,7 +96,7 @@ def handle(req):
     elif body == b'sleep':
         time.sleep(600)
     elif body.startswith(b'nap'):
-        time.sleep(0.03)
+        time.sleep(int(body[3:]) / 1000 if body[3:].isdigit() else 0.03)
         log('end', req['id'], req['attempt'], f'{time.time():.6f}', pid, json.dumps(out))
         reply(out)
         return

@@ -149,7 +149,10 @@ static const struct bad {
 	{ "schedule name=n", "cron is required" },
 	{ "schedule name=n cron=x catch_up=some", "catch_up 'some' is not one, all or none" },
 	{ "unschedule", "name is required" },
-	{ "limit queue=q", "interval_ms is required" },
+	{ "limit queue=q", "limit needs --interval" },
+	{ "limit queue=q concurrency=2", "give --group KEY, or --each-group" },
+	{ "limit queue=q group=k each_group=1 burst=2", "not both" },
+	{ "limit queue=q burst=0", "burst must be" },
 	{ "limit queue=q interval_ms=86400001", "interval_ms must be" },
 	{ "=x", "unknown request" },
 };
@@ -288,7 +291,12 @@ static const struct cli {
 	{ { "unschedule" }, 0, "name is required" },
 	{ { "limit", "q", "--interval", "250" }, 1, "limit queue=q interval_ms=250\n" },
 	{ { "limit", "q", "--interval", "1.5s" }, 1, "limit queue=q interval_ms=1500\n" },
-	{ { "limit", "q" }, 0, "interval_ms is required" },
+	{ { "limit", "q" }, 0, "limit needs --interval" },
+	{ { "limit", "q", "--group", "tenant 7", "--concurrency", "3", "--burst", "5" }, 1,
+	  "limit queue=q group=tenant%207 burst=5 concurrency=3\n" },
+	{ { "limit", "q", "--each-group", "--interval", "1s" }, 1,
+	  "limit queue=q interval_ms=1000 each_group=1\n" },
+	{ { "limits", "q", "--json" }, 1, "limits queue=q json=1\n" },
 	{ { "frobnicate" }, 0, "unknown command 'frobnicate'" },
 };
 

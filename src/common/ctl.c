@@ -61,6 +61,11 @@ const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 	[CTL_F_PAUSED] = { "paused", "--paused", NULL, T_FLAG, CLI_NUMBER, 0, 1, AT(paused) },
 	[CTL_F_SCHEDULE] = { "schedule", "--schedule", "NAME", T_TEXT, CLI_NUMBER, 1,
 			     CTL_SCHEDULE_NAME_MAX, AT(schedule) },
+	[CTL_F_BURST] = { "burst", "--burst", "N", T_UINT, CLI_NUMBER, 1, 1000000, AT(burst) },
+	[CTL_F_CONCURRENCY] = { "concurrency", "--concurrency", "N", T_UINT, CLI_NUMBER, 0,
+				1000000, AT(concurrency) },
+	[CTL_F_EACH_GROUP] = { "each_group", "--each-group", NULL, T_FLAG, CLI_NUMBER, 0, 1,
+			       AT(each_group) },
 };
 
 int ctl_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -126,6 +131,23 @@ static int check_pause(const struct ctl_request *r, char *err, size_t errlen)
 	return 0;
 }
 
+/* limit: something to set; a key's concurrency needs the key (or every key). */
+static int check_limit(const struct ctl_request *r, char *err, size_t errlen)
+{
+	bool keyed = ctl_has(r, CTL_F_GROUP) || ctl_has(r, CTL_F_EACH_GROUP);
+
+	if (ctl_has(r, CTL_F_GROUP) && ctl_has(r, CTL_F_EACH_GROUP))
+		return ctl_fail(err, errlen, "limit takes --group KEY or --each-group, not both");
+	if (!ctl_has(r, CTL_F_INTERVAL) && !ctl_has(r, CTL_F_BURST) &&
+	    !ctl_has(r, CTL_F_CONCURRENCY))
+		return ctl_fail(err, errlen, "limit needs --interval DUR, --burst N or "
+				"--concurrency N");
+	if (ctl_has(r, CTL_F_CONCURRENCY) && !keyed)
+		return ctl_fail(err, errlen, "limit: --concurrency limits the rows of one key at "
+				"once: give --group KEY, or --each-group for every key");
+	return 0;
+}
+
 static int check_retry(const struct ctl_request *r, char *err, size_t errlen)
 {
 	bool by_id = ctl_has(r, CTL_F_ID);
@@ -170,11 +192,22 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 			 "resume NAME | resume --schedule NAME",
 			 "start them again (a schedule goes on from its next tick; the ticks of\n"
 			 "the pause are not caught up)", check_pause },
-	[CTL_LIMIT] = { "limit", BIT(CTL_F_QUEUE) | BIT(CTL_F_INTERVAL) | BIT(CTL_F_JSON),
-			BIT(CTL_F_QUEUE) | BIT(CTL_F_INTERVAL), { CTL_F_QUEUE }, 1, NULL,
-			"limit NAME --interval DUR",
-			"start the queue's items at least DUR apart across every claimd sharing the\n"
-			"database (0: no limit; a bare number is milliseconds here)", NULL },
+	[CTL_LIMIT] = { "limit", BIT(CTL_F_QUEUE) | BIT(CTL_F_INTERVAL) | BIT(CTL_F_BURST) |
+			BIT(CTL_F_CONCURRENCY) | BIT(CTL_F_GROUP) | BIT(CTL_F_EACH_GROUP) |
+			BIT(CTL_F_JSON), BIT(CTL_F_QUEUE), { CTL_F_QUEUE }, 1, NULL,
+			"limit NAME [--interval DUR] [--burst N]\n"
+			"limit NAME --group KEY | --each-group [--concurrency N] [--interval DUR] "
+			"[--burst N]",
+			"limit starts across every claimd sharing the database: the queue's to one\n"
+			"per --interval (0: no limit; a bare number is milliseconds here), up to\n"
+			"--burst at once after a quiet spell; with --group, the rows of that key\n"
+			"(group_key): at most --concurrency running at once (1: one at a time, in\n"
+			"order, the default; 0: no limit) and their own rate; --each-group: every\n"
+			"key's, where it has none of its own. Prints the queue's limits", check_limit },
+	[CTL_LIMITS] = { "limits", BIT(CTL_F_QUEUE) | BIT(CTL_F_JSON), BIT(CTL_F_QUEUE),
+			 { CTL_F_QUEUE }, 1, NULL, "limits NAME",
+			 "the queue's rate limit, its keys' limits, and each key with limits of its\n"
+			 "own with how many of its rows run now", NULL },
 	[CTL_JOB] = { "job", BIT(CTL_F_ID) | BIT(CTL_F_JSON), BIT(CTL_F_ID), { CTL_F_ID }, 1, NULL,
 		      "job ID", "one row: its state, attempts, times, error and the\n"
 		      "start of its payload", NULL },

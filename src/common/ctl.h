@@ -12,7 +12,8 @@
  *     request  = verb *( SP field ) [ CR ] LF      ; at most CTL_LINE_MAX bytes with the LF
  *     verb     = "status" / "add" / "retry" / "pause" / "resume" / "limit" / "job" /
  *                "cancel" / "queues" / "supervisors" / "jobs" / "reload" / "workers" /
- *                "schedule" / "schedules" / "unschedule" / "batch" / "batches"
+ *                "schedule" / "schedules" / "unschedule" / "batch" / "batches" /
+ *                "limits"
  *     field    = name "=" value                    ; each name at most once
  *     name     = 1*( %x61-7A / "_" )               ; lower-case letters and '_'
  *     value    = *( unreserved / pct-encoded )     ; RFC 3986 percent-encoding of any bytes
@@ -40,7 +41,13 @@
  *     pause    queue:text(64) or schedule:text(128)   pause a queue (or a schedule) for
  *                                                  every supervisor
  *     resume   queue:text(64) or schedule:text(128)   resume it
- *     limit    queue*:text(64) interval_ms*:uint(0..86400000)   the queue's shared rate limit
+ *     limit    queue*:text(64)  interval_ms:uint(0..86400000)  burst:uint(1..1000000)
+ *              concurrency:uint(0..1000000)  group:text(255) or each_group:flag
+ *                                                  the queue's rate (a start per interval, up
+ *                                                  to burst at once); with group, that key's
+ *                                                  own limits; with each_group, every key's
+ *                                                  (concurrency: of a key's rows at once)
+ *     limits   queue*:text(64)  json:flag         a queue's limits and its keys' own
  *     job      id*:uint(1..)  json:flag             one row
  *     cancel   id*:uint(1..)                       delete a ready or dead row
  *     queues   json:flag                           every queue's counts and settings
@@ -69,8 +76,9 @@
  * Bodies: status, a table (or with json=1 one JSON object, see supervisor/status.h; with
  * all=1 a table per supervisor, or {"supervisors": [...]} as supervisors has them); add, the
  * row's id and a newline (with a dedupe key that a row holds, that row's id); retry, the number
- * of rows put back; pause and resume, "queue NAME paused|resumed"; limit,
- * "queue NAME min_interval_ms N"; job, the row as "name: value" lines (or with json=1 one
+ * of rows put back; pause and resume, "queue NAME paused|resumed"; limit and
+ * limits, the queue's limits after the change as limits has them (a table, or with json=1 one
+ * JSON object); job, the row as "name: value" lines (or with json=1 one
  * JSON object, see supervisor/cmd.c); cancel, "1" or "0" rows deleted; queues, a table (or
  * a JSON array); supervisors, a table (or a JSON array); jobs, a table (or a JSON array of
  * rows as job has them, with the payload and last_error cut short and no result); reload,
@@ -120,6 +128,7 @@ enum ctl_verb {
 	CTL_UNSCHEDULE,
 	CTL_BATCH,
 	CTL_BATCHES,
+	CTL_LIMITS,
 	CTL_VERB_COUNT,
 };
 
@@ -150,6 +159,9 @@ enum ctl_field {
 	CTL_F_CATCH_UP,
 	CTL_F_PAUSED,
 	CTL_F_SCHEDULE,
+	CTL_F_BURST,
+	CTL_F_CONCURRENCY,
+	CTL_F_EACH_GROUP,
 	CTL_FIELD_COUNT,
 };
 _Static_assert(CTL_FIELD_COUNT <= 32, "a field is a bit of ctl_request.have");
@@ -168,9 +180,9 @@ struct ctl_request {
 	const char *dedupe, *group, *content_type, *state;
 	const char *name, *cron, *zone, *catch_up, *schedule;
 	int32_t priority;
-	uint32_t limit, count;
+	uint32_t limit, count, burst, concurrency;
 	uint64_t id, before;
-	bool dead, json, all, paused;
+	bool dead, json, all, paused, each_group;
 };
 
 static inline bool ctl_has(const struct ctl_request *r, enum ctl_field f)

@@ -68,6 +68,9 @@ struct store_item {
 	uint64_t waited_us;      /* how long it had been claimable when claimed (visible_at to
 				  * the claim, by the database's clock) */
 	bool has_dependents;     /* rows wait for it (work_deps): its finish counts it off */
+	uint32_t key_concurrency; /* with a group: how many rows of its key may run at once
+				   * (0: no limit; 1: a FIFO group) */
+	uint32_t key_interval_ms; /* with a group: its key's rate, a start per interval (0: none) */
 };
 
 /* A reference to a claimed row for complete/release/extend. grouped: the row has a FIFO
@@ -82,6 +85,9 @@ struct store_ref {
 	bool grouped;
 	bool dependents;         /* store_item.has_dependents: its completion counts it off the
 				  * rows that wait for it (store_claim's done[]) */
+	bool key_fill;           /* grouped, and its key runs other than one at a time
+				  * (store_item.key_concurrency != 1): finishing it starts as many
+				  * of the key's waiting rows as its limit allows now */
 	const unsigned char *result;
 	size_t result_len;
 	const char *result_type;
@@ -470,15 +476,51 @@ int store_paused(struct store *s, const char *queue, char *err, size_t errlen);
 /* Pause or resume queue for every supervisor. Returns 0 or a negative error. */
 int store_set_paused(struct store *s, const char *queue, bool paused, char *err, size_t errlen);
 
-/* Take the next start slot of queue's shared rate limit: *ret_wait_ms is how long to wait
- * before starting (0 = now, also when the queue has no limit). Slots are min_interval_ms apart
- * for every claimer of every supervisor sharing the database. Returns 0 or a negative error. */
-int store_take_slot(struct store *s, const char *queue, unsigned *ret_wait_ms, char *err,
+/* Take the next start of queue's rate limit (key NULL: queues.min_interval_ms and burst), or
+ * of one key's of it (key_limits, or the queue's key_interval_ms and key_burst): a token
+ * bucket shared by every claimer of every supervisor sharing the database. Returns 1 when a
+ * start was taken, or there is no limit: *ret_wait_ms is how long to wait before starting (0:
+ * now); 0 when the next start is more than hold_ms away, none taken: *ret_wait_ms is how long
+ * until it is; or a negative error. */
+int store_take_slot(struct store *s, const char *queue, const char *key, unsigned hold_ms,
+		    unsigned *ret_wait_ms, char *err, size_t errlen);
+
+/* A change of limits (sql/migrations/006_key_limits.sql): of one key of queue (key), of
+ * every key without settings of its own (each_key), or of the queue's rate (neither); the
+ * fields given (has_) are set, the others left as they are. A raised concurrency starts the
+ * waiting rows it makes room for at once. Returns 0 or a negative error. */
+struct store_limit_set {
+	const char *queue;
+	const char *key;
+	bool each_key;
+	bool has_concurrency, has_interval, has_burst;
+	uint32_t concurrency;      /* a key's rows running at once; 0: no limit */
+	uint32_t interval_ms;      /* a start per interval; 0: no rate limit */
+	uint32_t burst;            /* starts at once after a quiet spell, 1.. */
+};
+int store_set_limit(struct store *s, const struct store_limit_set *set, char *err,
 		    size_t errlen);
 
-/* Set queue's shared rate limit (0 = none). Returns 0 or a negative error. */
-int store_set_interval(struct store *s, const char *queue, unsigned interval_ms, char *err,
-		       size_t errlen);
+/* A queue's limits, and the keys with settings of their own (by key, at most
+ * STORE_LIMIT_KEYS_MAX): -1 where a key takes the queue's. */
+#define STORE_LIMIT_KEYS_MAX 200
+struct store_key_limit {
+	char key[STORE_GROUP_KEY_MAX + 1];
+	int64_t concurrency, interval_ms, burst;
+	uint64_t running;          /* its rows claimed now */
+	uint64_t waiting;          /* its live rows waiting for their turn (parked) */
+};
+struct store_limits {
+	char queue[STORE_QUEUE_MAX + 1];
+	uint32_t interval_ms, burst;                          /* the queue's rate */
+	uint32_t key_concurrency, key_interval_ms, key_burst; /* every key's */
+	struct store_key_limit *keys;
+	size_t nkeys;
+};
+int store_limits_get(struct store *s, const char *queue, struct store_limits *ret, char *err,
+		     size_t errlen);
+void store_limits_clear(struct store_limits *l);
+
 
 /* One step of a sweep of the table in id order that deletes the rows in state 'done' which
  * finished, and were created, more than keep_done_s seconds ago: the ids [from, from + span)

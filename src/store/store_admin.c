@@ -7,6 +7,7 @@
 #include "common/utctime.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -448,46 +449,6 @@ static int set_queue_setting(struct store *s, const char *op, const char *queue,
 int store_set_paused(struct store *s, const char *queue, bool paused, char *err, size_t errlen)
 {
 	return set_queue_setting(s, "store_set_paused", queue, "paused", paused, err, errlen);
-}
-
-int store_take_slot(struct store *s, const char *queue, unsigned *ret_wait_ms, char *err,
-		    size_t errlen)
-{
-	int r = sq_check(s, "store_take_slot", NULL, 0, queue, err, errlen);
-	char q[QUOTED_QUEUE_MAX];
-	uint64_t us = 0;
-	MYSQL_ROW row;
-	struct run rr;
-
-	if (r < 0)
-		return r;
-	sq_quote(s->conn, q, queue, strlen(queue));
-	sq_reset(s);
-	/* The queue's next free slot is ours (now, if it has passed); the one after it moves on
-	 * by the interval. One autocommit UPDATE: the row is locked for microseconds. */
-	sql_add(s, QUIET "UPDATE queues SET next_start_at = (@claimd_slot := GREATEST("
-		"COALESCE(next_start_at, NOW(6)), NOW(6))) + INTERVAL min_interval_ms * 1000 "
-		"MICROSECOND WHERE name = %s AND min_interval_ms > 0", q);
-	sq_end(s);
-	sql_add(s, "SELECT IF(ROW_COUNT() > 0, GREATEST(TIMESTAMPDIFF(MICROSECOND, NOW(6), "
-		"@claimd_slot), 0), 0)");
-	r = sq_run(s, "store_take_slot", &rr, err, errlen);
-	if (r < 0)
-		return sq_final(r);
-	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
-	r = row && row[0] && sq_parse_u64(row[0], strlen(row[0]), &us) ? 0 : -EIO;
-	mysql_free_result(rr.res);
-	if (r < 0)
-		return sq_fail_msg(r, err, errlen, "store_take_slot: no slot came back");
-	*ret_wait_ms = (unsigned)((us + 999) / 1000);
-	return 0;
-}
-
-int store_set_interval(struct store *s, const char *queue, unsigned interval_ms, char *err,
-		       size_t errlen)
-{
-	return set_queue_setting(s, "store_set_interval", queue, "min_interval_ms", interval_ms,
-				 err, errlen);
 }
 
 int store_prune(struct store *s, unsigned keep_done_s, uint64_t from, unsigned span,

@@ -45,16 +45,26 @@
 	"ROUND(UNIX_TIMESTAMP(created_at) * 1000), " \
 	"(SELECT min_interval_ms FROM queues WHERE name = %s), priority, group_key, group_seq, " \
 	"content_type, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, visible_at, NOW(6))), " \
-	"has_dependents FROM work_items FORCE INDEX (claim_prio_idx) " \
+	"has_dependents, " KEY_CONCURRENCY ", " KEY_INTERVAL " FROM work_items FORCE INDEX (claim_prio_idx) " \
 	"WHERE queue = %s AND priority IN (%s) AND visible_at <= NOW(6)%s AND " NOT_PAUSED \
 	" ORDER BY priority, visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
+/* A grouped row's key: how many of its rows may run at once, and its start interval (only
+ * rows with a key read them; sql/migrations/006_key_limits.sql). The %s are the queue. */
+#define KEY_CONCURRENCY \
+	"IF(group_key IS NULL OR period_s IS NOT NULL, NULL, COALESCE((SELECT k.concurrency " \
+	"FROM key_limits k WHERE k.queue = %s AND k.group_key = work_items.group_key), " \
+	"(SELECT key_concurrency FROM queues WHERE name = %s), 1))"
+#define KEY_INTERVAL \
+	"IF(group_key IS NULL OR period_s IS NOT NULL, NULL, COALESCE((SELECT k.interval_ms " \
+	"FROM key_limits k WHERE k.queue = %s AND k.group_key = work_items.group_key), " \
+	"(SELECT key_interval_ms FROM queues WHERE name = %s), 0))"
 /* After the cursor: every other priority whole, the cursor's own past the cursor. Up to it:
  * the cursor's priority before the cursor (the rest was in the scan after it). */
 #define CLAIM_AFTER \
 	" AND (priority <> %d OR visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
 #define CLAIM_UPTO \
 	" AND priority = %d AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
-#define CLAIM_FIELDS 15
+#define CLAIM_FIELDS 17
 /* Is a row of priority %d due in queue %s: one range, one lookup. DUE_PRIORITIES asks it
  * for every priority in one statement, each with the priority written out: a correlated
  * form (a derived table of priorities, a loose index scan) leaves the plan to MariaDB's
@@ -110,7 +120,7 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 		     struct store_item *it, struct claim_pos *pos)
 {
 	uint64_t attempts, max_attempts, timeout_s = 0, created_ms = 0, interval = 0, seq = 0;
-	uint64_t waited = 0;
+	uint64_t waited = 0, key_conc = 1, key_interval = 0;
 	long prio;
 	char *end;
 
@@ -126,7 +136,10 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	    (row[7] && !sq_parse_u64(row[7], lens[7], &created_ms)) ||
 	    (row[8] && !sq_parse_u64(row[8], lens[8], &interval)) || !row[9] ||
 	    (row[11] && !sq_parse_u64(row[11], lens[11], &seq)) ||
-	    (row[13] && !sq_parse_u64(row[13], lens[13], &waited)))
+	    (row[13] && !sq_parse_u64(row[13], lens[13], &waited)) ||
+	    (row[15] && !sq_parse_u64(row[15], lens[15], &key_conc)) ||
+	    (row[16] && !sq_parse_u64(row[16], lens[16], &key_interval)) ||
+	    key_conc > UINT32_MAX || key_interval > UINT32_MAX)
 		return -EIO;
 	prio = strtol(row[9], &end, 10);
 	if (end != row[9] + lens[9] || prio < INT16_MIN || prio > INT16_MAX)
@@ -147,6 +160,8 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	it->group_seq = seq;
 	it->waited_us = waited;
 	it->has_dependents = row[14] && row[14][0] == '1';
+	it->key_concurrency = (uint32_t)key_conc;
+	it->key_interval_ms = (uint32_t)key_interval;
 	if (row[10] && !(it->group = strndup(row[10], lens[10])))
 		return -ENOMEM;
 	if (row[12] && !(it->content_type = strndup(row[12], lens[12])))
@@ -181,7 +196,7 @@ static void sql_add_claim(struct store *s, const char *queue, enum claim_scan sc
 		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", i ? "," : "",
 					set->p[i]);
 	sq_quote(s->conn, q, queue, strlen(queue));
-	sql_add(s, CLAIM_SELECT, q, q, list, c, q, limit);
+	sql_add(s, CLAIM_SELECT, q, q, q, q, q, q, list, c, q, limit);
 }
 
 /* Reads the result of s->sql (sent with sq_run) into s->scratch[*n..max); *last = the place
@@ -316,7 +331,7 @@ static int sql_add_complete(struct store *s, const struct store_ref *done, size_
 	sq_add_fence(s, done, n);
 	sq_end(s);
 	if (grouped)
-		sq_add_group_next(s, done, n);
+		sq_add_group_next(s, done, n, false);
 	for (size_t i = 0; i < n; i++)
 		if (done[i].dependents) {
 			sq_add_deps_done(s, done, n);

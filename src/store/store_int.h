@@ -71,14 +71,41 @@
 	"AND f.state IN ('done', 'dead') AND f.group_key IS NOT NULL AND f.period_s IS NULL) " \
 	"AS h ON w.id = h.id SET w.visible_at = GREATEST(w.run_at, NOW(6)) " \
 	"WHERE w.visible_at IS NULL AND w.state = 'ready'"
-/* Groups with live rows but none of them visible (the running row was deleted by hand, or
- * dead rows were put back): the oldest gets its visible_at. %s: a condition on queue. Reads
- * the live rows of the queues' groups (group_idx), so it runs with maintenance, not per row. */
+/* The same for a key whose limit is not 1 (sql/migrations/006_key_limits.sql): the first N
+ * live rows of the key get their visible_at where they were parked, N read fresh from
+ * key_limits and queues. N differs per key and LIMIT takes no expression, so it is a
+ * statement prepared in the session (KEY_FILL_PREPARE) and run per finished row with its
+ * queue and key read from the row (KEY_FILL_ROW, %llu: its id). Filling up to N is right
+ * whatever the row's fate (a retry leaves it live: nothing to fill), so it needs no fence. */
+#define KEY_FILL_PREPARE \
+	"PREPARE claimd_key_fill FROM 'UPDATE work_items w JOIN (SELECT id FROM work_items " \
+	"FORCE INDEX (group_idx) WHERE queue = ? AND group_live = ? ORDER BY id LIMIT ?) AS h " \
+	"ON w.id = h.id SET w.visible_at = GREATEST(w.run_at, NOW(6)) " \
+	"WHERE w.visible_at IS NULL AND w.state = ''ready'''"
+#define KEY_FILL_ROW \
+	"SELECT queue, group_key INTO @claimd_kq, @claimd_kk FROM work_items WHERE id = %llu"
+#define KEY_FILL_LIMIT \
+	"SET @claimd_kn = IF(@claimd_kk IS NULL, 0, COALESCE((SELECT concurrency FROM " \
+	"key_limits WHERE queue = @claimd_kq AND group_key = @claimd_kk), (SELECT " \
+	"key_concurrency FROM queues WHERE name = @claimd_kq), 1))"
+#define KEY_FILL "EXECUTE claimd_key_fill USING @claimd_kq, @claimd_kk, @claimd_kn"
+/* Keys with fewer rows visible than their limit allows (the running row was deleted by
+ * hand, dead rows were put back, a limit was raised): their oldest parked rows get their
+ * visible_at, as many as the limit leaves room for (with a limit of 1: the oldest live row
+ * of a key that has none visible). %s: a condition on queue (and group_live). Reads the live
+ * rows of the queues' keys (group_idx), so it runs with maintenance and changes of limits,
+ * not per row. */
 #define GROUP_HEAL \
-	"UPDATE work_items w JOIN (SELECT MIN(id) AS id FROM work_items FORCE INDEX (group_idx) " \
-	"WHERE %s AND group_live IS NOT NULL GROUP BY queue, group_live " \
-	"HAVING COUNT(visible_at) = 0) AS h ON w.id = h.id " \
-	"SET w.visible_at = GREATEST(w.run_at, NOW(6)) WHERE w.visible_at IS NULL AND w.state = 'ready'"
+	"UPDATE work_items w JOIN (SELECT r.id FROM (SELECT queue, group_live, id, " \
+	"visible_at IS NULL AS parked, COUNT(visible_at) OVER (PARTITION BY queue, group_live) " \
+	"AS active, ROW_NUMBER() OVER (PARTITION BY queue, group_live, visible_at IS NULL " \
+	"ORDER BY id) AS rk FROM work_items FORCE INDEX (group_idx) WHERE %s AND group_live " \
+	"IS NOT NULL) AS r LEFT JOIN key_limits k ON k.queue = r.queue AND " \
+	"k.group_key = r.group_live LEFT JOIN queues q ON q.name = r.queue WHERE r.parked AND " \
+	"(COALESCE(k.concurrency, q.key_concurrency, 1) = 0 OR " \
+	"r.rk + r.active <= COALESCE(k.concurrency, q.key_concurrency, 1))) AS h ON w.id = h.id " \
+	"SET w.visible_at = GREATEST(w.run_at, NOW(6)) WHERE w.visible_at IS NULL AND " \
+	"w.state = 'ready'"
 
 /* Dependencies (sql/migrations/005_dependencies.sql). The parents this transaction finished
  * as done (the first %s: their ids; the second: a CASE of their new tokens) are counted off
@@ -277,8 +304,10 @@ void sq_add_fence(struct store *s, const struct store_ref *refs, size_t n);
 bool sq_any_grouped(const struct store_ref *refs, size_t n);
 /* "GROUP_LOCK;" for the rows refs[0..n). */
 void sq_add_group_lock(struct store *s, const struct store_ref *refs, size_t n);
-/* "GROUP_NEXT;" for the rows refs[0..n), finished by this transaction with token + 1. */
-void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n);
+/* "GROUP_NEXT;" for the rows refs[0..n), finished by this transaction with token + 1, whose
+ * key runs one at a time; the KEY_FILL statements for those with key_fill set (for all of
+ * them when all is true: refs that do not know their key's limit). */
+void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n, bool all);
 /* "DEPS_DONE; DEPS_RELEASE;" for the rows refs[0..n), finished by this transaction with
  * token + 1 (those that went done count). */
 void sq_add_deps_done(struct store *s, const struct store_ref *refs, size_t n);

@@ -61,7 +61,7 @@ int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const c
 	sq_add_fence(s, &ref, 1);
 	sq_end(s);
 	if (ref.grouped)
-		sq_add_group_next(s, &ref, 1);
+		sq_add_group_next(s, &ref, 1, false);
 	sq_add_deps_dead(s, &ref, 1);
 	sql_add(s, "SELECT state FROM work_items WHERE id = %llu", (unsigned long long)ref.id);
 	sq_end(s);
@@ -103,7 +103,7 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 	sql_add_finish(s, 0, reason, true);
 	sq_add_fence(s, refs, n);
 	sq_end(s);
-	sq_add_group_next(s, refs, n);
+	sq_add_group_next(s, refs, n, true);
 	sq_add_deps_dead(s, refs, n);
 	sql_add(s, "COMMIT");
 	r = sq_run_retry(s, "store_release", &rr, err, errlen);

@@ -52,26 +52,46 @@ void sq_add_group_lock(struct store *s, const struct store_ref *refs, size_t n)
 	buf_free(&w);
 }
 
-/* "GROUP_NEXT;" for the rows refs[0..n), finished by this transaction with token + 1. */
-void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n)
+void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n, bool all)
 {
 	struct buf ids, tokens;
+	size_t k = 0, nfill = 0;
 
 	buf_init(&ids);
 	buf_init(&tokens);
 	for (size_t i = 0; i < n; i++) {
-		buf_printf(&ids, "%s%llu", i ? "," : "", (unsigned long long)refs[i].id);
+		if (all || refs[i].key_fill) {
+			nfill++;
+			continue;
+		}
+		buf_printf(&ids, "%s%llu", k++ ? "," : "", (unsigned long long)refs[i].id);
 		buf_printf(&tokens, " WHEN %llu THEN %llu", (unsigned long long)refs[i].id,
 			   (unsigned long long)refs[i].token + 1);
 	}
 	if (buf_failed(&ids) || buf_failed(&tokens)) {
 		s->sql.failed = true;
-	} else {
+	} else if (k > 0) {
 		sql_add(s, GROUP_NEXT, ids.data, tokens.data);
 		sq_end(s);
 	}
 	buf_free(&ids);
 	buf_free(&tokens);
+	if (nfill == 0)
+		return;
+	sql_add(s, KEY_FILL_PREPARE);
+	sq_end(s);
+	for (size_t i = 0; i < n; i++) {
+		if (!all && !refs[i].key_fill)
+			continue;
+		sql_add(s, "SET @claimd_kq = NULL, @claimd_kk = NULL");
+		sq_end(s);
+		sql_add(s, KEY_FILL_ROW, (unsigned long long)refs[i].id);
+		sq_end(s);
+		sql_add(s, KEY_FILL_LIMIT);
+		sq_end(s);
+		sql_add(s, KEY_FILL);
+		sq_end(s);
+	}
 }
 
 /* The ids of refs[0..n) ("1,2,3") and a CASE of their tokens + 1 (" WHEN 1 THEN 8 .."). */

@@ -38,6 +38,7 @@ void cmd_finish(struct call *call)
 	store_supervisors_free(call->svs, call->res.nsupervisors);
 	free(call->scheds);
 	free(call->batches);
+	store_limits_clear(&call->limits);
 	free(call);
 }
 
@@ -186,7 +187,7 @@ static void jobs_now(struct call *call)
 }
 
 /* A change an operator made: what the readings say is stale. */
-static void changed(struct cmds *c)
+void cmd_changed(struct cmds *c)
 {
 	reading_stale(c->queues);
 	reading_stale(c->jobs);
@@ -242,7 +243,7 @@ static int retry_db(struct call *call, struct store *s, char *err, size_t errlen
 
 static void retry_after(struct call *call)
 {
-	changed(call->cmds);
+	cmd_changed(call->cmds);
 	if (call->res.rows > 0)
 		call->cmds->host.wake(call->cmds->host.data);
 }
@@ -274,7 +275,7 @@ static void pause_after(struct call *call)
 		cmd_schedule_pause_after(call);
 		return;
 	}
-	changed(call->cmds);
+	cmd_changed(call->cmds);
 	log_info("queue '%s': %s", call->req->queue, pause ? "paused" : "resumed");
 	if (!pause)
 		call->cmds->host.wake(call->cmds->host.data);
@@ -295,29 +296,6 @@ static void pause_text(const struct ctl_request *req, const struct cmd_result *r
 	buf_puts(out, "{\"queue\":");
 	buf_json_str(out, req->queue);
 	buf_printf(out, ",\"paused\":%s}\n", req->verb == CTL_PAUSE ? "true" : "false");
-}
-
-static int limit_db(struct call *call, struct store *s, char *err, size_t errlen)
-{
-	return store_set_interval(s, call->req->queue, call->req->interval_ms, err, errlen);
-}
-
-static void limit_after(struct call *call)
-{
-	changed(call->cmds);
-	log_info("queue '%s': rate limit set", call->req->queue);
-}
-
-static void limit_text(const struct ctl_request *req, const struct cmd_result *res,
-		       struct buf *out)
-{
-	if (!req->json) {
-		buf_printf(out, "queue %s min_interval_ms %u\n", req->queue, req->interval_ms);
-		return;
-	}
-	buf_puts(out, "{\"queue\":");
-	buf_json_str(out, req->queue);
-	buf_printf(out, ",\"min_interval_ms\":%u}\n", req->interval_ms);
 }
 
 /* ---- job, cancel, queues ---- */
@@ -357,7 +335,7 @@ static int cancel_db(struct call *call, struct store *s, char *err, size_t errle
 
 static void cancel_after(struct call *call)
 {
-	changed(call->cmds);
+	cmd_changed(call->cmds);
 	if (call->res.rows)
 		log_info("row %llu cancelled", (unsigned long long)call->req->id);
 }
@@ -447,7 +425,8 @@ static const struct cmd_def defs[CTL_VERB_COUNT] = {
 	[CTL_RETRY] = { .db = retry_db, .after = retry_after, .text = rows_text },
 	[CTL_PAUSE] = { .db = pause_db, .after = pause_after, .text = pause_text },
 	[CTL_RESUME] = { .db = pause_db, .after = pause_after, .text = pause_text },
-	[CTL_LIMIT] = { .db = limit_db, .after = limit_after, .text = limit_text },
+	[CTL_LIMIT] = { .db = cmd_limit_db, .after = cmd_limit_after, .text = cmd_limits_text },
+	[CTL_LIMITS] = { .db = cmd_limits_db, .after = cmd_limits_after, .text = cmd_limits_text },
 	[CTL_JOB] = { .db = job_db, .after = job_after, .text = job_text },
 	[CTL_CANCEL] = { .db = cancel_db, .after = cancel_after, .text = rows_text },
 	[CTL_QUEUES] = { .now = queues_now, .text = queues_text },

@@ -41,6 +41,7 @@ struct cmd_result {
 	bool replaced;                /* schedule: it replaced one of the same name */
 	const struct store_batch *batches;   /* batch, batches (callback only) */
 	size_t nbatches;
+	const struct store_limits *limits;   /* limit, limits (callback only) */
 };
 
 /* One batch's JSON object and a newline (the batch verb's, and its event stream's). */

@@ -1,5 +1,6 @@
 /* cmd_int — the insides of the commands, shared by cmd.c (the table, the verbs) and
- * cmd_add.c (adds, written in batches), cmd_schedule.c (schedules) and cmd_batch.c (batches).
+ * cmd_add.c (adds, written in batches), cmd_schedule.c (schedules), cmd_batch.c (batches) and
+ * cmd_limit.c (limits).
  * Not an interface. */
 #ifndef CLAIMD_CMD_INT_H
 #define CLAIMD_CMD_INT_H
@@ -38,10 +39,13 @@ struct call {
 	size_t nscheds;
 	struct store_batch *batches;   /* batch, batches */
 	size_t nbatches;
+	struct store_limits limits;    /* limit, limits */
 };
 
 /* Answer the call (its done callback) and free it. */
 void cmd_finish(struct call *call);
+/* A change an operator made: what the readings say is stale. */
+void cmd_changed(struct cmds *c);
 
 /* ---- cmd_add.c ---- */
 
@@ -71,6 +75,15 @@ void cmd_unschedule_text(const struct ctl_request *req, const struct cmd_result 
 int cmd_schedule_pause_db(struct call *call, struct store *s, char *err, size_t errlen);
 void cmd_schedule_pause_after(struct call *call);
 void cmd_schedule_pause_text(const struct ctl_request *req, struct buf *out);
+
+/* ---- cmd_limit.c ---- */
+
+int cmd_limit_db(struct call *call, struct store *s, char *err, size_t errlen);
+void cmd_limit_after(struct call *call);
+int cmd_limits_db(struct call *call, struct store *s, char *err, size_t errlen);
+void cmd_limits_after(struct call *call);
+void cmd_limits_text(const struct ctl_request *req, const struct cmd_result *res,
+		     struct buf *out);
 
 /* ---- cmd_batch.c ---- */
 

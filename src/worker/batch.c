@@ -1,5 +1,6 @@
 #include "worker/batch.h"
 
+#include <limits.h>
 #include <uv.h>
 
 #include "common/log.h"
@@ -64,11 +65,16 @@ int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 	return 0;
 }
 
-int batch_take_slot(struct store *s, const struct item *x, unsigned *ret_wait_ms, char *err,
-		    size_t errlen)
+int batch_take_slot(struct store *s, const struct item *x, bool key_slot, unsigned *ret_wait_ms,
+		    char *err, size_t errlen)
 {
 	*ret_wait_ms = 0;
-	return x->row.min_interval_ms ? store_take_slot(s, x->row.queue, ret_wait_ms, err, errlen) : 0;
+	if (key_slot)
+		return x->row.key_interval_ms && x->row.group ?
+		       store_take_slot(s, x->row.queue, x->row.group, BATCH_KEY_HOLD_MS,
+				       ret_wait_ms, err, errlen) : 1;
+	return x->row.min_interval_ms ? store_take_slot(s, x->row.queue, NULL, UINT_MAX,
+							ret_wait_ms, err, errlen) : 1;
 }
 
 int batch_paused(struct batch *b, struct store *s, const char *queue, char *err,

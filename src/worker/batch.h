@@ -49,10 +49,15 @@ int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 		struct outcomes *o, unsigned max, bool holding, size_t *ret_n, char *err,
 		size_t errlen);
 
-/* x's rate-limit start slot (its queue's min_interval_ms; none: *ret_wait_ms 0). Returns 0
- * with how long to wait before starting it, or the store's error. */
-int batch_take_slot(struct store *s, const struct item *x, unsigned *ret_wait_ms, char *err,
-		    size_t errlen);
+/* Rows held at the gate at most this long for their key's start; one whose start is
+ * further off goes back until then (store_take_slot's hold_ms). */
+#define BATCH_KEY_HOLD_MS 1000u
+
+/* Take x's start of its key's rate (key_slot true) or else of its queue's, when it has that
+ * limit: store_take_slot's answer (1: taken or none, with how long to wait; 0: its key's next
+ * start is more than BATCH_KEY_HOLD_MS off, and how long until it is), or its error. */
+int batch_take_slot(struct store *s, const struct item *x, bool key_slot, unsigned *ret_wait_ms,
+		    char *err, size_t errlen);
 
 /* Is queue paused? Asked at most every 50 ms (since a claim or the last check saw it not
  * paused: then 0 without a statement). Returns 1, 0, or the store's error. */

@@ -69,6 +69,7 @@ struct item *items_add(struct items *t, const struct store_item *row, uint8_t qi
 	x->progress = NULL;
 	x->progress_dirty = false;
 	x->progress_at = 0;
+	x->key_slot = x->queue_slot = false;
 	memset(&x->job, 0, sizeof(x->job));
 	items_set(t, x, gated ? ITEM_GATED : ITEM_HANDED);
 	if (gated) {

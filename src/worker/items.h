@@ -40,6 +40,7 @@ struct item {
 	bool progress_dirty;
 	uint64_t progress_at;
 	struct item *next;          /* the free list, or the gate */
+	bool key_slot, queue_slot;  /* gated: the start of its key's, its queue's rate it took */
 };
 
 struct items {

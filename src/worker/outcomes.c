@@ -60,7 +60,8 @@ struct outcome *outcomes_add(struct outcomes *o, const struct store_item *it,
 	x = &o->list[o->n++];
 	memset(x, 0, sizeof(*x));
 	x->ref = (struct store_ref){ .id = it->id, .token = it->token, .grouped = it->group != NULL,
-				     .dependents = it->has_dependents };
+				     .dependents = it->has_dependents,
+				     .key_fill = it->group && it->key_concurrency != 1 };
 	x->kind = kind;
 	x->retry_ms = retry_ms;
 	x->error = error && *error ? strdup(error) : NULL;

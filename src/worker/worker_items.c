@@ -77,7 +77,8 @@ void worker_take_claimed(struct worker *w)
 	for (size_t i = 0; i < w->b.n; i++) {
 		struct store_item *row = &w->b.rows[i];
 		struct item *x = items_add(&w->items, row, (uint8_t)w->b.qi, w->b.claimed_ns,
-					   row->min_interval_ms > 0 && !row->spent);
+					   (row->min_interval_ms > 0 || row->key_interval_ms > 0) &&
+					   !row->spent);
 		if (!x) {
 			/* worker_room never claims more than there is room for */
 			log_error("item id=%llu: no room to hold it; it goes back",
@@ -157,6 +158,13 @@ void worker_release_unstarted(struct worker *w)
 
 /* ---- the rate-limit gate ---- */
 
+/* The first gated row has taken every start it needs: to the handler. */
+static void gate_pass(struct worker *w, struct item *x)
+{
+	items_gate_pass(&w->items);
+	submit(w, x);
+}
+
 static void on_gate(uv_timer_t *t)
 {
 	struct worker *w = t->data;
@@ -164,8 +172,10 @@ static void on_gate(uv_timer_t *t)
 
 	if (!x || w->stopping)
 		return;
-	items_gate_pass(&w->items);
-	submit(w, x);
+	/* Its key's start came: its queue's may still be to take. */
+	if (!x->row.min_interval_ms || x->queue_slot)
+		gate_pass(w, x);
+	worker_gate(w);
 	worker_kick(w);
 }
 
@@ -182,8 +192,8 @@ int worker_gate(struct worker *w)
 			finish(w, x, OUTCOME_RELEASE, 0, NULL, NULL);
 			continue;
 		}
-		/* A slot is taken only when the row can start at once: nothing then stands
-		 * between the slot and the start (slots are min_interval_ms apart). */
+		/* A start is taken only when the row can start at once: nothing then stands
+		 * between the start and the run (starts are an interval apart). */
 		if (handler_running(w->handler) + handler_queued(w->handler) >= w->conc ||
 		    worker_db_waiting(w))
 			return 0;
@@ -197,18 +207,33 @@ int worker_gate(struct worker *w)
 				finish(w, x, OUTCOME_RELEASE, 0, NULL, NULL);
 			return 0;
 		}
-		if (r == 0)
-			r = batch_take_slot(w->store, x, &wait_ms, err, sizeof(err));
+		/* Its key's start first (one further off than the hold: back until then, not
+		 * counted as an attempt), then its queue's. */
+		bool key = !x->key_slot && x->row.key_interval_ms;
+		if (r == 0 && (key || !x->queue_slot))
+			r = batch_take_slot(w->store, x, key, &wait_ms, err, sizeof(err));
+		else if (r == 0)
+			wait_ms = 0, r = 1;
 		if (r < 0) {
-			worker_db_failed(w, r, "taking a rate-limit slot", err);
+			worker_db_failed(w, r, "taking a rate-limit start", err);
 			return r;
 		}
+		if (r == 0) {
+			log_debug("item id=%llu: key '%s' has its next start in %u ms: it goes back "
+				  "until then", (unsigned long long)x->row.id, x->row.group, wait_ms);
+			finish(w, x, OUTCOME_DEFER, wait_ms, NULL, NULL);
+			continue;
+		}
+		if (key)
+			x->key_slot = true;
+		else
+			x->queue_slot = true;
 		if (wait_ms > 0) {
 			uv_timer_start(&w->gate_timer, on_gate, wait_ms, 0);
 			return 0;
 		}
-		items_gate_pass(&w->items);
-		submit(w, x);
+		if (x->queue_slot || !x->row.min_interval_ms)
+			gate_pass(w, x);
 	}
 	return 0;
 }
@@ -227,7 +252,8 @@ void worker_on_done(void *data, struct handler_job *job, const struct handler_re
 	 * for a start slot since the claim (so the worker holds no more of them than it can
 	 * start soon: a worker that dies holds them until their lease ends). */
 	if (started && res->status != HANDLER_RELEASED)
-		prefetch_ran(&w->pf, now - (x->row.min_interval_ms ? x->claimed_ns : started));
+		prefetch_ran(&w->pf, now - (x->row.min_interval_ms || x->row.key_interval_ms ?
+					    x->claimed_ns : started));
 	if (started && fired >= started && res->status != HANDLER_OK) {
 		log_warn("item id=%llu: its lease ended without a renewal (the database did not "
 			 "answer): its handler was killed, so that no other worker runs it at the "

@@ -39,6 +39,8 @@ import sys
 import tempfile
 import time
 import traceback
+import urllib.error
+import urllib.request
 
 SKIP_EXIT = 77
 
@@ -496,6 +498,27 @@ class Claimd:
             with open(path) as f:
                 return f.readline().strip()
         return wait_for(read, timeout, f'{self.name}: its token in {path}')
+
+    def http_url(self, timeout=10.0):
+        """The base URL of its HTTP API (started with --http 127.0.0.1:0), from its log."""
+        m = wait_for(lambda: re.search(r'http: listening on (https?://[0-9.:]+)/', self.log()),
+                     timeout, f'{self.name}: the http listening line')
+        return m.group(1)
+
+    def api(self, method, path, body=None, timeout=20):
+        """One request to its HTTP API with its token: (status, the JSON answer, or the text
+        when it is not JSON)."""
+        req = urllib.request.Request(self.http_url() + path, data=body, method=method,
+                                     headers={'Authorization': f'Bearer {self.http_token()}'})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                status, raw = r.status, r.read()
+        except urllib.error.HTTPError as e:
+            status, raw = e.code, e.read()
+        try:
+            return status, json.loads(raw)
+        except ValueError:
+            return status, raw.decode()
 
     def wait_ready(self, workers=None, timeout=15.0):
         """Wait until every worker (and `workers` of them, if given) has a pid and is idle/busy."""

@@ -65,8 +65,8 @@ def it_starts_are_spaced_across_supervisors_and_survive_losing_one(t):
         c.wait_ready()
     warm = _warm_up(db, h, 4)
     r = sups[0].ctl('limit', 'default', '--interval', str(int(INTERVAL * 1000)))
-    check_eq((r.returncode, r.stdout.strip()), (0, 'queue default min_interval_ms 200'),
-             'claimctl limit')
+    check_eq((r.returncode, 'min_interval_ms: 200' in r.stdout.splitlines()), (0, True),
+             f'claimctl limit: {r.stdout!r}')
     db.insert_items(100)
     limited = lambda: [e for e in h.starts() if e.id > warm]
     wait_for(lambda: len(limited()), 20, '30 starts', until=lambda n: n >= 30)

@@ -53,13 +53,14 @@ def claim_queries(db):
     select, after, upto = c_macro('CLAIM_SELECT'), c_macro('CLAIM_AFTER'), c_macro('CLAIM_UPTO')
     vis, rid = db.sql('SELECT visible_at, id FROM work_items WHERE id = 45000')[0]
     q = "'default'"  # the queue, in the select list, the WHERE and the pause check
+    sel = (q,) * 6  # the select list's: min_interval_ms, two for each key limit, the WHERE's
     prios = '-1,0,1'
     every = ','.join(str(p) for p in range(-10, 11))  # a scan from the head takes them all
     return {
-        'head': select % (q, q, every, '', q, 16),
-        'head, one priority': select % (q, q, '0', '', q, 16),
-        'after cursor': select % (q, q, prios, after % (0, vis, vis, int(rid)), q, 16),
-        'up to cursor': select % (q, q, prios, upto % (0, vis, vis, int(rid)), q, 16),
+        'head': select % (*sel, every, '', q, 16),
+        'head, one priority': select % (*sel, '0', '', q, 16),
+        'after cursor': select % (*sel, prios, after % (0, vis, vis, int(rid)), q, 16),
+        'up to cursor': select % (*sel, prios, upto % (0, vis, vis, int(rid)), q, 16),
     }
 
 

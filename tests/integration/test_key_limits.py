@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Limits per key (a row's group_key) and bursts, through two supervisors sharing the
+database: at most N of a key's rows run at once, started in insertion order (N = 1 stays the
+FIFO group); a raised limit starts waiting rows at once; a key's rate (a start per interval,
+up to a burst at once) and a queue's burst; set with claimctl, HTTP and SQL."""
+
+import json
+
+import harness
+from harness import check, check_eq, runs_of, wait_for
+
+
+def _most_at_once(runs):
+    """The most runs (start, end) overlapping at any moment."""
+    edges = sorted([(a, 1) for a, b, _ in runs] + [(b, -1) for a, b, _ in runs])
+    most = cur = 0
+    for _, d in edges:
+        cur += d
+        most = max(most, cur)
+    return most
+
+
+def _runs(h, ids):
+    rs = runs_of(h)
+    return [r for i in ids for r in rs.get(i, [])]
+
+
+def _two(t, db, h, spec, workers=3, http=False):
+    """Two supervisors of workers each, every worker's co-process started (a pipe: co-process
+    starts with its worker's first row: its interpreter's start-up would lie between a row's
+    start and the start it logs), and every worker taught that rows take 100 ms: it then
+    claims one at a time (a worker that saw quick rows claims a few ahead, and its second
+    row waits for its first while counting against its key's limit)."""
+    extra = ['--http', '127.0.0.1:0'] if http else []
+    sups = [t.claimd(db, '--workers', str(workers), '--handler', spec, *(extra if i == 1 else []),
+                     name=f'claimd{i}') for i in (1, 2)]
+    for c in sups:
+        c.wait_ready()
+    for n in range(1, 11):
+        db.insert_items(2 * workers, payload="'nap100'")
+        wait_for(db.states, 20, 'warm-up rows done',
+                 until=lambda s: s.get('done') == 2 * workers * n)
+        if len({e.pid for e in h.starts()}) >= 2 * workers:
+            db.execute('DELETE FROM work_items')
+            return sups
+    harness.fail(f'co-processes that ran a warm-up row: {len({e.pid for e in h.starts()})}')
+
+
+def _check_fifo(h, ids, n):
+    """Rows of a key of limit n start in insertion order: when row k (by id) starts, at most
+    n - 1 older rows of its key are live (started and not ended, or not started yet). An end
+    is logged before the reply, so before the finish that lets the next row start."""
+    rs = runs_of(h)
+    for k, row in enumerate(ids):
+        start = rs[row][0][0]
+        live = [o for o in ids[:k] if rs[o][-1][1] > start]
+        check(len(live) <= n - 1, f'row {row} started while {live} of its key were live')
+
+
+def _limits(c, queue):
+    r = c.ctl('limits', queue, '--json')
+    check_eq(r.returncode, 0, f'claimctl limits: {r.stderr.strip()}')
+    return json.loads(r.stdout)
+
+
+def it_a_keys_rows_run_n_at_once_in_order_across_supervisors(t):
+    db = t.database()
+    h, spec = t.pipe_echo('keys')
+    sups = _two(t, db, h, spec)
+    r = sups[0].ctl('limit', 'default', '--group', 'a', '--concurrency', '3')
+    check_eq(r.returncode, 0, f'claimctl limit --group: {r.stderr.strip()}')
+    check('concurrency' in r.stdout and 'a' in r.stdout.split(), f'the answer: {r.stdout!r}')
+    a = db.insert_items(24, payload="'nap150'", group_key="'a'")
+    b = db.insert_items(6, payload="'nap100'", group_key="'b'")
+    free = db.insert_items(6, payload="'nap100'")
+    wait_for(db.states, 30, 'every row done', until=lambda s: s.get('done') == 36)
+    ra, rb = _runs(h, a), _runs(h, b)
+    check_eq(len(ra), 24, "key a's runs")
+    check_eq(_most_at_once(ra), 3, "key a's rows at once at most (and reached)")
+    check_eq(_most_at_once(rb), 1, "key b's rows at once (a FIFO group)")
+    _check_fifo(h, a, 3)
+    _check_fifo(h, b, 1)
+    check(len({p for _, _, p in ra}) >= 4, 'key a ran on several workers of both supervisors')
+    check_eq(len(_runs(h, free)), 6, 'rows without a key ran')
+    check_eq(db.scalar('SELECT MAX(attempts) FROM work_items'), '1', 'attempts')
+    lim = _limits(sups[1], 'default')
+    check_eq([(k['key'], k['concurrency'], k['interval_ms'], k['running'], k['waiting'])
+              for k in lim['keys']], [('a', 3, None, 0, 0)], 'limits as the other one reads them')
+    check_eq((lim['key_concurrency'], lim['min_interval_ms'], lim['burst']), (1, 0, 1),
+             "the queue's own")
+
+
+def it_a_raised_limit_starts_waiting_rows_at_once_and_zero_is_none(t):
+    db = t.database()
+    h, spec = t.pipe_echo('raise')
+    sups = _two(t, db, h, spec, http=True)
+    ids = db.insert_items(5, payload="'nap1500'", group_key="'c'")
+    wait_for(lambda: db.scalar("SELECT COUNT(*) FROM work_items WHERE state = 'claimed'"), 10,
+             'the first row running', until=lambda n: n == '1')
+    check_eq(db.scalar('SELECT COUNT(*) FROM work_items WHERE visible_at IS NULL'), '4',
+             'the others wait their turn (a FIFO group by default)')
+    st, body = sups[0].api('POST', '/v1/queues/default/limit?group=c&concurrency=4')
+    check_eq(st, 200, f'POST limit: {body}')
+    check_eq([(k['key'], k['concurrency']) for k in body['keys']], [('c', 4)], 'the answer')
+    wait_for(lambda: db.scalar("SELECT COUNT(*) FROM work_items WHERE state = 'claimed'"), 1.0,
+             'four running within a second of the change', until=lambda n: n == '4')
+    st, body = sups[0].api('GET', '/v1/queues/default/limits')
+    check_eq((st, body['keys'][0]['running'], body['keys'][0]['waiting']), (200, 4, 1),
+             'GET limits while they run')
+    wait_for(db.states, 20, 'done', until=lambda s: s.get('done') == 5)
+    # Four claimed (above); a worker may hold a second row it claimed with its first and run
+    # them one after the other, so fewer may run in the handler at one moment.
+    most = _most_at_once(_runs(h, ids))
+    check(2 <= most <= 4, f'{most} rows of the key at once after the change, want 2..4')
+    # Every key of the queue without a limit (0), set on the other supervisor.
+    r = sups[1].ctl('limit', 'default', '--each-group', '--concurrency', '0')
+    check_eq(r.returncode, 0, f'claimctl limit --each-group: {r.stderr.strip()}')
+    more = db.insert_items(6, payload="'nap600'", group_key="'d'")
+    wait_for(db.states, 20, 'done', until=lambda s: s.get('done') == 11)
+    # (A worker may take two rows in one claim and run them one after the other.)
+    check(_most_at_once(_runs(h, more)) >= 5, f'no limit: {_most_at_once(_runs(h, more))} of '
+          'a key of six rows at once on six workers')
+
+
+def it_a_keys_rate_allows_a_burst_then_one_start_per_interval(t):
+    db = t.database()
+    h, spec = t.pipe_echo('rate')
+    sups = _two(t, db, h, spec)
+    # With SQL, as an application would: 3 at once, then one per 300 ms, no concurrency limit.
+    db.execute("INSERT INTO key_limits (queue, group_key, concurrency, interval_ms, burst) "
+               "VALUES ('default', 'r', 0, 300, 3)")
+    ids = db.insert_items(9, payload="'nap10'", group_key="'r'")
+    wait_for(db.states, 30, 'done', until=lambda s: s.get('done') == 9)
+    starts = sorted(r[0] for r in _runs(h, ids))
+    check_eq(len(starts), 9, 'runs')
+    t0 = starts[0]
+    at = [round((s - t0) * 1000) for s in starts]
+    check(at[2] < 150 and at[3] >= 200, f'three at once, the fourth an interval later: {at} ms')
+    gaps = [b - a for a, b in zip(starts[3:], starts[4:])]
+    check(all(0.2 <= g <= 0.45 for g in gaps), f'then one per 300 ms: {at} ms')
+    check(abs((starts[-1] - starts[2]) - 6 * 0.3) < 0.25, f'six intervals after the burst: {at}')
+    # Rows whose start was over a second off went back until then: not counted as attempts.
+    check_eq(db.scalar('SELECT MAX(attempts) FROM work_items'), '1', 'attempts')
+    check(len({p for s, e, p in _runs(h, ids)}) >= 3, 'run by several workers')
+
+
+def it_a_queues_burst_and_bad_limits(t):
+    db = t.database()
+    h, spec = t.pipe_echo('burst')
+    sups = _two(t, db, h, spec, workers=2)
+    r = sups[0].ctl('limit', 'default', '--interval', '250', '--burst', '4')
+    check_eq(r.returncode, 0, f'claimctl limit --burst: {r.stderr.strip()}')
+    check('min_interval_ms: 250' in r.stdout and 'burst: 4' in r.stdout, f'answer: {r.stdout!r}')
+    ids = db.insert_items(8, payload="'nap10'")
+    wait_for(db.states, 20, 'done', until=lambda s: s.get('done') == 8)
+    starts = sorted(r[0] for r in _runs(h, ids))
+    at = [round((s - starts[0]) * 1000) for s in starts]
+    check(at[3] < 125 and at[4] >= 150, f'four at once, then an interval: {at} ms')
+    check(abs((starts[-1] - starts[3]) - 4 * 0.25) < 0.2, f'then one per 250 ms: {at} ms')
+    for args, why in ((('--concurrency', '3'), 'one key'), (('--burst', '0'), 'burst'),
+                      (('--group', 'x', '--each-group', '--concurrency', '2'), 'not both'),
+                      ((), 'needs')):
+        r = sups[1].ctl('limit', 'default', *args)
+        check(r.returncode != 0 and why in r.stderr, f'limit {args} refused: {r.stderr.strip()}')
+
+
+if __name__ == '__main__':
+    harness.main()
