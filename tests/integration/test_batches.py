@@ -5,8 +5,6 @@ each other run in order; a graph is written all or nothing (a cycle, an unknown 
 no row); GET /v1/batches/ID, its event stream, claimctl batch and batches."""
 
 import json
-import re
-import urllib.error
 import urllib.request
 
 import harness
@@ -16,24 +14,8 @@ from harness import check, check_eq, runs_of, wait_for
 def _http(t, db, h, name):
     c = t.claimd(db, '--workers', '2', '--concurrency', '3', '--handler', h.spec, '--http',
                  '127.0.0.1:0', name=name)
-    m = wait_for(lambda: re.search(r'http: listening on (http://[0-9.:]+)/', c.log()), 10,
-                 f'{name}: the http listening line')
-    c.url, c.token = m.group(1), c.http_token()
+    c.url, c.token = c.http_url(), c.http_token()
     return c
-
-
-def _req(c, method, path, body=None, timeout=20):
-    req = urllib.request.Request(c.url + path, data=body, method=method,
-                                 headers={'Authorization': f'Bearer {c.token}'})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            status, raw = r.status, r.read()
-    except urllib.error.HTTPError as e:
-        status, raw = e.code, e.read()
-    try:
-        return status, json.loads(raw)
-    except ValueError:
-        return status, raw.decode()
 
 
 def _lines(*objs):
@@ -46,7 +28,7 @@ def it_runs_the_callback_once_after_every_member(t):
     sups = [_http(t, db, h, f'claimd{i}') for i in (1, 2)]
     members = [{'payload': 'fail' if i % 7 == 3 else f'm{i}', 'max_attempts': 1}
                for i in range(30)]
-    st, body = _req(sups[0], 'POST', '/v1/queues/default/jobs:batch?batch=1&description=nightly',
+    st, body = sups[0].api('POST', '/v1/queues/default/jobs:batch?batch=1&description=nightly',
                     _lines(*members, {'payload': 'callback', 'callback': True}))
     check_eq(st, 202, f'the batch: {body}')
     batch, ids = body['batch'], [j['id'] for j in body['jobs']]
@@ -57,7 +39,7 @@ def it_runs_the_callback_once_after_every_member(t):
     check_eq(len(runs[cb]), 1, 'the callback ran once')
     last_member_end = max(r[1] for i in ids[:-1] for r in runs[i])
     check(runs[cb][0][0] >= last_member_end, 'the callback started before every member ended')
-    st, b = _req(sups[1], 'GET', f'/v1/batches/{batch}')
+    st, b = sups[1].api('GET', f'/v1/batches/{batch}')
     fails = sum(1 for m in members if m['payload'] == 'fail')
     check_eq((st, b['size'], b['done'], b['dead'], b['ready'] + b['claimed'], b['finished'],
               b['callback_id'], b['callback_state'], b['description']),
@@ -72,7 +54,7 @@ def it_runs_the_callback_once_after_every_member(t):
           f'claimctl batch: {r.stdout!r} {r.stderr!r}')
     r = sups[0].ctl('batches', '--json')
     check_eq([b['id'] for b in json.loads(r.stdout)], [batch], 'claimctl batches')
-    st, _ = _req(sups[0], 'GET', '/v1/batches/999999')
+    st, _ = sups[0].api('GET', '/v1/batches/999999')
     check_eq(st, 404, 'a batch that does not exist')
     for c in sups:
         check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
@@ -90,10 +72,10 @@ def it_runs_a_graph_in_order_and_writes_it_all_or_nothing(t):
             (_lines({'callback': True}, {'callback': True}), 'one callback'),
             (_lines({'ref': 'a', 'dedupe': 'k'}), 'no dedupe key'),
             (_lines({'after': 'a'}), 'after must be')):
-        st, body = _req(c, 'POST', '/v1/queues/default/jobs:batch', lines)
+        st, body = c.api('POST', '/v1/queues/default/jobs:batch', lines)
         check(st == 400 and why in str(body), f'{why}: {st} {body}')
     check_eq(count(), 0, 'rows written by refused graphs')
-    st, body = _req(c, 'POST', '/v1/queues/default/jobs:batch', _lines(
+    st, body = c.api('POST', '/v1/queues/default/jobs:batch', _lines(
         {'ref': 'load', 'payload': 'load', 'after': ['x', 'y']},
         {'ref': 'x', 'payload': 'x'}, {'ref': 'y', 'payload': 'y'},
         {'payload': 'report', 'after': ['load']}))
@@ -111,7 +93,7 @@ def it_streams_a_batch_until_its_callback_ends(t):
     db = t.database()
     h = t.log_handler('sleep 0.2')
     c = _http(t, db, h, 'claimd')
-    st, body = _req(c, 'POST', '/v1/queues/default/jobs:batch?batch=1', _lines(
+    st, body = c.api('POST', '/v1/queues/default/jobs:batch?batch=1', _lines(
         *[{'payload': f'm{i}'} for i in range(8)], {'payload': 'cb', 'callback': True}))
     check_eq(st, 202, f'the batch {body}')
     req = urllib.request.Request(f"{c.url}/v1/batches/{body['batch']}/events",

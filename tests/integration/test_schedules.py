@@ -6,9 +6,7 @@ delete them."""
 
 import datetime
 import json
-import re
 import time
-import urllib.error
 import urllib.request
 from zoneinfo import ZoneInfo
 
@@ -164,28 +162,11 @@ def it_refuses_what_it_cannot_run_and_says_why(t):
         check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 
-def _req(url, token, method, path, body=None):
-    req = urllib.request.Request(url + path, data=body, method=method,
-                                 headers={'Authorization': f'Bearer {token}'})
-    try:
-        with urllib.request.urlopen(req, timeout=20) as r:
-            status, raw = r.status, r.read()
-    except urllib.error.HTTPError as e:
-        status, raw = e.code, e.read()
-    try:
-        return status, json.loads(raw)
-    except ValueError:
-        return status, raw.decode()
-
-
 def it_is_managed_over_http_and_claimctl(t):
     db = t.database()
     c = t.claimd(db, '--workers', '1', '--handler', 'noop', '--http', '127.0.0.1:0')
-    m = wait_for(lambda: re.search(r'http: listening on (http://[0-9.:]+)/', c.log()), 10,
-                 'the http listening line')
-    url, token = m.group(1), c.http_token()
     cron = urllib.request.quote('30 2 * * *')
-    st, body = _req(url, token, 'PUT', f'/v1/schedules/nightly?cron={cron}&tz=Europe/Berlin'
+    st, body = c.api('PUT', f'/v1/schedules/nightly?cron={cron}&tz=Europe/Berlin'
                     '&queue=reports&max_attempts=3', b'{"report":"daily"}')
     check_eq(st, 201, f'PUT a new schedule: {body}')
     check_eq((body['name'], body['cron'], body['time_zone'], body['queue'], body['max_attempts'],
@@ -200,13 +181,13 @@ def it_is_managed_over_http_and_claimctl(t):
         want = (now + datetime.timedelta(days=1)).replace(hour=2, minute=30, second=0,
                                                           microsecond=0)
     want_utc = want.astimezone(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S')
-    body = wait_for(lambda: _req(url, token, 'GET', '/v1/schedules/nightly')[1], 10,
+    body = wait_for(lambda: c.api('GET', '/v1/schedules/nightly')[1], 10,
                     'next_tick_at', until=lambda b: b.get('next_tick_at'))
     check(body['next_tick_at'].startswith(want_utc), f"next tick {body['next_tick_at']}, want "
           f"{want_utc}Z (02:30 in Berlin)")
-    st, body = _req(url, token, 'PUT', f'/v1/schedules/nightly?cron={cron}&tz=UTC', b'x')
+    st, body = c.api('PUT', f'/v1/schedules/nightly?cron={cron}&tz=UTC', b'x')
     check_eq((st, body['time_zone']), (200, 'UTC'), 'PUT again replaces')
-    st, body = _req(url, token, 'POST', '/v1/schedules/nightly/pause')
+    st, body = c.api('POST', '/v1/schedules/nightly/pause')
     check_eq((st, body), (200, {'schedule': 'nightly', 'paused': True}), 'pause over HTTP')
     r = c.ctl('schedules', '--json')
     lst = json.loads(r.stdout)
@@ -214,13 +195,13 @@ def it_is_managed_over_http_and_claimctl(t):
     r = c.ctl('resume', '--schedule', 'nightly')
     check_eq((r.returncode, r.stdout.strip()), (0, 'schedule nightly resumed'),
              'claimctl resume --schedule')
-    st, body = _req(url, token, 'GET', '/v1/schedules')
+    st, body = c.api('GET', '/v1/schedules')
     check_eq((st, [s['paused'] for s in body]), (200, [False]), 'GET /v1/schedules')
-    st, body = _req(url, token, 'PUT', '/v1/schedules/x?cron=nope', b'')
+    st, body = c.api('PUT', '/v1/schedules/x?cron=nope', b'')
     check_eq(st, 400, f'a bad expression over HTTP: {body}')
-    st, _ = _req(url, token, 'DELETE', '/v1/schedules/nightly')
+    st, _ = c.api('DELETE', '/v1/schedules/nightly')
     check_eq(st, 200, 'DELETE')
-    st, _ = _req(url, token, 'GET', '/v1/schedules/nightly')
+    st, _ = c.api('GET', '/v1/schedules/nightly')
     check_eq(st, 404, 'GET after DELETE')
     r = c.ctl('unschedule', 'nightly')
     check(r.returncode != 0 and 'no schedule' in r.stderr, 'unschedule of none')
