@@ -12,6 +12,10 @@
 #include "common/utf8.h"
 #include "supervisor/ui.h"
 
+/* src/supervisor/openapi.json, built in (embed.py --symbol). */
+extern const unsigned char openapi_json[];
+extern const size_t openapi_json_len;
+
 #define JSON "application/json"
 
 unsigned api_status_of(int rc)
@@ -301,7 +305,7 @@ static void stats(struct api_host *h, struct http_request *r)
 enum route_kind { R_HEALTHZ, R_METRICS, R_STATS, R_BATCH, R_STATUS, R_SUPERVISORS, R_QUEUES,
 		  R_JOBS, R_ADD, R_PAUSE, R_RESUME, R_JOB, R_EVENTS, R_RETRY, R_SCHEDULES,
 		  R_SCHEDULE, R_SCHEDULE_PAUSE, R_SCHEDULE_RESUME, R_BATCH_LIST, R_BATCH_GET,
-		  R_BATCH_EVENTS, R_LIMIT, R_LIMITS };
+		  R_BATCH_EVENTS, R_LIMIT, R_LIMITS, R_OPENAPI };
 
 #define READ "GET, HEAD"
 
@@ -315,6 +319,7 @@ struct route {
 static const struct route routes[] = {
 	{ { "healthz" }, READ, "healthz", R_HEALTHZ },
 	{ { "metrics" }, READ, "metrics", R_METRICS },
+	{ { "v1", "openapi.json" }, READ, "openapi", R_OPENAPI },
 	{ { "v1", "status" }, READ, "status", R_STATUS },
 	{ { "v1", "supervisors" }, READ, "supervisors", R_SUPERVISORS },
 	{ { "v1", "stats" }, READ, "stats", R_STATS },
@@ -448,6 +453,10 @@ void api_handle(void *data, struct http_request *r)
 	case R_HEALTHZ: healthz(h, r); free(call); break;
 	case R_METRICS: metrics(h, r); free(call); break;
 	case R_STATS: stats(h, r); free(call); break;
+	case R_OPENAPI:
+		http_respond(r, 200, "application/json", openapi_json, openapi_json_len);
+		free(call);
+		break;
 	case R_BATCH: api_batch(h, r, arg); free(call); break;
 	/* commands answered in JSON */
 	case R_STATUS: run(h, call, CTL_STATUS, pn, pv, 1, false); break;
