@@ -55,6 +55,8 @@ struct store_item {
 	uint32_t max_attempts;
 	bool spent;              /* claimed again after its last attempt, whose worker vanished
 				  * (the lease ran out): it is not to run; store_fail makes it dead */
+	bool cancelled;          /* claimed again after its lease ran out, with a live cancel
+				  * request: it is not to run; store_fail makes it dead */
 	char queue[STORE_QUEUE_MAX + 1];
 	unsigned char *payload;  /* malloc'd, NUL-terminated for convenience; may be NULL */
 	size_t payload_len;
@@ -407,10 +409,20 @@ int store_jobs_list(struct store *s, const char *state, const char *queue, uint6
 		    size_t errlen);
 void store_jobs_free(struct store_job *jobs, size_t n);
 
-/* Deletes row id if it is ready or dead (a FIFO group's next row then starts). Returns 1
- * when it was deleted, 0 when there is no such row, -EBUSY when it is claimed or done
- * (*ret_state says which), or a negative error. */
-int store_cancel(struct store *s, uint64_t id, char ret_state[16], char *err, size_t errlen);
+/* Deletes row id if it is ready or dead (a FIFO group's next row then starts); if it is
+ * claimed, asks for its run to be cancelled instead (work_items.cancel_requested_at, with
+ * reason, "cancelled" when NULL, for its last_error; a second request keeps the first's):
+ * the supervisor running it stops it (store_cancels_live), and it ends dead with no retry,
+ * unless its run succeeds first. *ret_state is the row's state after it ("" when gone),
+ * ret_by its claimed_by. Returns 1 when it was deleted, 2 when a claimed row is cancelling,
+ * 0 when there is no such row, -EBUSY when it is done, or a negative error. */
+int store_cancel(struct store *s, uint64_t id, const char *reason, char ret_state[16],
+		 char ret_by[256], char *err, size_t errlen);
+/* Which of the claimed rows refs[0..n) (id and token; fenced) have a live cancel request:
+ * into ret[0..*ret_n) (room for n; id and token only). One statement of primary-key lookups.
+ * Returns 0 or a negative error. */
+int store_cancels_live(struct store *s, const struct store_ref *refs, size_t n,
+		       struct store_ref *ret, size_t *ret_n, char *err, size_t errlen);
 
 /* Every queue that has rows or settings: rows per state, the oldest due row's wait, its
  * settings. */

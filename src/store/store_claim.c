@@ -45,7 +45,7 @@
 	"ROUND(UNIX_TIMESTAMP(created_at) * 1000), " \
 	"(SELECT min_interval_ms FROM queues WHERE name = %s), priority, group_key, group_seq, " \
 	"content_type, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, visible_at, NOW(6))), " \
-	"has_dependents FROM work_items FORCE INDEX (claim_prio_idx) " \
+	"has_dependents, " CANCEL_LIVE " FROM work_items FORCE INDEX (claim_prio_idx) " \
 	"WHERE queue = %s AND priority IN (%s) AND visible_at <= NOW(6)%s AND " NOT_PAUSED \
 	" ORDER BY priority, visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
 /* After the cursor: every other priority whole, the cursor's own past the cursor. Up to it:
@@ -54,7 +54,7 @@
 	" AND (priority <> %d OR visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
 #define CLAIM_UPTO \
 	" AND priority = %d AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
-#define CLAIM_FIELDS 15
+#define CLAIM_FIELDS 16
 /* Is a row of priority %d due in queue %s: one range, one lookup. DUE_PRIORITIES asks it
  * for every priority in one statement, each with the priority written out: a correlated
  * form (a derived table of priorities, a loose index scan) leaves the plan to MariaDB's
@@ -147,6 +147,7 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	it->group_seq = seq;
 	it->waited_us = waited;
 	it->has_dependents = row[14] && row[14][0] == '1';
+	it->cancelled = row[15] && row[15][0] == '1';
 	if (row[10] && !(it->group = strndup(row[10], lens[10])))
 		return -ENOMEM;
 	if (row[12] && !(it->content_type = strndup(row[12], lens[12])))
