@@ -46,6 +46,7 @@ struct lane {
 	uint64_t exit_ns;          /* (lock) the worker exits if it still runs then; 0: no */
 	bool timed_out;            /* (lock) its deadline passed while it ran */
 	bool stopped;              /* (lock) handler_stop_all: it goes back unless it succeeded */
+	bool withdrawn;            /* (lock) handler_cancel: an operator cancelled it */
 	int cancelled;             /* atomic: what job->cancelled() answers */
 	struct claimd_job cj;      /* the running item as the plugin sees it */
 	struct claimd_result res;
@@ -288,6 +289,7 @@ static void lane_main(void *arg)
 		l->exit_ns = 0;
 		l->timed_out = false;
 		l->stopped = false;
+		l->withdrawn = false;
 		__atomic_store_n(&l->cancelled, 0, __ATOMIC_RELEASE);
 		uv_mutex_unlock(&s->lock);
 
@@ -405,7 +407,8 @@ static void stuck(struct handler_so *s, struct lane *l)
 		  "be stopped: exiting this worker (status %d) so the supervisor replaces it%s",
 		  s->plugin->name ? s->plugin->name : "?", (unsigned long long)l->job->id,
 		  s->env.kill_grace_ms, l->timed_out ? "its deadline (--timeout)" :
-		  "it was stopped (shutdown)", HANDLER_EXIT_STUCK,
+		  l->withdrawn ? "an operator cancelled it" : "it was stopped (shutdown)",
+		  HANDLER_EXIT_STUCK,
 		  l->timed_out ? ": the item fails as timed out, the others go back" :
 		  ": its items go back");
 	_exit(HANDLER_EXIT_STUCK);
@@ -534,6 +537,44 @@ static void so_stop_all(void *h, enum handler_stop why)
 	uv_mutex_unlock(&s->lock);
 	if (next)
 		arm_watchdog(s, next);
+}
+
+/* Queued: taken out. Running: its lane's cancelled flag, and the worker ends if handle has
+ * not returned by the kill grace (the supervisor then releases its items: the cancelled
+ * row's request makes it dead, the others run again). */
+static bool so_cancel(void *h, struct handler_job *job)
+{
+	struct handler_so *s = h;
+	uint64_t at = uv_hrtime() + s->env.kill_grace_ms * 1000000ull;
+	struct handler_job **pp, *prev = NULL;
+	bool taken = false, running = false;
+
+	uv_mutex_lock(&s->lock);
+	for (pp = &s->qhead; *pp; prev = *pp, pp = &(*pp)->knext) {
+		if (*pp != job)
+			continue;
+		*pp = job->knext;
+		if (s->qtail == job)
+			s->qtail = prev;
+		job->knext = NULL;
+		__atomic_store_n(&s->nqueued, s->nqueued - 1, __ATOMIC_RELEASE);
+		taken = true;
+		break;
+	}
+	for (unsigned i = 0; !taken && i < s->nlanes; i++) {
+		struct lane *l = &s->lanes[i];
+		if (l->job != job || l->withdrawn)
+			continue;
+		l->withdrawn = true;
+		__atomic_store_n(&l->cancelled, 1, __ATOMIC_RELEASE);
+		if (!l->exit_ns || l->exit_ns > at)
+			l->exit_ns = at;
+		running = true;
+	}
+	uv_mutex_unlock(&s->lock);
+	if (running)
+		arm_watchdog(s, at);
+	return taken;
 }
 
 /* Read without the lock: a lane may change them the next moment anyway. */
@@ -691,8 +732,8 @@ static int so_make(const struct handler_env *env, const char *arg, void **ret, c
 const struct handler_kind handler_so = {
 	.prefix = "so:", .takes_arg = true,
 	.check = so_check, .make = so_make, .free = so_free, .submit = so_submit,
-	.withdraw = so_withdraw, .stop_all = so_stop_all, .running = so_running,
-	.queued = so_queued, .concurrency = so_concurrency,
+	.withdraw = so_withdraw, .stop_all = so_stop_all, .cancel = so_cancel,
+	.running = so_running, .queued = so_queued, .concurrency = so_concurrency,
 };
 
 /* ---- noop: a plugin built in ---- */
@@ -718,6 +759,6 @@ static int noop_make(const struct handler_env *env, const char *arg, void **ret,
 const struct handler_kind handler_noop = {
 	.prefix = "noop", .takes_arg = false,
 	.make = noop_make, .free = so_free, .submit = so_submit, .withdraw = so_withdraw,
-	.stop_all = so_stop_all, .running = so_running, .queued = so_queued,
+	.stop_all = so_stop_all, .cancel = so_cancel, .running = so_running, .queued = so_queued,
 	.concurrency = so_concurrency,
 };
