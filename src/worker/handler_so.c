@@ -298,6 +298,8 @@ static void lane_main(void *arg)
 		uv_mutex_lock(&s->lock);
 		if (l->timed_out)
 			job->kstatus = HANDLER_TIMEOUT;
+		else if (l->withdrawn)   /* it returned because it was cancelled, or despite it */
+			job->kstatus = HANDLER_FAILED;
 		else if (l->stopped && job->kstatus != HANDLER_OK)
 			job->kstatus = HANDLER_RELEASED;
 		l->job = NULL;
