@@ -42,7 +42,8 @@
  *     resume   queue:text(64) or schedule:text(128)   resume it
  *     limit    queue*:text(64) interval_ms*:uint(0..86400000)   the queue's shared rate limit
  *     job      id*:uint(1..)  json:flag             one row
- *     cancel   id*:uint(1..)                       delete a ready or dead row
+ *     cancel   id*:uint(1..)                       delete a ready or dead row; stop a claimed
+ *                                                  one (it ends dead, "cancelled")
  *     queues   json:flag                           every queue's counts and settings
  *     supervisors json:flag                        every supervisor sharing the database
  *     jobs     state:text(15) (ready, claimed, done or dead; dead when not given)
@@ -71,7 +72,9 @@
  * row's id and a newline (with a dedupe key that a row holds, that row's id); retry, the number
  * of rows put back; pause and resume, "queue NAME paused|resumed"; limit,
  * "queue NAME min_interval_ms N"; job, the row as "name: value" lines (or with json=1 one
- * JSON object, see supervisor/cmd.c); cancel, "1" or "0" rows deleted; queues, a table (or
+ * JSON object, see supervisor/cmd.c); cancel, "1" or "0" rows deleted, or
+ * for a claimed row "cancelling: row N runs on CLAIMED_BY; ..." (json=1: {"id":N,"state":
+ * "claimed","cancelling":true,"claimed_by":...}); queues, a table (or
  * a JSON array); supervisors, a table (or a JSON array); jobs, a table (or a JSON array of
  * rows as job has them, with the payload and last_error cut short and no result); reload,
  * what it did ("reloaded: ..."), or an error with why the new settings were refused;
