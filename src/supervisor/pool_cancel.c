@@ -1,9 +1,10 @@
 /* pool_cancel — rows an operator cancelled (store_cancel) while a worker of this pool runs
- * them. While the workers hold rows, at most every POOL_CANCEL_CHECK_MS one statement looks
- * their cancel requests up (store_cancels_live: primary-key lookups) on the supervisor's
- * database queue, off the loop; each row found goes to the worker holding it (PROTO_CANCEL),
- * which stops its run. A supervisor whose workers hold nothing sends no statement. A row
- * still held at the next check is sent again (the worker ignores a second cancel). */
+ * them. While the workers hold rows, at most every POOL_CANCEL_CHECK_MS one statement (per
+ * 1024 rows held) looks their cancel requests up (store_cancels_live: primary-key lookups)
+ * on the supervisor's database queue, off the loop; each row found goes to the worker
+ * holding it (PROTO_CANCEL), which stops its run. A supervisor whose workers hold nothing
+ * sends no statement. A row still held at the next check is sent again (the worker ignores
+ * a second cancel). */
 #include "supervisor/pool_int.h"
 
 #include <errno.h>
@@ -20,11 +21,23 @@ struct cancel_job {
 	size_t n, nfound;
 };
 
+#define CANCEL_CHUNK 1024u   /* rows looked up by one statement */
+
 static int cancel_run(struct dbq_job *j, struct store *st, char *err, size_t errlen)
 {
 	struct cancel_job *cj = container_of(j, struct cancel_job, j);
+	size_t got;
+	int r = 0;
 
-	return store_cancels_live(st, cj->refs, cj->n, cj->found, &cj->nfound, err, errlen);
+	cj->nfound = 0;
+	for (size_t at = 0; r >= 0 && at < cj->n; at += CANCEL_CHUNK) {
+		size_t k = cj->n - at < CANCEL_CHUNK ? cj->n - at : CANCEL_CHUNK;
+		r = store_cancels_live(st, cj->refs + at, k, cj->found + cj->nfound, &got, err,
+				       errlen);
+		if (r >= 0)
+			cj->nfound += got;
+	}
+	return r;
 }
 
 /* Whether (id, token) is in refs[0..n). */
