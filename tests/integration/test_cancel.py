@@ -75,6 +75,9 @@ def _runs_once(h, item, kind='start'):
 def it_exec_run_cancelled_on_another_supervisor_is_killed(t):
     db = t.database()
     long_, short = db.insert_item('long'), db.insert_item('short')
+    # A row that waits for it (work_deps, on_dead 'cancel'): cancelled with it.
+    child = db.insert_item('child')
+    db.execute(f'INSERT INTO work_deps (parent_id, child_id) VALUES ({long_}, {child})')
     h = t.log_handler('if [ "$payload" = long ]; then exec sleep 60; fi; sleep 2.5')
     a = t.claimd(db, *RUNNER, '--handler', h.spec, name='runner')
     run = wait_for(lambda: h.starts(long_), 10, 'the long run')[0]
@@ -84,6 +87,8 @@ def it_exec_run_cancelled_on_another_supervisor_is_killed(t):
     _cancel_ctl(b, long_)
     _dead_in_time(db, long_, t0)
     wait_for(lambda: not pid_running(run.pid), 2, f'handler pid {run.pid} gone')
+    check_eq(db.row(child), ('dead', '0', f'cancelled: row {long_}, which it waited for, is dead'),
+             'the row that waited for it')
     _done(db, short)
     _runs_once(h, long_)
     check(re.search(rf'item id={long_} cancelled by an operator', a.log()),
