@@ -243,7 +243,9 @@ void store_set_claim_hook(struct store *s,
 			  void (*locked)(void *arg, const struct store_item *items, size_t n),
 			  void *arg);
 
-/* A failed run of a claimed row (fenced). If the row's attempts >= max_attempts it becomes
+/* A failed run of a claimed row (fenced). If the row's attempts >= max_attempts, or it has a
+ * live cancel request (store_cancel: then last_error is the cancel's reason, and a claim made
+ * after the request, which never ran, gives its attempt back), it becomes
  * 'dead' (visible_at NULL, finished_at NOW(6)); otherwise 'ready', visible at
  * NOW(6) + retry_ms. error (may be NULL) is stored in last_error, cut to 4000 bytes on a
  * character boundary, bytes that are not UTF-8 replaced by '?'.
@@ -255,13 +257,16 @@ int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const c
 /* Put claimed rows back to 'ready', visible now (fenced). With count_attempt false the
  * attempt they were claimed for is given back (shutdown, prefetched and never started).
  * A row whose attempts reached max_attempts with count_attempt true goes 'dead' with
- * last_error = reason. Returns how many rows were changed, or a negative error. */
+ * last_error = reason; a row with a live cancel request goes 'dead' either way, its attempt
+ * counted, last_error the cancel's reason. Returns how many rows were changed, or a negative
+ * error. */
 int store_release(struct store *s, const struct store_ref *refs, size_t n, bool count_attempt,
 		  const char *reason, char *err, size_t errlen);
 
 /* The handler asked for the row to run again in delay_ms, and that is not a failure: back to
- * 'ready', visible at NOW(6) + delay_ms, the attempt given back (fenced). Returns 1 if
- * applied, 0 if fenced out, or a negative error. */
+ * 'ready', visible at NOW(6) + delay_ms, the attempt given back (fenced); 'dead' instead with
+ * a live cancel request, as store_release. Returns 1 if applied, 0 if fenced out, or a
+ * negative error. */
 int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *err,
 		size_t errlen);
 
