@@ -2,8 +2,9 @@
 """Cancelling a running row (claimctl cancel ID, DELETE /v1/jobs/ID) through another
 supervisor than the one running it: the run is stopped (exec: SIGTERM; pipe: the cancel line,
 the co-process stopped if it does not answer; so: the cancelled flag, the worker ended if the
-plugin does not return), the row ends dead "cancelled" within a second and a half, with its
-one attempt, and never runs again; the worker's other item finishes as it would have. A row
+plugin does not return; one not started yet is not run), the row ends dead "cancelled"
+within a second and a half, with its one attempt, and never runs again; the worker's other
+item finishes as it would have. A row
 cancelled while its supervisor is dead ends dead once its lease runs out, without running."""
 
 import json
@@ -132,6 +133,25 @@ def it_pipe_coprocess_that_ignores_the_cancel_is_stopped(t):
     # back, and ran on the next co-process.
     _done(db, other)
     _runs_once(h, long_)
+
+
+def it_row_claimed_but_not_started_is_not_run(t):
+    db = t.database()
+    running, waiting = db.insert_item('sleep:2500'), db.insert_item('sleep:10')
+    h, spec = t.pipe_sleeper()
+    # One at a time, two claimed at once: the second waits in the handler's queue.
+    a = t.claimd(db, '--workers', '1', '--batch', '2', '--retry-base', '200ms', '--handler',
+                 spec, name='runner')
+    wait_for(lambda: h.starts(running), 10, 'the first run')
+    check_eq(db.row(waiting, 'state')[0], 'claimed', 'the second row, claimed with it')
+    b = _other(t, db)
+    t0 = time.monotonic()
+    _cancel_ctl(b, waiting)
+    _dead_in_time(db, waiting, t0)
+    check(re.search(rf'item id={waiting} cancelled before it started', a.log()),
+          'runner: cancelled before it started')
+    _done(db, running)
+    check_eq(h.starts(waiting), [], 'runs of the cancelled row')
 
 
 def it_so_plugin_cancelled_by_its_flag_or_ended_with_its_worker(t):
