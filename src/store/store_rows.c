@@ -51,18 +51,35 @@ static void sql_add_finish(struct store *s, unsigned delay_ms, const char *text,
 	sql_add(s, "%s) WHERE ", keep ? ", last_error)" : "");
 }
 
-/* Six statements of a transaction: the rows of refs[0..n) with a live cancel request go dead
- * as a failure's would (their groups go on, their dependents as for any dead row); release
- * and defer, which would put them back, then find them no longer claimed. */
-static void sql_add_cancelled_dead(struct store *s, const struct store_ref *refs, size_t n)
+/* In a transaction, the rows of refs[0..n) with a live cancel request go dead as a failure's
+ * would: GROUP_LOCK and the UPDATE here (returns the UPDATE's statement index), the rest
+ * (their groups go on, their dependents as for any dead row) by sql_add_cancelled_after,
+ * once the caller's own fenced UPDATE (release, defer) found them no longer claimed. */
+static size_t sql_add_cancelled_dead(struct store *s, const struct store_ref *refs, size_t n)
 {
+	size_t at;
+
 	sq_add_group_lock(s, refs, n);
+	at = s->ncuts;
 	sql_add_finish(s, 0, NULL, true);
 	sq_add_fence(s, refs, n);
 	sql_add(s, " AND " CANCEL_LIVE);
 	sq_end(s);
+	return at;
+}
+
+static void sql_add_cancelled_after(struct store *s, const struct store_ref *refs, size_t n)
+{
 	sq_add_group_next(s, refs, n);
 	sq_add_deps_dead(s, refs, n);
+}
+
+/* Rows the two fenced UPDATEs at statements a and b changed, at most n. */
+static int rows_of(const struct run *rr, size_t a, size_t b, size_t n)
+{
+	uint64_t k = (a < RUN_MAX_STMTS ? rr->rows[a] : 0) + (b < RUN_MAX_STMTS ? rr->rows[b] : 0);
+
+	return k > n ? (int)n : (int)k;
 }
 
 /* One transaction, one round trip: the fenced UPDATE decides dead or ready in SQL; the
@@ -115,19 +132,19 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 		return r;
 	sq_reset(s);
 	if (!count_attempt) {
-		/* Statements: START, 6 of cancelled rows (UPDATE: 2), UPDATE (7), COMMIT. */
+		size_t dead_at, back_at;
 		sql_add(s, "START TRANSACTION");
 		sq_end(s);
-		sql_add_cancelled_dead(s, refs, n);
+		dead_at = sql_add_cancelled_dead(s, refs, n);
+		back_at = s->ncuts;
 		sql_add(s, "UPDATE work_items SET state = 'ready', visible_at = NOW(6), "
 			"attempts = IF(attempts > 0, attempts - 1, 0) WHERE ");
 		sq_add_fence(s, refs, n);
 		sq_end(s);
+		sql_add_cancelled_after(s, refs, n);
 		sql_add(s, "COMMIT");
 		r = sq_run_retry(s, "store_release", &rr, err, errlen);
-		if (r < 0)
-			return r;
-		return rr.rows[2] + rr.rows[7] > n ? (int)n : (int)(rr.rows[2] + rr.rows[7]);
+		return r < 0 ? r : rows_of(&rr, dead_at, back_at, n);
 	}
 	/* Rows whose last attempt this was go dead: their groups go on. */
 	sql_add(s, "START TRANSACTION");
@@ -149,26 +166,26 @@ int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *
 		size_t errlen)
 {
 	int r = sq_check(s, "store_defer", &ref, 1, NULL, err, errlen);
+	size_t dead_at, back_at;
 	struct run rr;
 
 	if (r < 0)
 		return r;
-	/* Statements: START, 6 of a cancelled row (UPDATE: 2), UPDATE (7), COMMIT. */
 	sq_reset(s);
 	sql_add(s, "START TRANSACTION");
 	sq_end(s);
-	sql_add_cancelled_dead(s, &ref, 1);
+	dead_at = sql_add_cancelled_dead(s, &ref, 1);
+	back_at = s->ncuts;
 	sql_add(s, "UPDATE work_items SET state = 'ready', "
 		"visible_at = NOW(6) + INTERVAL %llu MICROSECOND, "
 		"attempts = IF(attempts > 0, attempts - 1, 0) WHERE ",
 		(unsigned long long)delay_ms * 1000u);
 	sq_add_fence(s, &ref, 1);
 	sq_end(s);
+	sql_add_cancelled_after(s, &ref, 1);
 	sql_add(s, "COMMIT");
 	r = sq_run_retry(s, "store_defer", &rr, err, errlen);
-	if (r < 0)
-		return r;
-	return rr.rows[2] + rr.rows[7] > 0;
+	return r < 0 ? r : rows_of(&rr, dead_at, back_at, 1);
 }
 
 int store_progress(struct store *s, const struct store_ref *refs, size_t n, char *err,
