@@ -56,6 +56,7 @@ static void make_msg(unsigned type, int n, struct proto_msg *m)
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED:
 	case PROTO_HOLDING:
+	case PROTO_CANCEL:
 		if (type == PROTO_CLAIMED) {
 			for (int i = 0; i < PLACE_SIZE; i++)
 				m->u.items.cursor.b[i] = (uint8_t)(0xB1 + i);
@@ -104,7 +105,8 @@ static int msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 		return a->u.state.state == b->u.state.state;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED:
-	case PROTO_HOLDING: return items_equal(a, b);
+	case PROTO_HOLDING:
+	case PROTO_CANCEL: return items_equal(a, b);
 	case PROTO_STOP: return a->u.stop.grace_ms == b->u.stop.grace_ms;
 	case PROTO_WAKE:
 		return memcmp(a->u.wake.cursor.b, b->u.wake.cursor.b, PLACE_SIZE) == 0;
@@ -114,8 +116,9 @@ static int msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 
 static size_t body_size(unsigned type, unsigned n)
 {
-	static const unsigned fixed[] = { 0, 4, 8, 8, 1, 26, 2, 20, 4, 0, 2 };
-	return fixed[type] + n * (type == PROTO_CLAIMED || type == PROTO_HOLDING ? 16u :
+	static const unsigned fixed[] = { 0, 4, 8, 8, 1, 26, 2, 20, 4, 0, 2, 2 };
+	return fixed[type] + n * (type == PROTO_CLAIMED || type == PROTO_HOLDING ||
+				  type == PROTO_CANCEL ? 16u :
 				  type == PROTO_FINISHED ? 26u : 0u);
 }
 
@@ -159,6 +162,9 @@ static const struct rt_case rt_cases[] = {
 	{ "round_trips_want", PROTO_WANT, DEFAULT_N },
 	{ "round_trips_holding", PROTO_HOLDING, DEFAULT_N },
 	{ "round_trips_holding_max_items", PROTO_HOLDING, PROTO_MAX_ITEMS },
+	{ "round_trips_cancel", PROTO_CANCEL, DEFAULT_N },
+	{ "round_trips_cancel_empty", PROTO_CANCEL, 0 },
+	{ "round_trips_cancel_max_items", PROTO_CANCEL, PROTO_MAX_ITEMS },
 };
 
 static const char *run_round_trip(const struct rt_case *c)
@@ -170,7 +176,8 @@ static const char *run_round_trip(const struct rt_case *c)
 	int len, r;
 
 	make_msg(c->type, c->n, &in);
-	n = c->type == PROTO_CLAIMED || c->type == PROTO_FINISHED || c->type == PROTO_HOLDING ?
+	n = c->type == PROTO_CLAIMED || c->type == PROTO_FINISHED || c->type == PROTO_HOLDING ||
+	    c->type == PROTO_CANCEL ?
 	    in.u.items.n : 0;
 	want = PROTO_HEADER_SIZE + body_size(c->type, n);
 	len = proto_encode(&in, buf, sizeof(buf));
@@ -199,6 +206,16 @@ static const uint8_t golden_finished[] = {
 	0xFF, 0xFF, 0xFF, 0xFE,
 };
 
+/* CANCEL: two rows, id and token each; no outcome, queue or times on the wire. */
+static const uint8_t golden_cancel[] = {
+	0xC1, 0xD0, 0x05, 0x0B, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x22,
+	0x00, 0x02,
+	0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
+	0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2A,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x07,
+};
+
 static void golden_msg(unsigned type, struct proto_msg *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -213,6 +230,12 @@ static void golden_msg(unsigned type, struct proto_msg *m)
 	m->u.items.n = 1;
 	m->u.items.items[0].id = 0x1122334455667788u;
 	m->u.items.items[0].token = 0x99AABBCCDDEEFF00u;
+	if (type == PROTO_CANCEL) {
+		m->u.items.n = 2;
+		m->u.items.items[1].id = 42;
+		m->u.items.items[1].token = 7;
+		return;
+	}
 	m->u.items.items[0].outcome = PROTO_OUT_DEAD;
 	m->u.items.items[0].queue = 15;
 	m->u.items.items[0].run_us = 0x01020304u;
@@ -505,6 +528,10 @@ int main(void)
 	       run_golden(PROTO_FINISHED, golden_finished, sizeof(golden_finished), 0));
 	report("decodes_finished_big_endian",
 	       run_golden(PROTO_FINISHED, golden_finished, sizeof(golden_finished), 1));
+	report("encodes_cancel_big_endian",
+	       run_golden(PROTO_CANCEL, golden_cancel, sizeof(golden_cancel), 0));
+	report("decodes_cancel_big_endian",
+	       run_golden(PROTO_CANCEL, golden_cancel, sizeof(golden_cancel), 1));
 	for (unsigned t = PROTO_ACK; t <= PROTO_TYPE_MAX; t++) {
 		snprintf(name, sizeof(name), "needs_more_for_every_prefix_of_%s", proto_type_name(t));
 		report(name, run_prefixes(t));

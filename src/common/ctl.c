@@ -213,7 +213,8 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 		      "start of its payload", NULL },
 	[CTL_CANCEL] = { "cancel", BIT(CTL_F_ID) | BIT(CTL_F_JSON), BIT(CTL_F_ID), { CTL_F_ID }, 1,
 			 NULL, "cancel ID",
-			 "delete a ready or dead row (a claimed one is refused)", NULL },
+			 "delete a ready or dead row; a claimed one is stopped wherever it\n"
+			 "runs (within a second) and ends dead, \"cancelled\"", NULL },
 	[CTL_QUEUES] = { "queues", BIT(CTL_F_JSON), 0, { 0 }, 0, NULL, "queues",
 			 "every queue: rows per state, the oldest ready row's age, paused, rate\n"
 			 "limit", NULL },

@@ -49,7 +49,8 @@
  *                                                  (concurrency: of a key's rows at once)
  *     limits   queue*:text(64)  json:flag         a queue's limits and its keys' own
  *     job      id*:uint(1..)  json:flag             one row
- *     cancel   id*:uint(1..)                       delete a ready or dead row
+ *     cancel   id*:uint(1..)                       delete a ready or dead row; stop a claimed
+ *                                                  one (it ends dead, "cancelled")
  *     queues   json:flag                           every queue's counts and settings
  *     supervisors json:flag                        every supervisor sharing the database
  *     jobs     state:text(15) (ready, claimed, done or dead; dead when not given)
@@ -79,7 +80,9 @@
  * of rows put back; pause and resume, "queue NAME paused|resumed"; limit and
  * limits, the queue's limits after the change as limits has them (a table, or with json=1 one
  * JSON object); job, the row as "name: value" lines (or with json=1 one
- * JSON object, see supervisor/cmd.c); cancel, "1" or "0" rows deleted; queues, a table (or
+ * JSON object, see supervisor/cmd.c); cancel, "1" or "0" rows deleted, or
+ * for a claimed row "cancelling: row N runs on CLAIMED_BY; ..." (json=1: {"id":N,"state":
+ * "claimed","cancelling":true,"claimed_by":...}); queues, a table (or
  * a JSON array); supervisors, a table (or a JSON array); jobs, a table (or a JSON array of
  * rows as job has them, with the payload and last_error cut short and no result); reload,
  * what it did ("reloaded: ..."), or an error with why the new settings were refused;

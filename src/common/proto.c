@@ -29,13 +29,14 @@ static const struct body_rule body_rules[PROTO_TYPE_MAX + 1] = {
 	[PROTO_STOP] = { 4, 0 },
 	[PROTO_WANT] = { 0, 0 },
 	[PROTO_HOLDING] = { ITEMS_HEAD, 16 },
+	[PROTO_CANCEL] = { ITEMS_HEAD, 16 },
 };
 
 static const char *const type_names[PROTO_TYPE_MAX + 1] = {
 	[PROTO_ACK] = "ack",         [PROTO_HELLO] = "hello", [PROTO_PING] = "ping",
 	[PROTO_STATE] = "state",     [PROTO_CLAIMED] = "claimed",
 	[PROTO_FINISHED] = "finished", [PROTO_WAKE] = "wake", [PROTO_STOP] = "stop",
-	[PROTO_WANT] = "want", [PROTO_HOLDING] = "holding",
+	[PROTO_WANT] = "want", [PROTO_HOLDING] = "holding", [PROTO_CANCEL] = "cancel",
 };
 
 static const char *const wstate_names[PROTO_W_MAX + 1] = {
@@ -157,7 +158,8 @@ static void put_body(uint8_t *p, const struct proto_msg *m)
 		break;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED:
-	case PROTO_HOLDING: put_items(p, m); break;
+	case PROTO_HOLDING:
+	case PROTO_CANCEL: put_items(p, m); break;
 	case PROTO_STOP: put_u32(p, m->u.stop.grace_ms); break;
 	case PROTO_WAKE: put_cursor(p, &m->u.wake.cursor); break;
 	default: break; /* WANT: empty body */
@@ -279,7 +281,8 @@ static void get_body(const uint8_t *b, uint8_t type, struct proto_msg *m)
 		break;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED:
-	case PROTO_HOLDING: get_items(b, type, m); break;
+	case PROTO_HOLDING:
+	case PROTO_CANCEL: get_items(b, type, m); break;
 	case PROTO_STOP: m->u.stop.grace_ms = get_u32(b); break;
 	case PROTO_WAKE: get_cursor(b, &m->u.wake.cursor); break;
 	default: break; /* WANT: empty body */

@@ -51,7 +51,11 @@ enum proto_type {
 	                 * by a claim about to commit, with the tokens it writes; should the
 	                 * worker die from here on, the supervisor releases them (fenced: nothing
 	                 * happens to rows the commit did not reach). CLAIMED follows the commit. */
-	PROTO_TYPE_MAX = PROTO_HOLDING,
+	PROTO_CANCEL,   /* supervisor -> worker: { u16 n, n * { u64 id, u64 token } }: rows an
+	                 * operator cancelled (their cancel request is in the database): stop
+	                 * their runs; a row not started yet is not run. A row the worker does
+	                 * not hold (with that token) is ignored, and so is a second cancel. */
+	PROTO_TYPE_MAX = PROTO_CANCEL,
 };
 
 /* What a worker tells the supervisor it is doing. */
@@ -100,7 +104,7 @@ struct proto_msg {
 			struct place cursor; /* CLAIMED only */
 			uint32_t claim_us;   /* CLAIMED only */
 			struct proto_item items[PROTO_MAX_ITEMS];
-		} items; /* CLAIMED, FINISHED, HOLDING */
+		} items; /* CLAIMED, FINISHED, HOLDING, CANCEL */
 		struct { struct place cursor; } wake;
 		struct { uint32_t grace_ms; } stop;
 	} u;

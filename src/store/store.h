@@ -55,6 +55,8 @@ struct store_item {
 	uint32_t max_attempts;
 	bool spent;              /* claimed again after its last attempt, whose worker vanished
 				  * (the lease ran out): it is not to run; store_fail makes it dead */
+	bool cancelled;          /* claimed again after its lease ran out, with a live cancel
+				  * request: it is not to run; store_fail makes it dead */
 	char queue[STORE_QUEUE_MAX + 1];
 	unsigned char *payload;  /* malloc'd, NUL-terminated for convenience; may be NULL */
 	size_t payload_len;
@@ -247,7 +249,9 @@ void store_set_claim_hook(struct store *s,
 			  void (*locked)(void *arg, const struct store_item *items, size_t n),
 			  void *arg);
 
-/* A failed run of a claimed row (fenced). If the row's attempts >= max_attempts it becomes
+/* A failed run of a claimed row (fenced). If the row's attempts >= max_attempts, or it has a
+ * live cancel request (store_cancel: then last_error is the cancel's reason, and a claim made
+ * after the request, which never ran, gives its attempt back), it becomes
  * 'dead' (visible_at NULL, finished_at NOW(6)); otherwise 'ready', visible at
  * NOW(6) + retry_ms. error (may be NULL) is stored in last_error, cut to 4000 bytes on a
  * character boundary, bytes that are not UTF-8 replaced by '?'.
@@ -259,13 +263,16 @@ int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const c
 /* Put claimed rows back to 'ready', visible now (fenced). With count_attempt false the
  * attempt they were claimed for is given back (shutdown, prefetched and never started).
  * A row whose attempts reached max_attempts with count_attempt true goes 'dead' with
- * last_error = reason. Returns how many rows were changed, or a negative error. */
+ * last_error = reason; a row with a live cancel request goes 'dead' either way, its attempt
+ * counted, last_error the cancel's reason. Returns how many rows were changed, or a negative
+ * error. */
 int store_release(struct store *s, const struct store_ref *refs, size_t n, bool count_attempt,
 		  const char *reason, char *err, size_t errlen);
 
 /* The handler asked for the row to run again in delay_ms, and that is not a failure: back to
- * 'ready', visible at NOW(6) + delay_ms, the attempt given back (fenced). Returns 1 if
- * applied, 0 if fenced out, or a negative error. */
+ * 'ready', visible at NOW(6) + delay_ms, the attempt given back (fenced); 'dead' instead with
+ * a live cancel request, as store_release. Returns 1 if applied, 0 if fenced out, or a
+ * negative error. */
 int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *err,
 		size_t errlen);
 
@@ -413,10 +420,20 @@ int store_jobs_list(struct store *s, const char *state, const char *queue, uint6
 		    size_t errlen);
 void store_jobs_free(struct store_job *jobs, size_t n);
 
-/* Deletes row id if it is ready or dead (a FIFO group's next row then starts). Returns 1
- * when it was deleted, 0 when there is no such row, -EBUSY when it is claimed or done
- * (*ret_state says which), or a negative error. */
-int store_cancel(struct store *s, uint64_t id, char ret_state[16], char *err, size_t errlen);
+/* Deletes row id if it is ready or dead (a FIFO group's next row then starts); if it is
+ * claimed, asks for its run to be cancelled instead (work_items.cancel_requested_at, with
+ * reason, "cancelled" when NULL, for its last_error; a second request keeps the first's):
+ * the supervisor running it stops it (store_cancels_live), and it ends dead with no retry,
+ * unless its run succeeds first. *ret_state is the row's state after it ("" when gone),
+ * ret_by its claimed_by. Returns 1 when it was deleted, 2 when a claimed row is cancelling,
+ * 0 when there is no such row, -EBUSY when it is done, or a negative error. */
+int store_cancel(struct store *s, uint64_t id, const char *reason, char ret_state[16],
+		 char ret_by[256], char *err, size_t errlen);
+/* Which of the claimed rows refs[0..n) (id and token; fenced) have a live cancel request:
+ * into ret[0..*ret_n) (room for n; id and token only). One statement of primary-key lookups.
+ * Returns 0 or a negative error. */
+int store_cancels_live(struct store *s, const struct store_ref *refs, size_t n,
+		       struct store_ref *ret, size_t *ret_n, char *err, size_t errlen);
 
 /* Every queue that has rows or settings: rows per state, the oldest due row's wait, its
  * settings. */

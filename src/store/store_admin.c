@@ -376,7 +376,7 @@ int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err,
 	sq_end(s);
 	sql_add(s, "UPDATE work_items SET state = 'ready', attempts = 0, "
 		"visible_at = IF(group_key IS NULL OR period_s IS NOT NULL, NOW(6), NULL), "
-		"finished_at = NULL WHERE %s", which);
+		"finished_at = NULL, cancel_requested_at = NULL WHERE %s", which);
 	sq_end(s);
 	sql_add(s, GROUP_HEAL, scope);
 	sq_end(s);

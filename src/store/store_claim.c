@@ -45,7 +45,7 @@
 	"ROUND(UNIX_TIMESTAMP(created_at) * 1000), " \
 	"(SELECT min_interval_ms FROM queues WHERE name = %s), priority, group_key, group_seq, " \
 	"content_type, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, visible_at, NOW(6))), " \
-	"has_dependents, " KEY_CONCURRENCY ", " KEY_INTERVAL " FROM work_items FORCE INDEX (claim_prio_idx) " \
+	"has_dependents, " KEY_CONCURRENCY ", " KEY_INTERVAL ", " CANCEL_LIVE " FROM work_items FORCE INDEX (claim_prio_idx) " \
 	"WHERE queue = %s AND priority IN (%s) AND visible_at <= NOW(6)%s AND " NOT_PAUSED \
 	" ORDER BY priority, visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
 /* A grouped row's key: how many of its rows may run at once, and its start interval (only
@@ -64,7 +64,7 @@
 	" AND (priority <> %d OR visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
 #define CLAIM_UPTO \
 	" AND priority = %d AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
-#define CLAIM_FIELDS 17
+#define CLAIM_FIELDS 18
 /* Is a row of priority %d due in queue %s: one range, one lookup. DUE_PRIORITIES asks it
  * for every priority in one statement, each with the priority written out: a correlated
  * form (a derived table of priorities, a loose index scan) leaves the plan to MariaDB's
@@ -162,6 +162,7 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	it->has_dependents = row[14] && row[14][0] == '1';
 	it->key_concurrency = (uint32_t)key_conc;
 	it->key_interval_ms = (uint32_t)key_interval;
+	it->cancelled = row[17] && row[17][0] == '1';
 	if (row[10] && !(it->group = strndup(row[10], lens[10])))
 		return -ENOMEM;
 	if (row[12] && !(it->content_type = strndup(row[12], lens[12])))

@@ -15,7 +15,7 @@
 #include "store/store.h"
 
 #define QUOTED_QUEUE_MAX (2 * STORE_QUEUE_MAX + 3)
-#define RUN_MAX_STMTS 6
+#define RUN_MAX_STMTS 12
 /* The first words of a statement that cannot make a row claimable (a claim, a completion, a
  * lease extension, progress): its rows' binary log events wake nobody (store_binlog.c). */
 #define QUIET "/*claimd:quiet*/ "
@@ -50,6 +50,11 @@
 
 /* A paused queue's rows are not claimed (nor polled for). The subqueries name the queue
  * itself, not work_items.queue: uncorrelated, each runs once per statement. */
+/* A live cancel request (sql/migrations/007_cancel.sql): asked for, and the row did not
+ * finish since. Its last_error when the row goes dead for it. */
+#define CANCEL_LIVE "(cancel_requested_at IS NOT NULL AND (finished_at IS NULL OR " \
+	"finished_at < cancel_requested_at))"
+#define CANCEL_ERROR "COALESCE(cancel_reason, 'cancelled')"
 #define NOT_PAUSED "NOT EXISTS (SELECT 1 FROM queues WHERE name = %s AND paused)"
 /* FIFO groups (see sql/migrations/001_base.sql). Before a transaction finishes grouped rows it locks
  * their groups' work_groups rows, in key order, as an insert into the group does (in the

@@ -182,7 +182,8 @@ void store_jobs_free(struct store_job *jobs, size_t n)
 	free(jobs);
 }
 
-int store_cancel(struct store *s, uint64_t id, char ret_state[16], char *err, size_t errlen)
+int store_cancel(struct store *s, uint64_t id, const char *reason, char ret_state[16],
+		 char ret_by[256], char *err, size_t errlen)
 {
 	int r = sq_check(s, "store_cancel", NULL, 0, NULL, err, errlen);
 	char which[96], scope[160];
@@ -192,6 +193,7 @@ int store_cancel(struct store *s, uint64_t id, char ret_state[16], char *err, si
 	if (r < 0)
 		return r;
 	ret_state[0] = '\0';
+	ret_by[0] = '\0';
 	snprintf(which, sizeof(which), "id = %llu AND state IN ('ready', 'dead')",
 		 (unsigned long long)id);
 	snprintf(scope, sizeof(scope), "queue = @claimd_cancel_queue");
@@ -213,19 +215,65 @@ int store_cancel(struct store *s, uint64_t id, char ret_state[16], char *err, si
 	sq_end(s);
 	/* The rows that waited for it: cancelled, or counted off (work_deps.on_dead). */
 	sq_add_deps_gone(s, id);
+	/* A running row: the request, for its supervisor to notice (the first one's time and
+	 * reason stay; the reason is set first, while the request's liveness is the old one). */
+	sql_add(s, "UPDATE work_items SET cancel_reason = IF(" CANCEL_LIVE ", cancel_reason, ");
+	sq_add_error_text(s, reason ? reason : "cancelled");
+	sql_add(s, "), cancel_requested_at = IF(" CANCEL_LIVE ", cancel_requested_at, NOW(6)) "
+		"WHERE id = %llu AND state = 'claimed'", (unsigned long long)id);
+	sq_end(s);
 	sql_add(s, "COMMIT");
 	sq_end(s);
-	sql_add(s, "SELECT state FROM work_items WHERE id = %llu", (unsigned long long)id);
+	sql_add(s, "SELECT state, claimed_by FROM work_items WHERE id = %llu",
+		(unsigned long long)id);
 	r = sq_run_retry(s, "store_cancel", &rr, err, errlen);
 	if (r < 0)
 		return r;
 	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
 	if (row && row[0])
 		snprintf(ret_state, 16, "%s", row[0]);
+	if (row && row[1])
+		sq_utf8_sanitize(row[1], ret_by, 255);
 	mysql_free_result(rr.res);
 	if (rr.rows[3] > 0)
 		return 1;
+	if (strcmp(ret_state, "claimed") == 0)
+		return 2;
 	return ret_state[0] ? -EBUSY : 0;
+}
+
+int store_cancels_live(struct store *s, const struct store_ref *refs, size_t n,
+		       struct store_ref *ret, size_t *ret_n, char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_cancels_live", refs, n, NULL, err, errlen);
+	MYSQL_ROW row;
+	struct run rr;
+	size_t k = 0;
+
+	if (r < 0)
+		return r;
+	if (n == 0) {
+		*ret_n = 0;
+		return 0;
+	}
+	sq_reset(s);
+	sql_add(s, "SELECT id, claim_token FROM work_items WHERE ");
+	sq_add_fence(s, refs, n);
+	sql_add(s, " AND " CANCEL_LIVE);
+	r = sq_run(s, "store_cancels_live", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	while (rr.res && (row = mysql_fetch_row(rr.res)) && k < n) {
+		unsigned long *len = mysql_fetch_lengths(rr.res);
+		struct store_ref ref = { 0 };
+		if (!sq_parse_u64(row[0], len[0], &ref.id) ||
+		    !sq_parse_u64(row[1], len[1], &ref.token))
+			continue;
+		ret[k++] = ref;
+	}
+	mysql_free_result(rr.res);
+	*ret_n = k;
+	return 0;
 }
 
 /* ---- queues ---- */

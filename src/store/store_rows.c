@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define IS_DEAD "attempts >= max_attempts"
+/* Attempts used up, or a live cancel request (the first assignment below leaves only those). */
+#define IS_DEAD "(attempts >= max_attempts OR cancel_requested_at IS NOT NULL)"
 
 /* ---- fail, release, extend ---- */
 
@@ -24,21 +25,64 @@ static int run_update(struct store *s, const char *op, size_t n, char *err, size
 	return rr.rows[0] > n ? (int)n : (int)rr.rows[0];
 }
 
-/* "UPDATE .. SET <dead if attempts are used up, else ready visible at NOW(6) + delay_ms>,
- * last_error = <text, or unchanged for rows that stay ready if keep> WHERE " */
+/* "UPDATE .. SET <dead if attempts are used up or a cancel is live, else ready visible at
+ * NOW(6) + delay_ms>, last_error = <text, or unchanged for rows that stay ready if keep; a
+ * cancel's reason for a cancelled row> WHERE ". Assignments are made left to right, each
+ * reading the ones before: the first drops a stale cancel request (the row finished after
+ * it) before finished_at changes, so the later ones need only ask whether one is left. A row
+ * claimed again after its cancel (its worker vanished) never ran that attempt: given back. */
 static void sql_add_finish(struct store *s, unsigned delay_ms, const char *text, bool keep)
 {
-	sql_add(s, "UPDATE work_items SET state = IF(" IS_DEAD ", 'dead', 'ready'), "
+	sql_add(s, "UPDATE work_items SET "
+		"cancel_requested_at = IF(" CANCEL_LIVE ", cancel_requested_at, NULL), "
+		"attempts = IF(cancel_requested_at IS NOT NULL AND claimed_at > cancel_requested_at "
+		"AND attempts > 0, attempts - 1, attempts), "
+		"state = IF(" IS_DEAD ", 'dead', 'ready'), "
 		"claim_token = claim_token + 1, "
 		"visible_at = IF(" IS_DEAD ", NULL, NOW(6) + INTERVAL %llu MICROSECOND), "
 		"finished_at = IF(" IS_DEAD ", NOW(6), NULL), "
 		"dedupe_until = IF(" IS_DEAD " AND dedupe_key IS NOT NULL, "
-		"NOW(6) + INTERVAL %u SECOND, NULL), last_error = ",
+		"NOW(6) + INTERVAL %u SECOND, NULL), "
+		"last_error = IF(cancel_requested_at IS NOT NULL, " CANCEL_ERROR ", ",
 		(unsigned long long)delay_ms * 1000u, s->dedupe_window_s);
 	if (keep)
 		sql_add(s, "IF(" IS_DEAD ", ");
 	sq_add_error_text(s, text);
-	sql_add(s, "%s WHERE ", keep ? ", last_error)" : "");
+	sql_add(s, "%s) WHERE ", keep ? ", last_error)" : "");
+}
+
+/* In a transaction, the rows of refs[0..n) with a live cancel request go dead as a failure's
+ * would: GROUP_LOCK and the UPDATE here (returns the UPDATE's statement index), the rest
+ * (their groups go on, their dependents as for any dead row) by sql_add_cancelled_after,
+ * once the caller's own fenced UPDATE (release, defer) found them no longer claimed. */
+static size_t sql_add_cancelled_dead(struct store *s, const struct store_ref *refs, size_t n)
+{
+	size_t at;
+
+	sq_add_group_lock(s, refs, n);
+	at = s->ncuts;
+	sql_add_finish(s, 0, NULL, true);
+	sq_add_fence(s, refs, n);
+	sql_add(s, " AND " CANCEL_LIVE);
+	sq_end(s);
+	return at;
+}
+
+static void sql_add_cancelled_after(struct store *s, const struct store_ref *refs, size_t n)
+{
+	/* Not every key's fill (all = false): this runs with every release and defer, and a
+	 * key of limit N > 1 whose row a cancel ended is filled by its next finish or the
+	 * maintenance pass (GROUP_HEAL). */
+	sq_add_group_next(s, refs, n, false);
+	sq_add_deps_dead(s, refs, n);
+}
+
+/* Rows the two fenced UPDATEs at statements a and b changed, at most n. */
+static int rows_of(const struct run *rr, size_t a, size_t b, size_t n)
+{
+	uint64_t k = (a < RUN_MAX_STMTS ? rr->rows[a] : 0) + (b < RUN_MAX_STMTS ? rr->rows[b] : 0);
+
+	return k > n ? (int)n : (int)k;
 }
 
 /* One transaction, one round trip: the fenced UPDATE decides dead or ready in SQL; the
@@ -91,10 +135,19 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 		return r;
 	sq_reset(s);
 	if (!count_attempt) {
+		size_t dead_at, back_at;
+		sql_add(s, "START TRANSACTION");
+		sq_end(s);
+		dead_at = sql_add_cancelled_dead(s, refs, n);
+		back_at = s->ncuts;
 		sql_add(s, "UPDATE work_items SET state = 'ready', visible_at = NOW(6), "
 			"attempts = IF(attempts > 0, attempts - 1, 0) WHERE ");
 		sq_add_fence(s, refs, n);
-		return run_update(s, "store_release", n, err, errlen);
+		sq_end(s);
+		sql_add_cancelled_after(s, refs, n);
+		sql_add(s, "COMMIT");
+		r = sq_run_retry(s, "store_release", &rr, err, errlen);
+		return r < 0 ? r : rows_of(&rr, dead_at, back_at, n);
 	}
 	/* Rows whose last attempt this was go dead: their groups go on. */
 	sql_add(s, "START TRANSACTION");
@@ -116,16 +169,26 @@ int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *
 		size_t errlen)
 {
 	int r = sq_check(s, "store_defer", &ref, 1, NULL, err, errlen);
+	size_t dead_at, back_at;
+	struct run rr;
 
 	if (r < 0)
 		return r;
 	sq_reset(s);
+	sql_add(s, "START TRANSACTION");
+	sq_end(s);
+	dead_at = sql_add_cancelled_dead(s, &ref, 1);
+	back_at = s->ncuts;
 	sql_add(s, "UPDATE work_items SET state = 'ready', "
 		"visible_at = NOW(6) + INTERVAL %llu MICROSECOND, "
 		"attempts = IF(attempts > 0, attempts - 1, 0) WHERE ",
 		(unsigned long long)delay_ms * 1000u);
 	sq_add_fence(s, &ref, 1);
-	return run_update(s, "store_defer", 1, err, errlen);
+	sq_end(s);
+	sql_add_cancelled_after(s, &ref, 1);
+	sql_add(s, "COMMIT");
+	r = sq_run_retry(s, "store_defer", &rr, err, errlen);
+	return r < 0 ? r : rows_of(&rr, dead_at, back_at, 1);
 }
 
 int store_progress(struct store *s, const struct store_ref *refs, size_t n, char *err,

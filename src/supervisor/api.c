@@ -140,6 +140,8 @@ static void on_done(void *data, const struct ctl_request *req, const struct cmd_
 	}
 	if (req->verb == CTL_SCHEDULE)
 		status = res->replaced ? 200 : 201;
+	if (req->verb == CTL_CANCEL && res->cancelling)
+		status = 202;
 	cmd_render(req, res, &b);   /* the request has json set: its JSON form */
 	api_respond_buf(r, status, &b);
 	free(call);

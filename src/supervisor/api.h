@@ -22,7 +22,9 @@
  *   GET    /v1/jobs                       the newest rows in a state: state (dead), queue,
  *                                         limit (50, at most 200), before (an id)
  *   POST   /v1/jobs/{id}/retry            a dead row back to ready: {"retried":N}
- *   DELETE /v1/jobs/{id}                  cancel a ready row, discard a dead one
+ *   DELETE /v1/jobs/{id}                  cancel a ready row, discard a dead one; a claimed
+ *                                         one: 202 {"id","state":"claimed","cancelling":true},
+ *                                         its run stopped wherever it runs
  *   GET    /v1/queues                     every queue's counts and settings
  *   POST   /v1/queues/{queue}/pause       and /resume
  *   GET    /v1/status                     this supervisor's pool (claimctl status --json)

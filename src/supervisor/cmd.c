@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "supervisor/reading.h"
@@ -322,14 +323,21 @@ static void job_text(const struct ctl_request *req, const struct cmd_result *res
 
 static int cancel_db(struct call *call, struct store *s, char *err, size_t errlen)
 {
-	int r = store_cancel(s, call->req->id, call->res.state, err, errlen);
+	char host[64] = "", reason[160];
+	int r;
 
+	gethostname(host, sizeof(host) - 1);
+	snprintf(reason, sizeof(reason), "cancelled (claimctl cancel or DELETE /v1/jobs, via %s)",
+		 host);
+	r = store_cancel(s, call->req->id, reason, call->res.state, call->res.summary, err,
+			 errlen);
 	if (r == -EBUSY)
-		snprintf(err, errlen, "row %llu is %s: only a ready or dead row can be cancelled",
-			 (unsigned long long)call->req->id, call->res.state);
+		snprintf(err, errlen, "row %llu is %s: only a ready, dead or claimed row can be "
+			 "cancelled", (unsigned long long)call->req->id, call->res.state);
 	if (r == 0)
 		return no_row(call, err, errlen);
-	call->res.rows = r > 0 ? r : 0;
+	call->res.cancelling = r == 2;
+	call->res.rows = r == 1;
 	return r;
 }
 
@@ -338,6 +346,26 @@ static void cancel_after(struct call *call)
 	cmd_changed(call->cmds);
 	if (call->res.rows)
 		log_info("row %llu cancelled", (unsigned long long)call->req->id);
+	else if (call->res.cancelling)
+		log_info("row %llu cancelling: it runs on %s", (unsigned long long)call->req->id,
+			 call->res.summary);
+}
+
+/* A deleted row as retry's count; a running one: it is cancelling, and where it runs. */
+static void cancel_text(const struct ctl_request *req, const struct cmd_result *res,
+			struct buf *out)
+{
+	if (!res->cancelling) {
+		rows_text(req, res, out);
+	} else if (!req->json) {
+		buf_printf(out, "cancelling: row %llu runs on %s; it stops within a second\n",
+			   (unsigned long long)req->id, res->summary[0] ? res->summary : "?");
+	} else {
+		buf_printf(out, "{\"id\":%llu,\"state\":\"claimed\",\"cancelling\":true,"
+			   "\"claimed_by\":", (unsigned long long)req->id);
+		buf_json_str(out, res->summary);
+		buf_puts(out, "}\n");
+	}
 }
 
 static void queues_text(const struct ctl_request *req, const struct cmd_result *res,
@@ -428,7 +456,7 @@ static const struct cmd_def defs[CTL_VERB_COUNT] = {
 	[CTL_LIMIT] = { .db = cmd_limit_db, .after = cmd_limit_after, .text = cmd_limits_text },
 	[CTL_LIMITS] = { .db = cmd_limits_db, .after = cmd_limits_after, .text = cmd_limits_text },
 	[CTL_JOB] = { .db = job_db, .after = job_after, .text = job_text },
-	[CTL_CANCEL] = { .db = cancel_db, .after = cancel_after, .text = rows_text },
+	[CTL_CANCEL] = { .db = cancel_db, .after = cancel_after, .text = cancel_text },
 	[CTL_QUEUES] = { .now = queues_now, .text = queues_text },
 	[CTL_SUPERVISORS] = { .db = supervisors_db, .after = supervisors_after,
 			      .text = supervisors_text },

@@ -35,6 +35,7 @@ struct cmd_result {
 	const struct store_job *jobs;      /* jobs (callback only) */
 	size_t njobs;
 	char state[16];               /* cancel refused (-EBUSY): the row's state */
+	bool cancelling;              /* cancel: the row runs; summary is its claimed_by */
 	char summary[700];            /* reload, workers: what was done */
 	const struct store_schedule *schedules;   /* schedules, schedule (callback only) */
 	size_t nschedules;

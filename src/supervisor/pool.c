@@ -47,7 +47,6 @@ static const char *slot_state_name(const struct slot *sl)
 
 /* ---- the rows a worker holds ---- */
 
-static void pool_unref(struct pool *p);
 
 static void on_released(void *data, int rc)
 {
@@ -477,7 +476,9 @@ int pool_new(const struct pool_opts *o, struct pool **ret)
 	gethostname(p->host, sizeof(p->host) - 1);
 	uv_timer_init(o->loop, &p->hb_timer);
 	p->hb_timer.data = p;
-	p->open_handles = 1;
+	uv_timer_init(o->loop, &p->cancel_timer);
+	p->cancel_timer.data = p;
+	p->open_handles = 2;
 	p->slots = calloc(POOL_SLOTS_MAX, sizeof(*p->slots));
 	if (!p->slots || permits_init(&p->permits, POOL_SLOTS_MAX, p->cfg->claimers,
 				      &permit_ops, p) < 0)
@@ -513,6 +514,7 @@ void pool_start(struct pool *p)
 {
 	pool_resize(p, p->cfg->workers);
 	uv_timer_start(&p->hb_timer, on_heartbeat, p->cfg->heartbeat_ms, p->cfg->heartbeat_ms);
+	pool_cancel_start(p);
 }
 
 void pool_retime(struct pool *p)
@@ -575,7 +577,7 @@ bool pool_empty(const struct pool *p)
 	return true;
 }
 
-static void pool_unref(struct pool *p)
+void pool_unref(struct pool *p)
 {
 	if (--p->open_handles > 0)
 		return;
@@ -617,6 +619,7 @@ void pool_free(struct pool *p)
 	p->board_fd = -1;
 	/* Freed when its timers are closed and no release of a dead worker's claims runs. */
 	close_handle(p, (uv_handle_t *)&p->hb_timer);
+	close_handle(p, (uv_handle_t *)&p->cancel_timer);
 }
 
 struct status_worker *pool_snapshot(const struct pool *p, struct status *st)

@@ -22,6 +22,8 @@
 #define RESPAWN_MIN_MS 250
 #define RESPAWN_MAX_MS 30000
 #define DRAIN_MS 1000         /* after a worker's exit: how long its channel may take to EOF */
+#define POOL_CANCEL_CHECK_MS 400  /* how often held rows' cancel requests are looked up */
+#define POOL_CANCEL_TOLD 64       /* cancelled rows remembered as told (logged once) */
 
 struct pool;
 
@@ -60,7 +62,12 @@ struct pool {
 	int board_fd;
 	struct child_reaper *reaper;
 	uv_timer_t hb_timer;
-	int open_handles;           /* hb_timer, the respawn timers, the releases running */
+	uv_timer_t cancel_timer;    /* pool_cancel.c: held rows' cancel requests */
+	bool cancel_busy;           /* its lookup runs */
+	struct store_ref cancel_told[POOL_CANCEL_TOLD];   /* found by the last lookup */
+	size_t ncancel_told;
+	int open_handles;           /* hb_timer, cancel_timer, the respawn timers, the releases
+				     * and the lookup running */
 	bool freeing;               /* pool_free was called */
 	bool stopping;
 };
@@ -77,6 +84,15 @@ static inline uint64_t pool_now_ms(const struct pool *p)
 
 /* What sl's worker runs now (the scoreboard), oldest first, up to max. */
 size_t pool_running(const struct slot *sl, struct sb_item *out, size_t max);
+
+/* One reference less: the pool is freed with the last (pool_free, then its handles closed
+ * and its database jobs over). */
+void pool_unref(struct pool *p);
+
+/* ---- pool_cancel.c ---- */
+
+/* Look for cancelled rows the workers hold, from now on (pool_start). */
+void pool_cancel_start(struct pool *p);
 
 /* ---- pool_size.c ---- */
 

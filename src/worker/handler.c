@@ -141,6 +141,11 @@ size_t handler_withdraw(struct handler *h, struct handler_job **out, size_t max)
 	return max ? h->kind->withdraw(h->impl, out, max) : 0;
 }
 
+bool handler_cancel(struct handler *h, struct handler_job *job)
+{
+	return h->kind->cancel(h->impl, job);
+}
+
 void handler_stop_all(struct handler *h, enum handler_stop why)
 {
 	h->kind->stop_all(h->impl, why);

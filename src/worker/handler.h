@@ -81,6 +81,15 @@ size_t handler_withdraw(struct handler *h, struct handler_job **out, size_t max)
  * is stopped (SIGTERM, SIGKILL after the grace) only if it did not. */
 void handler_stop_all(struct handler *h, enum handler_stop why);
 
+/* An operator cancelled job (submitted, its done not called yet). Waiting in the queue, it
+ * is taken back: returns true, and its done is not called. Running, it is stopped as at its
+ * timeout (exec: SIGTERM, SIGKILL after the kill grace; pipe: the cancel line with reason
+ * "cancelled", the co-process stopped if it does not answer within the grace, its other
+ * items released; so: the lane's cancelled flag, the worker ended past the grace, as for a
+ * deadline): returns false, and done follows with whatever status the run ended with (the
+ * caller knows it was cancelled). Calling it again for the same job does nothing more. */
+bool handler_cancel(struct handler *h, struct handler_job *job);
+
 /* Items running now, and queued (not started). */
 unsigned handler_running(const struct handler *h);
 size_t handler_queued(const struct handler *h);

@@ -28,6 +28,7 @@ enum run_stop {
 	RUN_STOP_NONE,       /* we did not: its exit is its own */
 	RUN_STOP_TIMEOUT,    /* it ran past its timeout: HANDLER_TIMEOUT */
 	RUN_STOP_SHUTDOWN,   /* handler_stop_all: HANDLER_RELEASED */
+	RUN_STOP_CANCEL,     /* handler_cancel: HANDLER_FAILED */
 };
 
 /* One running process. */
@@ -110,6 +111,10 @@ static void build_result(const struct run *run, struct handler_result *res)
 	if (run->stop == RUN_STOP_SHUTDOWN) {
 		res->status = HANDLER_RELEASED;
 		snprintf(what, sizeof(what), "stopped: the worker is stopping");
+	} else if (run->stop == RUN_STOP_CANCEL) {
+		res->status = HANDLER_FAILED;
+		snprintf(what, sizeof(what), "cancelled: stopped (SIGTERM, SIGKILL after %u ms)",
+			 run->e ? run->e->env.kill_grace_ms : 0);
 	} else if (run->stop == RUN_STOP_TIMEOUT) {
 		res->status = HANDLER_TIMEOUT;
 		snprintf(what, sizeof(what), "timed out after %u ms, killed", run->job->timeout_ms);
@@ -438,6 +443,22 @@ static void exec_stop_all(void *h, enum handler_stop why)
 	}
 }
 
+static bool exec_cancel(void *h, struct handler_job *job)
+{
+	struct exec *e = h;
+	struct run *run;
+
+	if (handler_util_queue_remove(&e->queue, job))
+		return true;
+	run = job->kslot < e->slots.n ? e->runs[job->kslot] : NULL;
+	if (!run || run->job != job || child_exited(run->child) || run->stop != RUN_STOP_NONE)
+		return false;   /* ending, or stopped already: its done follows */
+	run->stop = RUN_STOP_CANCEL;
+	uv_timer_stop(&run->timer);
+	child_stop(run->child, e->env.kill_grace_ms);
+	return false;
+}
+
 static unsigned exec_running(const void *h)
 {
 	const struct exec *e = h;
@@ -455,6 +476,7 @@ static size_t exec_queued(const void *h)
 const struct handler_kind handler_exec = {
 	.prefix = "exec:", .takes_arg = true,
 	.check = exec_check, .make = exec_make, .free = exec_free, .submit = exec_submit,
-	.withdraw = exec_withdraw, .stop_all = exec_stop_all, .running = exec_running,
+	.withdraw = exec_withdraw, .stop_all = exec_stop_all, .cancel = exec_cancel,
+	.running = exec_running,
 	.queued = exec_queued,
 };

@@ -45,6 +45,8 @@ struct handler_kind {
 	int (*submit)(void *h, struct handler_job *job);
 	size_t (*withdraw)(void *h, struct handler_job **out, size_t max);
 	void (*stop_all)(void *h, enum handler_stop why);
+	/* As handler_cancel. */
+	bool (*cancel)(void *h, struct handler_job *job);
 	unsigned (*running)(const void *h);
 	size_t (*queued)(const void *h);
 	/* NULL: env->concurrency. */

@@ -209,6 +209,9 @@ static void stopped_result(const struct handler_pipe *p, const struct pipe_copro
 	} else if (it->cancel == PIPE_CANCEL_SHUTDOWN) {
 		res->status = HANDLER_RELEASED;
 		snprintf(what, sizeof(what), "stopped: the worker is stopping; %.3800s", cause);
+	} else if (it->cancel == PIPE_CANCEL_OPERATOR) {
+		res->status = HANDLER_FAILED;
+		snprintf(what, sizeof(what), "cancelled; %.3800s", cause);
 	} else {
 		res->status = p->stop == CP_STOP_CANCEL ? HANDLER_RELEASED : HANDLER_FAILED;
 		snprintf(what, sizeof(what), "%s", cause);
@@ -596,6 +599,27 @@ static void pipe_stop_all(void *h, enum handler_stop why)
 	}
 }
 
+/* Queued: taken back. Waiting for a co-process: reported from the kick. Sent: its cancel
+ * line ("cancelled"), the co-process stopped if it does not answer within the grace. */
+static bool pipe_cancel(void *h, struct handler_job *job)
+{
+	struct handler_pipe *p = h;
+	struct item *it;
+
+	if (handler_util_queue_remove(&p->queue, job))
+		return true;
+	it = job->kslot < p->slots.n ? &p->items[job->kslot] : NULL;
+	if (!it || it->job != job)
+		return false;
+	if (it->state == ITEM_WAITING) {
+		item_enter(it, ITEM_ENDING);
+		kick(p);
+	} else if (it->state == ITEM_SENT) {
+		item_cancel(it, PIPE_CANCEL_OPERATOR);
+	}
+	return false;
+}
+
 static unsigned pipe_running(const void *h)
 {
 	const struct handler_pipe *p = h;
@@ -613,6 +637,7 @@ static size_t pipe_queued(const void *h)
 const struct handler_kind handler_pipe = {
 	.prefix = "pipe:", .takes_arg = true,
 	.check = pipe_check, .make = pipe_make, .free = pipe_free, .submit = pipe_submit,
-	.withdraw = pipe_withdraw, .stop_all = pipe_stop_all, .running = pipe_running,
+	.withdraw = pipe_withdraw, .stop_all = pipe_stop_all, .cancel = pipe_cancel,
+	.running = pipe_running,
 	.queued = pipe_queued,
 };

@@ -38,20 +38,23 @@
  * turn (the others wait in its stdin; each item's timeout runs from when its request was
  * written).
  *
- * Cancel. When an item runs past its timeout, or the worker stops (its grace over) while
- * items are outstanding, the co-process reads, for each such item,
+ * Cancel. When an item runs past its timeout, the worker stops (its grace over) while
+ * items are outstanding, or an operator cancels a running item (claimctl cancel, DELETE
+ * /v1/jobs/ID), the co-process reads, for each such item,
  *
  *   {"id":1,"cancel":true,"reason":"timeout"}           reason: "timeout", "shutdown", or
- *                                                       "cancelled" (an operator's; reserved)
+ *                                                       "cancelled" (an operator's)
  *
  * and has the kill grace (--kill-grace) to answer that item with its usual reply, as soon as
  * it has stopped working on it. After a "timeout" cancel the item ends as timed out whatever
  * the reply says; after a "shutdown" cancel {"ok":true} counts (the work was done) and any
- * other reply puts the item back to run again, its attempt given back. A co-process that
+ * other reply puts the item back to run again, its attempt given back; after a "cancelled"
+ * one {"ok":true} counts too and any other reply ends the row dead, "cancelled", with no
+ * retry. A co-process that
  * does not know cancels may ignore the line; one must ignore a cancel for an id it has
  * answered already, and never answer an id twice. Without an answer within the grace the
  * co-process is stopped (SIGTERM to its group, SIGKILL after the grace again): that item
- * ends as timed out (or goes back, for "shutdown"), and the other items outstanding go back
+ * ends as timed out (or goes back, for "shutdown"; dead, for "cancelled"), and the other items outstanding go back
  * to run again, their attempts given back (not failed: it was not their doing).
  *
  * Every item outstanding fails, and the co-process is stopped and started again for the

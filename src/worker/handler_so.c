@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "worker/handler_kind.h"
 #include "worker/handler_util.h"
+#include "worker/so_load.h"
 
 struct handler_so;
 
@@ -45,6 +46,7 @@ struct lane {
 	uint64_t exit_ns;          /* (lock) the worker exits if it still runs then; 0: no */
 	bool timed_out;            /* (lock) its deadline passed while it ran */
 	bool stopped;              /* (lock) handler_stop_all: it goes back unless it succeeded */
+	bool withdrawn;            /* (lock) handler_cancel: an operator cancelled it */
 	int cancelled;             /* atomic: what job->cancelled() answers */
 	struct claimd_job cj;      /* the running item as the plugin sees it */
 	struct claimd_result res;
@@ -78,76 +80,6 @@ struct handler_so {
 
 /* ---- loading ---- */
 
-/* Split "/path args" into path and args (in a malloc'd copy, *ret_path first). */
-static int split_spec(const char *arg, char **ret_path, const char **ret_args, char *err,
-		      size_t errlen)
-{
-	char *copy = strdup(arg);
-	size_t n;
-
-	if (!copy)
-		return -ENOMEM;
-	n = strcspn(copy, " \t");
-	if (n == 0 || copy[0] != '/') {
-		snprintf(err, errlen, "--handler: so: needs an absolute path to a shared library, "
-			 "got '%s'", arg);
-		free(copy);
-		return -EINVAL;
-	}
-	*ret_args = "";
-	if (copy[n]) {
-		copy[n] = '\0';
-		*ret_args = copy + n + 1 + strspn(copy + n + 1, " \t");
-	}
-	*ret_path = copy;
-	return 0;
-}
-
-/* dlopen path and check it is a plugin of an ABI we speak. Returns 0 or -EINVAL with err. */
-static int load(const char *path, void **ret_dl, const struct claimd_plugin **ret,
-		unsigned *ret_version, char *err, size_t errlen)
-{
-	static const struct { const char *sym; unsigned version; } abis[] = {
-		{ CLAIMD_PLUGIN_SYMBOL, CLAIMD_PLUGIN_ABI_VERSION },
-		{ CLAIMD_PLUGIN_SYMBOL_V2, 2 },
-		{ CLAIMD_PLUGIN_SYMBOL_V1, 1 },
-	};
-	const struct claimd_plugin *pl = NULL;
-	claimd_plugin_fn fn = NULL;
-	size_t k;
-	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-
-	if (!dl) {
-		snprintf(err, errlen, "--handler: cannot load plugin: %s", dlerror());
-		return -EINVAL;
-	}
-	for (k = 0; k < sizeof(abis) / sizeof(abis[0]) && !fn; k++)
-		*(void **)&fn = dlsym(dl, abis[k].sym);
-	k--;
-	pl = fn ? fn() : NULL;
-	if (!fn)
-		snprintf(err, errlen, "--handler: '%s' is not a claimd plugin: it exports none of "
-			 "%s(), %s() and %s() (see claimd/handler.h)", path, CLAIMD_PLUGIN_SYMBOL,
-			 CLAIMD_PLUGIN_SYMBOL_V2, CLAIMD_PLUGIN_SYMBOL_V1);
-	else if (!pl)
-		snprintf(err, errlen, "--handler: '%s': %s() returned NULL", path, abis[k].sym);
-	else if (pl->abi_version != abis[k].version)
-		snprintf(err, errlen, "--handler: '%s' says plugin ABI version %u from %s(), this "
-			 "claimd speaks version %d (and 2, 1): rebuild it against this claimd's "
-			 "claimd/handler.h", path, pl->abi_version, abis[k].sym,
-			 CLAIMD_PLUGIN_ABI_VERSION);
-	else if (!pl->handle)
-		snprintf(err, errlen, "--handler: '%s': the plugin has no handle function", path);
-	else {
-		*ret_dl = dl;
-		*ret = pl;
-		*ret_version = abis[k].version;
-		return 0;
-	}
-	dlclose(dl);
-	return -EINVAL;
-}
-
 static int so_check(const char *arg, char *err, size_t errlen)
 {
 	const struct claimd_plugin *pl;
@@ -157,12 +89,12 @@ static int so_check(const char *arg, char *err, size_t errlen)
 	void *dl;
 	int r;
 
-	r = split_spec(arg, &path, &args, err, errlen);
+	r = so_load_split(arg, &path, &args, err, errlen);
 	if (r == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 	if (r < 0)
 		return -EINVAL;
-	r = load(path, &dl, &pl, &version, err, errlen);
+	r = so_load_open(path, &dl, &pl, &version, err, errlen);
 	if (r == 0)
 		dlclose(dl);
 	free(path);
@@ -357,6 +289,7 @@ static void lane_main(void *arg)
 		l->exit_ns = 0;
 		l->timed_out = false;
 		l->stopped = false;
+		l->withdrawn = false;
 		__atomic_store_n(&l->cancelled, 0, __ATOMIC_RELEASE);
 		uv_mutex_unlock(&s->lock);
 
@@ -365,6 +298,8 @@ static void lane_main(void *arg)
 		uv_mutex_lock(&s->lock);
 		if (l->timed_out)
 			job->kstatus = HANDLER_TIMEOUT;
+		else if (l->withdrawn)   /* it returned because it was cancelled, or despite it */
+			job->kstatus = HANDLER_FAILED;
 		else if (l->stopped && job->kstatus != HANDLER_OK)
 			job->kstatus = HANDLER_RELEASED;
 		l->job = NULL;
@@ -474,7 +409,8 @@ static void stuck(struct handler_so *s, struct lane *l)
 		  "be stopped: exiting this worker (status %d) so the supervisor replaces it%s",
 		  s->plugin->name ? s->plugin->name : "?", (unsigned long long)l->job->id,
 		  s->env.kill_grace_ms, l->timed_out ? "its deadline (--timeout)" :
-		  "it was stopped (shutdown)", HANDLER_EXIT_STUCK,
+		  l->withdrawn ? "an operator cancelled it" : "it was stopped (shutdown)",
+		  HANDLER_EXIT_STUCK,
 		  l->timed_out ? ": the item fails as timed out, the others go back" :
 		  ": its items go back");
 	_exit(HANDLER_EXIT_STUCK);
@@ -605,6 +541,44 @@ static void so_stop_all(void *h, enum handler_stop why)
 		arm_watchdog(s, next);
 }
 
+/* Queued: taken out. Running: its lane's cancelled flag, and the worker ends if handle has
+ * not returned by the kill grace (the supervisor then releases its items: the cancelled
+ * row's request makes it dead, the others run again). */
+static bool so_cancel(void *h, struct handler_job *job)
+{
+	struct handler_so *s = h;
+	uint64_t at = uv_hrtime() + s->env.kill_grace_ms * 1000000ull;
+	struct handler_job **pp, *prev = NULL;
+	bool taken = false, running = false;
+
+	uv_mutex_lock(&s->lock);
+	for (pp = &s->qhead; *pp; prev = *pp, pp = &(*pp)->knext) {
+		if (*pp != job)
+			continue;
+		*pp = job->knext;
+		if (s->qtail == job)
+			s->qtail = prev;
+		job->knext = NULL;
+		__atomic_store_n(&s->nqueued, s->nqueued - 1, __ATOMIC_RELEASE);
+		taken = true;
+		break;
+	}
+	for (unsigned i = 0; !taken && i < s->nlanes; i++) {
+		struct lane *l = &s->lanes[i];
+		if (l->job != job || l->withdrawn)
+			continue;
+		l->withdrawn = true;
+		__atomic_store_n(&l->cancelled, 1, __ATOMIC_RELEASE);
+		if (!l->exit_ns || l->exit_ns > at)
+			l->exit_ns = at;
+		running = true;
+	}
+	uv_mutex_unlock(&s->lock);
+	if (running)
+		arm_watchdog(s, at);
+	return taken;
+}
+
 /* Read without the lock: a lane may change them the next moment anyway. */
 static unsigned so_running(const void *h)
 {
@@ -712,9 +686,9 @@ static int make_common(const struct handler_env *env, const struct claimd_plugin
 	s->plugin = pl;
 	s->version = version;
 	if (arg) {
-		r = split_spec(arg, &s->spec, &args, err, errlen);
+		r = so_load_split(arg, &s->spec, &args, err, errlen);
 		if (r == 0)
-			r = load(s->spec, &dl, &s->plugin, &s->version, err, errlen);
+			r = so_load_open(s->spec, &dl, &s->plugin, &s->version, err, errlen);
 		if (r < 0)
 			goto fail;
 	}
@@ -760,8 +734,8 @@ static int so_make(const struct handler_env *env, const char *arg, void **ret, c
 const struct handler_kind handler_so = {
 	.prefix = "so:", .takes_arg = true,
 	.check = so_check, .make = so_make, .free = so_free, .submit = so_submit,
-	.withdraw = so_withdraw, .stop_all = so_stop_all, .running = so_running,
-	.queued = so_queued, .concurrency = so_concurrency,
+	.withdraw = so_withdraw, .stop_all = so_stop_all, .cancel = so_cancel,
+	.running = so_running, .queued = so_queued, .concurrency = so_concurrency,
 };
 
 /* ---- noop: a plugin built in ---- */
@@ -787,6 +761,6 @@ static int noop_make(const struct handler_env *env, const char *arg, void **ret,
 const struct handler_kind handler_noop = {
 	.prefix = "noop", .takes_arg = false,
 	.make = noop_make, .free = so_free, .submit = so_submit, .withdraw = so_withdraw,
-	.stop_all = so_stop_all, .running = so_running, .queued = so_queued,
+	.stop_all = so_stop_all, .cancel = so_cancel, .running = so_running, .queued = so_queued,
 	.concurrency = so_concurrency,
 };

@@ -232,6 +232,24 @@ struct handler_job *handler_util_queue_pop(struct handler_util_queue *q)
 	return job;
 }
 
+bool handler_util_queue_remove(struct handler_util_queue *q, struct handler_job *job)
+{
+	struct handler_job **pp = &q->head, *prev = NULL;
+
+	while (*pp && *pp != job) {
+		prev = *pp;
+		pp = &(*pp)->knext;
+	}
+	if (!*pp)
+		return false;
+	*pp = job->knext;
+	if (q->tail == job)
+		q->tail = prev;
+	job->knext = NULL;
+	q->n--;
+	return true;
+}
+
 size_t handler_util_queue_withdraw(struct handler_util_queue *q, struct handler_job **out,
 				   size_t max)
 {

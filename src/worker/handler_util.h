@@ -73,6 +73,8 @@ struct handler_util_queue {
 void handler_util_queue_push(struct handler_util_queue *q, struct handler_job *job);
 /* The oldest job, taken out; NULL when empty. */
 struct handler_job *handler_util_queue_pop(struct handler_util_queue *q);
+/* Take job out of q if it is there. Returns whether it was. */
+bool handler_util_queue_remove(struct handler_util_queue *q, struct handler_job *job);
 /* Take out the newest jobs, up to max, into out newest first (handler_withdraw). Returns how
  * many. */
 size_t handler_util_queue_withdraw(struct handler_util_queue *q, struct handler_job **out,

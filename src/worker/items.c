@@ -70,6 +70,7 @@ struct item *items_add(struct items *t, const struct store_item *row, uint8_t qi
 	x->progress_dirty = false;
 	x->progress_at = 0;
 	x->key_slot = x->queue_slot = false;
+	x->cancelled = false;
 	memset(&x->job, 0, sizeof(x->job));
 	items_set(t, x, gated ? ITEM_GATED : ITEM_HANDED);
 	if (gated) {
@@ -80,6 +81,15 @@ struct item *items_add(struct items *t, const struct store_item *row, uint8_t qi
 		t->gate_tail = x;
 	}
 	return x;
+}
+
+struct item *items_find(struct items *t, uint64_t id, uint64_t token)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->all[i].state != ITEM_FREE && t->all[i].row.id == id &&
+		    t->all[i].row.token == token)
+			return &t->all[i];
+	return NULL;
 }
 
 struct item *items_gate_first(const struct items *t)

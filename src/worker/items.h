@@ -39,6 +39,7 @@ struct item {
 	char *progress;
 	bool progress_dirty;
 	uint64_t progress_at;
+	bool cancelled;             /* an operator cancelled it (PROTO_CANCEL): not run, or stopped */
 	struct item *next;          /* the free list, or the gate */
 	bool key_slot, queue_slot;  /* gated: the start of its key's, its queue's rate it took */
 };
@@ -60,6 +61,8 @@ void items_fini(struct items *t);
  * ITEM_GATED (then at the gate's end) as gated says; NULL when every entry is used. */
 struct item *items_add(struct items *t, const struct store_item *row, uint8_t qi,
 		       uint64_t claimed_ns, bool gated);
+/* The row held with that id and token, or NULL. */
+struct item *items_find(struct items *t, uint64_t id, uint64_t token);
 /* The gate's first row, or NULL. */
 struct item *items_gate_first(const struct items *t);
 /* The gate's first row goes to the handler: ITEM_HANDED. */

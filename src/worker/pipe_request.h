@@ -14,7 +14,7 @@ enum pipe_cancel {
 	PIPE_CANCEL_NONE,       /* not cancelled */
 	PIPE_CANCEL_TIMEOUT,    /* "timeout": it ran past its timeout */
 	PIPE_CANCEL_SHUTDOWN,   /* "shutdown": the worker is stopping */
-	PIPE_CANCEL_OPERATOR,   /* "cancelled": an operator cancelled it (reserved) */
+	PIPE_CANCEL_OPERATOR,   /* "cancelled": an operator cancelled it */
 	PIPE_CANCEL_COUNT,
 };
 

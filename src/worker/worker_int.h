@@ -105,6 +105,11 @@ void worker_release_unstarted(struct worker *w);
 bool worker_busy(const struct worker *w);
 /* The handler's done hook. */
 void worker_on_done(void *data, struct handler_job *job, const struct handler_result *res);
+/* The rows of m (PROTO_CANCEL) an operator cancelled: one that waits ends at once, a running
+ * one is stopped by its handler; whatever but a success they end with is a failure with no
+ * retry (the store makes the row dead, its last_error the cancel's reason). Rows it does not
+ * hold, or cancelled already, are ignored. */
+void worker_cancel(struct worker *w, const struct proto_msg *m);
 /* The watch timer (paused queues, items running long), set for what is due next. */
 void worker_watch(struct worker *w);
 

@@ -16,6 +16,8 @@
 
 #define RETRY_CAP_MS (3600u * 1000u)
 #define PAUSE_CHECK_MS 50u
+/* A cancelled row's error as the worker gives it; the store writes the cancel's reason. */
+#define CANCELLED_ERROR "cancelled"
 
 static unsigned retry_delay_ms(const struct worker *w, uint32_t attempt)
 {
@@ -95,7 +97,9 @@ void worker_take_claimed(struct worker *w)
 			.payload_len = x->row.payload_len, .content_type = x->row.content_type,
 			.timeout_ms = x->row.timeout_ms ? x->row.timeout_ms : w->cfg->timeout_ms,
 		};
-		if (x->row.spent)
+		if (x->row.cancelled)
+			finish(w, x, OUTCOME_FAILURE, 0, CANCELLED_ERROR, NULL);
+		else if (x->row.spent)
 			finish(w, x, OUTCOME_FAILURE, 0, "its last attempt's worker vanished (lease "
 			       "expired)", NULL);
 		else if (x->state == ITEM_HANDED)
@@ -254,7 +258,11 @@ void worker_on_done(void *data, struct handler_job *job, const struct handler_re
 	if (started && res->status != HANDLER_RELEASED)
 		prefetch_ran(&w->pf, now - (x->row.min_interval_ms || x->row.key_interval_ms ?
 					    x->claimed_ns : started));
-	if (started && fired >= started && res->status != HANDLER_OK) {
+	if (x->cancelled && res->status != HANDLER_OK) {
+		log_info("item id=%llu attempt=%u/%u cancelled", (unsigned long long)x->row.id,
+			 x->row.attempt, x->row.max_attempts);
+		finish(w, x, OUTCOME_FAILURE, 0, CANCELLED_ERROR, NULL);
+	} else if (started && fired >= started && res->status != HANDLER_OK) {
 		log_warn("item id=%llu: its lease ended without a renewal (the database did not "
 			 "answer): its handler was killed, so that no other worker runs it at the "
 			 "same time", (unsigned long long)x->row.id);
@@ -273,6 +281,26 @@ void worker_on_done(void *data, struct handler_job *job, const struct handler_re
 		log_info("item id=%llu attempt=%u/%u failed error=%s", (unsigned long long)x->row.id,
 			 x->row.attempt, x->row.max_attempts, log_quote(res->error, 300, q, sizeof(q)));
 		finish(w, x, OUTCOME_FAILURE, retry_delay_ms(w, x->row.attempt), res->error, NULL);
+	}
+	worker_kick(w);
+}
+
+/* ---- cancelled by an operator ---- */
+
+void worker_cancel(struct worker *w, const struct proto_msg *m)
+{
+	for (unsigned i = 0; i < m->u.items.n; i++) {
+		const struct proto_item *it = &m->u.items.items[i];
+		struct item *x = items_find(&w->items, it->id, it->token);
+		if (!x || x->cancelled)
+			continue;
+		x->cancelled = true;
+		if (x->state == ITEM_GATED || handler_cancel(w->handler, &x->job)) {
+			log_info("item id=%llu cancelled before it started", (unsigned long long)it->id);
+			finish(w, x, OUTCOME_FAILURE, 0, CANCELLED_ERROR, NULL);
+		} else {
+			log_info("item id=%llu cancelled: stopping its run", (unsigned long long)it->id);
+		}
 	}
 	worker_kick(w);
 }

@@ -81,6 +81,9 @@ static void on_msg(void *data, const struct proto_msg *m)
 	case PROTO_STOP:
 		on_stop(w, m->u.stop.grace_ms);
 		break;
+	case PROTO_CANCEL:
+		worker_cancel(w, m);
+		break;
 	default:
 		log_warn("unexpected %s message from the supervisor, ignored",
 			 proto_type_name(m->type));

@@ -9,7 +9,7 @@ import struct
 
 VERSION = 5
 PLACE = 20  # PLACE_SIZE
-ACK, HELLO, PING, STATE, CLAIMED, FINISHED, WAKE, STOP, WANT, HOLDING = range(1, 11)
+ACK, HELLO, PING, STATE, CLAIMED, FINISHED, WAKE, STOP, WANT, HOLDING, CANCEL = range(1, 12)
 
 
 def frame(type_, body, id_=1, version=VERSION, length=None, magic=0xC1D0):
@@ -33,6 +33,13 @@ def holding(n):
     for i in range(n):
         body += struct.pack('>QQ', 1000 + i, 0xABCD0001 + i)
     return frame(HOLDING, body, id_=9)
+
+
+def cancel(n):
+    body = struct.pack('>H', n)
+    for i in range(n):
+        body += struct.pack('>QQ', 2000 + i, 0xABCD0002 + i)
+    return frame(CANCEL, body, id_=11)
 
 
 def finished(outcomes, queues=None):
@@ -63,6 +70,9 @@ def main():
         'holding_3': holding(3),
         'holding_256': holding(256),
         'holding_count_mismatch': holding(3)[:-8],
+        'cancel_1': cancel(1),
+        'cancel_256': cancel(256),
+        'cancel_count_mismatch': cancel(2)[:-8],
         'finished_0': finished([]),
         'finished_256': finished([i % 6 for i in range(256)]),
         'finished_all_outcomes': finished([0, 1, 2, 3, 4, 5]),
@@ -85,7 +95,7 @@ def main():
         'stream_then_partial': hello + ping[:7],
         'truncated_finished_body': fin[:-5],
         'truncated_header': hello[:9],
-        'unknown_type': frame(10, b''),
+        'unknown_type': frame(CANCEL + 1, b''),
         'valid_then_garbage': ping + b'garbage, not a frame',
         'wake': frame(WAKE, cursor(3)),
         'want': frame(WANT, b''),

@@ -106,6 +106,13 @@ def it_serves_a_valid_description_that_every_answer_follows(t):
     st, later = api('post', '/v1/queues/default/jobs?delay=1h', jobs, b'cancel me')
     api('delete', f"/v1/jobs/{later['id']}", job)
     api('delete', f"/v1/jobs/{added['id']}", job)                               # 409: done
+    st, running = api('post', '/v1/queues/default/jobs', jobs, b'sleep')
+    wait_for(lambda: db.row(running['id'], 'state')[0], 20, 'the sleeping row running',
+             until=lambda s: s == 'claimed')
+    st, _ = api('delete', f"/v1/jobs/{running['id']}", job)                      # 202
+    check_eq(st, 202, 'cancelling a running row')
+    wait_for(lambda: db.row(running['id'], 'state')[0], 20, 'the cancelled row dead',
+             until=lambda s: s == 'dead')
 
     api('get', '/v1/queues', '/v1/queues')
     api('post', '/v1/queues/default/pause', '/v1/queues/{queue}/pause')
