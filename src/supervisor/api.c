@@ -235,6 +235,16 @@ static void run(struct api_host *h, struct api_call *call, enum ctl_verb verb,
 		names[k] = "content_type";
 		values[k++] = type;
 	}
+	/* An add's Idempotency-Key header is its dedupe key (unless the query gives one): the
+	 * same key again answers the row it made (200, "duplicate"), for the dedupe window. */
+	const char *idem = verb == CTL_ADD ? http_header(r, "Idempotency-Key") : NULL;
+	for (size_t i = npath; idem && i < k; i++)
+		if (!strcmp(names[i], "dedupe"))
+			idem = NULL;
+	if (idem) {
+		names[k] = "dedupe";
+		values[k++] = idem;
+	}
 	if (ctl_from_params(verb, names, values, k, body, len, &call->req, err,
 			    sizeof(err)) < 0) {
 		http_respond_error(r, 400, err);

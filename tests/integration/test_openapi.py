@@ -38,8 +38,8 @@ class Recorder:
     def __init__(self, c):
         self.url, self.token, self.samples = c.http_url(), c.http_token(), []
 
-    def __call__(self, method, path, template, body=None, token=True, stream=False):
-        headers = {'Authorization': f'Bearer {self.token}'} if token else {}
+    def __call__(self, method, path, template, body=None, token=True, stream=False, headers=None):
+        headers = dict(headers or {}, **({'Authorization': f'Bearer {self.token}'} if token else {}))
         req = urllib.request.Request(self.url + path, data=body, method=method.upper(),
                                      headers=headers)
         try:
@@ -83,6 +83,12 @@ def it_serves_a_valid_description_that_every_answer_follows(t):
     api('post', '/v1/queues/default/jobs?dedupe=k&delay=1h', jobs, b'later')
     api('post', '/v1/queues/default/jobs?dedupe=k&delay=1h', jobs, b'later')      # 200, duplicate
     api('post', '/v1/queues/default/jobs?priority=99', jobs, b'x')               # 400
+    key = {'Idempotency-Key': 'order-7-charge'}
+    st1, one = api('post', '/v1/queues/default/jobs?delay=1h', jobs, b'charge', headers=key)
+    st2, two = api('post', '/v1/queues/default/jobs?delay=1h', jobs, b'charge', headers=key)
+    check_eq((st1, st2, two), (202, 200, {'id': one['id'], 'duplicate': True}),
+             'an Idempotency-Key again answers the row it made')
+    check_eq(db.row(one['id'], 'dedupe_key')[0], 'order-7-charge', 'kept as the dedupe key')
     st, dead = api('post', '/v1/queues/default/jobs?max_attempts=1', jobs, b'fail')
     lines = b'{"payload":"a","ref":"a"}\n{"payload":"b","after":["a"]}\n'
     st, graph = api('post', '/v1/queues/default/jobs:batch?batch=1&description=d',
