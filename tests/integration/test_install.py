@@ -47,7 +47,8 @@ def it_installs_what_an_operator_needs(t):
             'share/claimd/examples/plugin.c', 'share/claimd/examples/claimd.conf',
             'share/claimd/examples/claimd.env', 'lib/systemd/system/claimd.service',
             'share/man/man8/claimd.8', 'share/man/man1/claimctl.1',
-            'share/man/man7/claimd-handlers.7', 'share/claimd/openapi.json']
+            'share/man/man7/claimd-handlers.7', 'share/man/man7/claimd-http.7',
+            'share/claimd/openapi.json']
     missing = [w for w in want if not os.path.exists(os.path.join(prefix, w))]
     check_eq(missing, [], f'installed under {prefix}')
     check(glob.glob(os.path.join(prefix, 'lib', '**', 'claimd-handler.pc'), recursive=True),

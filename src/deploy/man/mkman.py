@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Makes a man page: the scdoc template with @CLAIMD_OPTIONS@ and @CLAIMCTL_COMMANDS@ filled in
 from the built binaries' --help (so the options and commands have one home, the tables in
-src/common/config.c and src/common/ctl.c), then scdoc.
+src/common/config.c and src/common/ctl.c), @HTTP_ROUTES@ from the API's OpenAPI document
+(src/supervisor/openapi.json) and @HTTP_METRICS@ from the metrics' declarations
+(src/supervisor/metrics.c), then scdoc.
 
     mkman.py TEMPLATE OUTPUT CLAIMD CLAIMCTL SCDOC VERSION
 """
 
+import json
 import os
 import re
 import subprocess
@@ -81,6 +84,42 @@ def claimctl_commands(claimctl):
     return '\n'.join(lines)
 
 
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
+
+
+def http_routes():
+    with open(os.path.join(SRC, 'supervisor', 'openapi.json'), encoding='utf-8') as f:
+        doc = json.load(f)
+    out = []
+    for path, item in doc['paths'].items():
+        for method in ('get', 'put', 'post', 'delete'):
+            op = item.get(method)
+            if not op:
+                continue
+            out.append(f'*{method.upper()} {esc(path)}*')
+            text = [op.get('summary', '').rstrip('.') + '.']
+            params = [p['name'] for p in op.get('parameters', []) if p['in'] != 'path']
+            if params:
+                text.append('Parameters: ' + ', '.join(params) + '.')
+            codes = sorted(op.get('responses', {}))
+            text.append('Answers: ' + ', '.join(codes) + '.')
+            out.append('\t' + esc(' '.join(text)) + '\n')
+    return '\n'.join(out)
+
+
+def http_metrics():
+    with open(os.path.join(SRC, 'supervisor', 'metrics.c'), encoding='utf-8') as f:
+        code = f.read()
+    out = []
+    for name, kind, helps in re.findall(r'head\(b, "(\w+)", "(\w+)",\s*((?:"[^"]*"\s*)+)\)', code):
+        text = ''.join(re.findall(r'"([^"]*)"', helps))
+        out.append(f'*{esc(name)}* ({kind})')
+        out.append('\t' + esc(text) + '\n')
+    if not out:
+        sys.exit('mkman.py: no metrics found in metrics.c')
+    return '\n'.join(out)
+
+
 def main():
     template, output, claimd, claimctl, scdoc, version = sys.argv[1:7]
     with open(template, encoding='utf-8') as f:
@@ -89,6 +128,10 @@ def main():
         text = text.replace('@CLAIMD_OPTIONS@', claimd_options(claimd))
     if '@CLAIMCTL_COMMANDS@' in text:
         text = text.replace('@CLAIMCTL_COMMANDS@', claimctl_commands(claimctl))
+    if '@HTTP_ROUTES@' in text:
+        text = text.replace('@HTTP_ROUTES@', http_routes())
+    if '@HTTP_METRICS@' in text:
+        text = text.replace('@HTTP_METRICS@', http_metrics())
     text = text.replace('@VERSION@', version)
     page = subprocess.run([scdoc], input=text, check=True, capture_output=True, text=True).stdout
     with open(output, 'w', encoding='utf-8') as f:
