@@ -18,6 +18,7 @@ What it does depends on the payload:
     nested   {"ok":true} with a nested "result" and "progress"
     nestedfail  {"ok":false,"error":...} with nested values beside
     result   {"ok":true,"result":{"id":ID,"type":<the request's content_type>}}
+    trace    {"ok":true,"result":{"traceparent":<the request's traceparent, or null>}}
     progress reports {"progress":{"n":K}} for K = 1..200 as fast as it can, sleeps 2.5 s,
              answers {"ok":true,"result":"finished"}
     bigresult  {"ok":true} with a result over 64 KiB (a bad reply)
@@ -80,6 +81,8 @@ def handle(req):
     elif body == b'result':
         out = {'id': req['id'], 'ok': True,
                'result': {'id': req['id'], 'type': req.get('content_type')}}
+    elif body == b'trace':
+        out = {'id': req['id'], 'ok': True, 'result': {'traceparent': req.get('traceparent')}}
     elif body == b'progress':
         for k in range(1, 201):
             reply({'id': req['id'], 'progress': {'n': k}})

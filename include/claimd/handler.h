@@ -92,6 +92,10 @@ struct claimd_job {
 	 * steps, or around a blocking call with a timeout. handle then has --kill-grace to
 	 * return before the worker exits. */
 	int (*cancelled)(const struct claimd_job *job);
+	/* The W3C traceparent of the request that added the row ("00-<trace-id>-<parent-id>-
+	 * <flags>"), NULL without one: start the item's span as its child. (Added to ABI
+	 * version 3 at its end: a plugin built without it is not affected.) */
+	const char *traceparent;
 };
 
 enum claimd_status {

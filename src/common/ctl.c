@@ -5,6 +5,7 @@
  * arguments are checked the same way at both ends. */
 #include "common/ctl_int.h"
 #include "common/errmsg.h"
+#include "common/trace.h"
 #include "common/utctime.h"
 
 #include <errno.h>
@@ -64,6 +65,8 @@ const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 	[CTL_F_BURST] = { "burst", "--burst", "N", T_UINT, CLI_NUMBER, 1, 1000000, AT(burst) },
 	[CTL_F_CONCURRENCY] = { "concurrency", "--concurrency", "N", T_UINT, CLI_NUMBER, 0,
 				1000000, AT(concurrency) },
+	[CTL_F_TRACEPARENT] = { "traceparent", "--traceparent", "00-TRACE-PARENT-FLAGS", T_TEXT,
+				CLI_NUMBER, 1, 55, AT(traceparent) },
 	[CTL_F_EACH_GROUP] = { "each_group", "--each-group", NULL, T_FLAG, CLI_NUMBER, 0, 1,
 			       AT(each_group) },
 };
@@ -86,6 +89,10 @@ static int check_add(const struct ctl_request *r, char *err, size_t errlen)
 	char why[200];
 	int64_t us;
 
+	if (ctl_has(r, CTL_F_TRACEPARENT) && !trace_parent_valid(r->traceparent))
+		return ctl_fail(err, errlen, "add: traceparent '%.60s' is not a W3C traceparent "
+				"(00-<32 hex>-<16 hex>-<2 hex>, lower case, ids not all zeros)",
+				r->traceparent);
 	if (!ctl_has(r, CTL_F_RUN_AT))
 		return 0;
 	if (utctime_parse(r->run_at, &us, why, sizeof(why)) < 0)
@@ -167,11 +174,12 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 		      BIT(CTL_F_QUEUE) | BIT(CTL_F_PAYLOAD) | BIT(CTL_F_RUN_AT) | BIT(CTL_F_DELAY) |
 		      BIT(CTL_F_PERIOD) | BIT(CTL_F_MAX_ATTEMPTS) | BIT(CTL_F_TIMEOUT) |
 		      BIT(CTL_F_DEDUPE) | BIT(CTL_F_PRIORITY) | BIT(CTL_F_GROUP) |
-		      BIT(CTL_F_CONTENT_TYPE) | BIT(CTL_F_JSON),
+		      BIT(CTL_F_CONTENT_TYPE) | BIT(CTL_F_TRACEPARENT) | BIT(CTL_F_JSON),
 		      BIT(CTL_F_QUEUE), { CTL_F_PAYLOAD }, 1, "default",
 		      "add [--queue NAME] [--run-at 'YYYY-MM-DD HH:MM:SS']\n"
 		      "[--delay DUR] [--period DUR] [--max-attempts N] [--timeout DUR]\n"
-		      "[--dedupe KEY] [--priority N] [--group KEY] [--content-type TYPE] [PAYLOAD]",
+		      "[--dedupe KEY] [--priority N] [--group KEY] [--content-type TYPE]\n"
+		      "[--traceparent 00-TRACE-PARENT-FLAGS] [PAYLOAD]",
 		      "enqueue one item (payload from the argument, else stdin, at most 1 MiB)\n"
 		      "through claimd, which wakes an idle worker for it; prints the new id (with\n"
 		      "--dedupe, the id of the row holding KEY if there is one); --priority -10..10,\n"

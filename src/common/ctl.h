@@ -37,6 +37,7 @@
  *              delay_ms:uint  period_ms:uint  max_attempts:uint(1..1000000)
  *              timeout_ms:uint(1..)  dedupe:text(255)  priority:int(-10..10)
  *              group:text(255)  content_type:text(255) (the payload's type)
+ *              traceparent:text(55) (a W3C traceparent, common/trace.h)
  *     retry    id:uint(1..)  or  queue:text(64) + dead:flag   dead rows back to ready
  *     pause    queue:text(64) or schedule:text(128)   pause a queue (or a schedule) for
  *                                                  every supervisor
@@ -165,6 +166,7 @@ enum ctl_field {
 	CTL_F_BURST,
 	CTL_F_CONCURRENCY,
 	CTL_F_EACH_GROUP,
+	CTL_F_TRACEPARENT,
 	CTL_FIELD_COUNT,
 };
 _Static_assert(CTL_FIELD_COUNT <= 32, "a field is a bit of ctl_request.have");
@@ -181,7 +183,7 @@ struct ctl_request {
 	const char *run_at;
 	uint32_t delay_ms, period_ms, timeout_ms, interval_ms, max_attempts;
 	const char *dedupe, *group, *content_type, *state;
-	const char *name, *cron, *zone, *catch_up, *schedule;
+	const char *name, *cron, *zone, *catch_up, *schedule, *traceparent;
 	int32_t priority;
 	uint32_t limit, count, burst, concurrency;
 	uint64_t id, before;

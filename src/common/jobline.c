@@ -9,7 +9,7 @@
 
 static const char *const known[] = {
 	"run_at", "delay", "period", "timeout", "priority", "group", "dedupe", "max_attempts",
-	"content_type",
+	"content_type", "traceparent",
 };
 
 static bool text_ok(json_t *v, size_t max)

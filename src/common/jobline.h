@@ -6,7 +6,7 @@
  * "payload": a string is the payload's bytes; any other JSON value is written as compact
  * JSON (with content_type application/json unless the line gives one); absent, the payload is
  * empty. The other keys are the add parameters (run_at, delay, period, timeout, priority,
- * group, dedupe, max_attempts, content_type) as strings or whole numbers; what
+ * group, dedupe, max_attempts, content_type, traceparent) as strings or whole numbers; what
  * they may hold is ctl_from_params's to check. A line is read by jansson (duplicate keys
  * refused). Pure: no I/O, does not log.
  *

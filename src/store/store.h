@@ -67,6 +67,7 @@ struct store_item {
 	char *group;             /* FIFO group key, malloc'd; NULL when the row has none */
 	uint64_t group_seq;      /* the row's number within its group (0 without one) */
 	char *content_type;      /* the payload's type, malloc'd; NULL when the row has none */
+	char *traceparent;       /* its W3C traceparent, malloc'd; NULL when the row has none */
 	uint64_t waited_us;      /* how long it had been claimable when claimed (visible_at to
 				  * the claim, by the database's clock) */
 	bool has_dependents;     /* rows wait for it (work_deps): its finish counts it off */
@@ -335,6 +336,7 @@ struct store_add_opts {
 	int priority;            /* STORE_PRIORITY_MIN..MAX; smaller runs first */
 	const char *group_key;   /* FIFO group, at most STORE_GROUP_KEY_MAX bytes, or NULL */
 	const char *content_type; /* the payload's type, at most STORE_TYPE_MAX bytes, or NULL */
+	const char *traceparent;  /* a W3C traceparent (common/trace.h), or NULL */
 };
 
 /* Insert one ready row of queue with payload (len bytes, at most STORE_PAYLOAD_MAX) and the
@@ -392,6 +394,7 @@ struct store_job {
 	uint64_t group_seq;
 	char dedupe_key[STORE_DEDUPE_KEY_MAX + 1]; /* "" without one */
 	char content_type[STORE_TYPE_MAX + 1];     /* "" without one */
+	char traceparent[56];                      /* "" without one */
 	char result_type[STORE_TYPE_MAX + 1];      /* "" without one */
 	char *last_error;           /* malloc'd, or NULL */
 	unsigned char *result;      /* malloc'd (NUL-terminated after result_len), or NULL */

@@ -4,6 +4,7 @@
 #include "store/store.h"
 #include "store/store_int.h"
 
+#include "common/trace.h"
 #include "common/utctime.h"
 
 #include <errno.h>
@@ -127,6 +128,7 @@ void sq_add_values(struct store *s, const char *queue, const unsigned char *payl
 	sql_add(s, ", %d", o->priority);
 	sql_add_quoted(s, o->group_key, o->group_key ? strlen(o->group_key) : 0);
 	sql_add_quoted(s, o->content_type, o->content_type ? strlen(o->content_type) : 0);
+	sql_add_quoted(s, o->traceparent, o->traceparent ? strlen(o->traceparent) : 0);
 }
 
 /* A row with a dedupe key: "SET @claimd_dup = 0; INSERT ... ON DUPLICATE KEY UPDATE ...;":
@@ -169,6 +171,9 @@ int sq_check_add(const char *queue, size_t len, const struct store_add_opts *o, 
 	    (o->content_type && strlen(o->content_type) > STORE_TYPE_MAX))
 		return sq_fail_msg(-EINVAL, err, errlen, "store_add: dedupe key, group key, run_at "
 				"or content type too long");
+	if (o->traceparent && !trace_parent_valid(o->traceparent))
+		return sq_fail_msg(-EINVAL, err, errlen, "store_add: traceparent is not a W3C "
+				   "traceparent");
 	if (o->priority < STORE_PRIORITY_MIN || o->priority > STORE_PRIORITY_MAX)
 		return sq_fail_msg(-EINVAL, err, errlen, "store_add: priority %d is out of range",
 				o->priority);

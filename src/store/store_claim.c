@@ -45,7 +45,8 @@
 	"ROUND(UNIX_TIMESTAMP(created_at) * 1000), " \
 	"(SELECT min_interval_ms FROM queues WHERE name = %s), priority, group_key, group_seq, " \
 	"content_type, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, visible_at, NOW(6))), " \
-	"has_dependents, " KEY_CONCURRENCY ", " KEY_INTERVAL ", " CANCEL_LIVE " FROM work_items FORCE INDEX (claim_prio_idx) " \
+	"has_dependents, " KEY_CONCURRENCY ", " KEY_INTERVAL ", " CANCEL_LIVE ", traceparent " \
+	"FROM work_items FORCE INDEX (claim_prio_idx) " \
 	"WHERE queue = %s AND priority IN (%s) AND visible_at <= NOW(6)%s AND " NOT_PAUSED \
 	" ORDER BY priority, visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
 /* A grouped row's key: how many of its rows may run at once, and its start interval (only
@@ -64,7 +65,7 @@
 	" AND (priority <> %d OR visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
 #define CLAIM_UPTO \
 	" AND priority = %d AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
-#define CLAIM_FIELDS 18
+#define CLAIM_FIELDS 19
 /* Is a row of priority %d due in queue %s: one range, one lookup. DUE_PRIORITIES asks it
  * for every priority in one statement, each with the priority written out: a correlated
  * form (a derived table of priorities, a loose index scan) leaves the plan to MariaDB's
@@ -107,10 +108,12 @@ void store_items_clear(struct store_item *items, size_t n)
 		free(items[i].payload);
 		free(items[i].group);
 		free(items[i].content_type);
+		free(items[i].traceparent);
 		items[i].payload = NULL;
 		items[i].payload_len = 0;
 		items[i].group = NULL;
 		items[i].content_type = NULL;
+		items[i].traceparent = NULL;
 	}
 }
 
@@ -128,6 +131,7 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	it->payload_len = 0;
 	it->group = NULL;
 	it->content_type = NULL;
+	it->traceparent = NULL;
 	if (!sq_parse_u64(row[0], lens[0], &it->id) || !sq_parse_u64(row[1], lens[1], &it->token) ||
 	    !sq_parse_u64(row[2], lens[2], &attempts) || !sq_parse_u64(row[3], lens[3], &max_attempts) ||
 	    attempts >= UINT32_MAX || max_attempts > UINT32_MAX || !row[5] || lens[5] == 0 ||
@@ -166,6 +170,8 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	if (row[10] && !(it->group = strndup(row[10], lens[10])))
 		return -ENOMEM;
 	if (row[12] && !(it->content_type = strndup(row[12], lens[12])))
+		return -ENOMEM;
+	if (row[18] && !(it->traceparent = strndup(row[18], lens[18])))
 		return -ENOMEM;
 	if (!row[4])
 		return 0;

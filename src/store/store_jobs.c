@@ -13,7 +13,7 @@
 	UTC_TEXT("run_at") ", " UTC_TEXT("visible_at") ", " UTC_TEXT("created_at") ", " \
 	UTC_TEXT("claimed_at") ", " UTC_TEXT("finished_at") ", claimed_by, group_key, " \
 	"group_seq, dedupe_key, %s, LEFT(payload, %u), LENGTH(payload), content_type, " \
-	"result_type, %s, progress"
+	"result_type, %s, progress, traceparent"
 /* last_error and result whole for one row; cut for a list */
 #define ONE_ROW "last_error", STORE_PREVIEW_MAX, "result"
 #define LIST_ROW "LEFT(last_error, " STR(STORE_LIST_ERROR) ")", STORE_LIST_PREVIEW, "NULL"
@@ -45,7 +45,7 @@ static int take_job(MYSQL_RES *res, struct store_job *j)
 
 	if (!row)
 		return 0;
-	if (mysql_num_fields(res) != 24)
+	if (mysql_num_fields(res) != 25)
 		return -EIO;
 	len = mysql_fetch_lengths(res);
 	memset(j, 0, sizeof(*j));
@@ -90,6 +90,7 @@ static int take_job(MYSQL_RES *res, struct store_job *j)
 	}
 	if (row[23] && !(j->progress = strndup(row[23], len[23])))
 		return -ENOMEM;
+	text(j->traceparent, sizeof(j->traceparent), row[24]);
 	return 1;
 }
 

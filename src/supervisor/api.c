@@ -10,6 +10,7 @@
 #include "common/ctl.h"
 #include "common/log.h"
 #include "common/utf8.h"
+#include "common/trace.h"
 #include "supervisor/ui.h"
 
 /* src/supervisor/openapi.json, built in (embed.py --symbol). */
@@ -184,6 +185,17 @@ static bool text_refused(struct http_request *r, const char *const *pnames,
 }
 
 /* Run verb with the query's arguments plus the ones the path gave (names[0..npath)). */
+/* A traceparent header that is not a W3C traceparent is ignored, as the specification says. */
+void api_trace_default(struct http_request *r, struct ctl_request *req)
+{
+	const char *tp = http_header(r, "traceparent");
+
+	if (!ctl_has(req, CTL_F_TRACEPARENT) && tp && trace_parent_valid(tp)) {
+		req->traceparent = tp;
+		req->have |= 1u << CTL_F_TRACEPARENT;
+	}
+}
+
 static void run(struct api_host *h, struct api_call *call, enum ctl_verb verb,
 		const char *const *pnames, const char *const *pvalues, size_t npath, bool payload)
 {
@@ -251,6 +263,8 @@ static void run(struct api_host *h, struct api_call *call, enum ctl_verb verb,
 		free(call);
 		return;
 	}
+	if (verb == CTL_ADD)
+		api_trace_default(r, &call->req);
 	cmd_run(h->cmds, &call->req, on_done, call);
 }
 

@@ -291,6 +291,7 @@ void api_batch(struct api_host *h, struct http_request *r, const char *queue)
 			snprintf(err, sizeof(err), "line %zu: %s", line, lerr);
 			goto bad;
 		}
+		api_trace_default(r, &b->reqs[b->n - 1]);
 		p = nl ? nl + 1 : end;
 	}
 	if (b->n == 0) {

@@ -43,4 +43,8 @@ void api_watch_stop(struct api_host *h);
 /* POST /v1/queues/{queue}/jobs:batch. */
 void api_batch(struct api_host *h, struct http_request *r, const char *queue);
 
+/* An add's traceparent: the request's header (when it is a W3C traceparent), unless req has
+ * one of its own. The header lives as long as r. */
+void api_trace_default(struct http_request *r, struct ctl_request *req);
+
 #endif

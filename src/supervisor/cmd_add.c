@@ -24,6 +24,7 @@ static void add_options(const struct ctl_request *q, struct store_add_opts *o)
 	o->priority = q->priority;
 	o->group_key = ctl_has(q, CTL_F_GROUP) ? q->group : NULL;
 	o->content_type = ctl_has(q, CTL_F_CONTENT_TYPE) ? q->content_type : NULL;
+	o->traceparent = ctl_has(q, CTL_F_TRACEPARENT) ? q->traceparent : NULL;
 }
 
 /* A value the database refused (-EDOM; err "column: op: mysql error N: text for column ..."):
@@ -36,6 +37,7 @@ static void refused_value(const char *err, char *out, size_t outlen)
 		{ "timeout_s", "timeout" }, { "priority", "priority" },
 		{ "priority_range", "priority" }, { "group_key", "group" },
 		{ "dedupe_key", "dedupe" }, { "content_type", "content_type" },
+		{ "traceparent", "traceparent" },
 	};
 	size_t n = strcspn(err, ":"), len;
 	const char *param = "a value", *text = strstr(err, "mysql error "), *end;

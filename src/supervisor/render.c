@@ -108,6 +108,7 @@ static void job_object(const struct store_job *j, struct buf *b)
 	else
 		buf_puts(b, "null");
 	json_text_or_null(b, "content_type", j->content_type);
+	json_text_or_null(b, "traceparent", j->traceparent);
 	if (!j->payload || json_utf8_valid(j->payload, preview)) {
 		buf_puts(b, ",\"payload\":");
 		render_json_bytes(b, j->payload ? j->payload : (const unsigned char *)"", preview);
@@ -198,6 +199,7 @@ void render_job_text(const struct store_job *j, struct buf *b)
 	buf_printf(b, "%-13s %llu bytes%s\n", "payload", (unsigned long long)j->payload_size,
 		   j->payload_size > j->payload_len ? " (the start below)" : "");
 	text_line(b, "content_type", j->content_type);
+	text_line(b, "traceparent", j->traceparent);
 	text_line(b, "progress", j->progress);
 	if (j->result)
 		buf_printf(b, "%-13s %zu bytes%s%s\n", "result", j->result_len,

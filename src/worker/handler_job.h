@@ -57,6 +57,7 @@ struct handler_job {
 	const unsigned char *payload;
 	size_t payload_len;
 	const char *content_type;   /* the payload's type; NULL when the row has none */
+	const char *traceparent;    /* its W3C traceparent; NULL when the row has none */
 	unsigned timeout_ms;        /* from its start; at least 1 */
 
 	/* ---- the kind's, from submit to done ---- */

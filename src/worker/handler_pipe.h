@@ -12,7 +12,8 @@
  *
  * group is null when the item has none; enqueued_at is null when unknown; content_type is
  * the payload's type as its producer gave it (an HTTP POST's Content-Type), null without one;
- * deadline_ms is how many ms it has left, deadline_at the same as unix ms. A payload that is
+ * deadline_ms is how many ms it has left, deadline_at the same as unix ms; "traceparent"
+ * (after content_type) only when the row has one. A payload that is
  * not valid UTF-8 comes as "payload":null,"payload_b64":"<standard base64 of the bytes>"
  * instead, so any bytes survive. It answers with one line on its stdout per item:
  *

@@ -256,6 +256,7 @@ static void lane_run(struct lane *l, struct handler_job *job)
 		.enqueued_at_ms = job->enqueued_at_ms, .deadline_ms = job->deadline_ms,
 		.payload = job->payload, .payload_len = job->payload_len, .user = s->ctx.user,
 		.content_type = job->content_type, .set_result = plugin_set_result,
+		.traceparent = job->traceparent,
 		.progress = plugin_progress, .cancelled = plugin_cancelled,
 	};
 	l->res.status = CLAIMD_OK;

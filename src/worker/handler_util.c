@@ -92,6 +92,8 @@ static int add_job_vars(struct handler_util_env *e, size_t *k, const struct hand
 	}
 	if (job->content_type)
 		r |= add_var(e, k, "CLAIMD_CONTENT_TYPE=%s", job->content_type);
+	if (job->traceparent)
+		r |= add_var(e, k, "TRACEPARENT=%s", job->traceparent);
 	return r < 0 ? -ENOMEM : 0;
 }
 
@@ -106,8 +108,9 @@ int handler_util_env(const struct handler_job *job, struct handler_util_env *ret
 	e.vars = calloc(n + HANDLER_UTIL_ENV_OWN + 1, sizeof(*e.vars));
 	if (!e.vars)
 		return -ENOMEM;
+	/* Not claimd's own (nor a trace of its own: the item's is the one that counts). */
 	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "CLAIMD_", 7) != 0)
+		if (strncmp(environ[i], "CLAIMD_", 7) != 0 && strncmp(environ[i], "TRACEPARENT=", 12))
 			e.vars[k++] = environ[i];
 	if (job && add_job_vars(&e, &k, job) < 0) {
 		handler_util_env_free(&e);

@@ -66,6 +66,7 @@ struct outcome *outcomes_add(struct outcomes *o, const struct store_item *it,
 	x->retry_ms = retry_ms;
 	x->error = error && *error ? strdup(error) : NULL;
 	x->attempt = it->attempt;
+	trace_log_field(it->traceparent, x->trace);
 	return x;
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/proto.h"
+#include "common/trace.h"
 #include "store/store.h"
 
 /* Twice what a worker may hold (items.h: ITEMS_MAX): room for every held row's outcome,
@@ -41,6 +42,7 @@ struct outcome {
 	uint8_t queue;             /* index into the --queue list */
 	uint32_t run_us, wait_us;
 	uint32_t attempt;          /* for the log */
+	char trace[TRACE_LOG_FIELD]; /* for the log: " trace=<its trace id>", or "" */
 };
 
 struct outcomes {

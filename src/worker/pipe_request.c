@@ -80,6 +80,10 @@ size_t pipe_request(const struct handler_job *job, char *out)
 		w += emit_str(out, w, job->content_type, strlen(job->content_type));
 	else
 		w += EMIT_LIT(out, w, "null");
+	if (job->traceparent) {
+		w += EMIT_LIT(out, w, ",\"traceparent\":");
+		w += emit_str(out, w, job->traceparent, strlen(job->traceparent));
+	}
 	w += emit_payload(out, w, job);
 	return w + EMIT_LIT(out, w, "}\n");
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/trace.h"
 #include "worker/fence.h"
 
 #define RETRY_CAP_MS (3600u * 1000u)
@@ -95,6 +96,7 @@ void worker_take_claimed(struct worker *w)
 			.max_attempts = x->row.max_attempts, .seq = x->row.group_seq,
 			.enqueued_at_ms = x->row.enqueued_at_ms, .payload = x->row.payload,
 			.payload_len = x->row.payload_len, .content_type = x->row.content_type,
+			.traceparent = x->row.traceparent,
 			.timeout_ms = x->row.timeout_ms ? x->row.timeout_ms : w->cfg->timeout_ms,
 		};
 		if (x->row.cancelled)
@@ -249,7 +251,7 @@ void worker_on_done(void *data, struct handler_job *job, const struct handler_re
 	struct worker *w = data;
 	struct item *x = items_of_job(job);
 	uint64_t started = job->kstarted_ns, now = uv_hrtime(), fired = fence_fired_ns();
-	char q[1300];
+	char q[1300], tr[TRACE_LOG_FIELD];
 
 	w->last_end_ns = w->last_done_ns = now;
 	/* What an item costs this worker: its run, and for a rate-limited queue's also its wait
@@ -259,13 +261,14 @@ void worker_on_done(void *data, struct handler_job *job, const struct handler_re
 		prefetch_ran(&w->pf, now - (x->row.min_interval_ms || x->row.key_interval_ms ?
 					    x->claimed_ns : started));
 	if (x->cancelled && res->status != HANDLER_OK) {
-		log_info("item id=%llu attempt=%u/%u cancelled", (unsigned long long)x->row.id,
-			 x->row.attempt, x->row.max_attempts);
+		log_info("item id=%llu attempt=%u/%u cancelled%s", (unsigned long long)x->row.id,
+			 x->row.attempt, x->row.max_attempts, trace_log_field(x->row.traceparent, tr));
 		finish(w, x, OUTCOME_FAILURE, 0, CANCELLED_ERROR, NULL);
 	} else if (started && fired >= started && res->status != HANDLER_OK) {
 		log_warn("item id=%llu: its lease ended without a renewal (the database did not "
 			 "answer): its handler was killed, so that no other worker runs it at the "
-			 "same time", (unsigned long long)x->row.id);
+			 "same time%s", (unsigned long long)x->row.id,
+			 trace_log_field(x->row.traceparent, tr));
 		finish(w, x, OUTCOME_FAILURE, retry_delay_ms(w, x->row.attempt),
 		       "killed: its lease could not be renewed in time (the database did not "
 		       "answer)", NULL);
@@ -278,8 +281,9 @@ void worker_on_done(void *data, struct handler_job *job, const struct handler_re
 			  res->retry_in_ms);
 		finish(w, x, OUTCOME_DEFER, res->retry_in_ms, NULL, NULL);
 	} else {
-		log_info("item id=%llu attempt=%u/%u failed error=%s", (unsigned long long)x->row.id,
-			 x->row.attempt, x->row.max_attempts, log_quote(res->error, 300, q, sizeof(q)));
+		log_info("item id=%llu attempt=%u/%u failed error=%s%s", (unsigned long long)x->row.id,
+			 x->row.attempt, x->row.max_attempts, log_quote(res->error, 300, q, sizeof(q)),
+			 trace_log_field(x->row.traceparent, tr));
 		finish(w, x, OUTCOME_FAILURE, retry_delay_ms(w, x->row.attempt), res->error, NULL);
 	}
 	worker_kick(w);

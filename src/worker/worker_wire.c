@@ -24,10 +24,10 @@ void worker_log_item(void *data, const struct outcome *x, unsigned outcome)
 {
 	const struct worker *w = data;
 
-	log_info("item id=%llu queue=%s attempt=%u outcome=%s run_ms=%.3f wait_ms=%.3f",
+	log_info("item id=%llu queue=%s attempt=%u outcome=%s run_ms=%.3f wait_ms=%.3f%s",
 		 (unsigned long long)x->ref.id, w->cfg->queues[x->queue < w->cfg->nqueues ?
 		 x->queue : 0], x->attempt, proto_outcome_name(outcome), x->run_us / 1000.0,
-		 x->wait_us / 1000.0);
+		 x->wait_us / 1000.0, x->trace);
 }
 
 /* What the state means on the wire: asleep (room, and nothing to claim) is idle; waiting

@@ -505,11 +505,12 @@ class Claimd:
                      timeout, f'{self.name}: the http listening line')
         return m.group(1)
 
-    def api(self, method, path, body=None, timeout=20):
-        """One request to its HTTP API with its token: (status, the JSON answer, or the text
-        when it is not JSON)."""
+    def api(self, method, path, body=None, timeout=20, headers=None):
+        """One request to its HTTP API with its token (and headers): (status, the JSON
+        answer, or the text when it is not JSON)."""
         req = urllib.request.Request(self.http_url() + path, data=body, method=method,
-                                     headers={'Authorization': f'Bearer {self.http_token()}'})
+                                     headers=dict(headers or {}, Authorization=f'Bearer '
+                                                  f'{self.http_token()}'))
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:
                 status, raw = r.status, r.read()

@@ -2,7 +2,8 @@
  * it; payload "sleep:N" waits N ms first (without CPU, as an item waiting on the network would),
  * "fail" fails with an error, "later" asks to be retried in 100 ms, "result" reports progress
  * {"step":1} then leaves the result {"id":ID,"type":"<content type>"}, "bigresult" tries a
- * result over the limit (and logs what set_result said). */
+ * result over the limit (and logs what set_result said), "trace" leaves the result
+ * {"traceparent":"<job->traceparent>"} (null without one). */
 #include "plugin_log.h"
 
 static int ok_init(struct claimd_plugin_ctx *ctx)
@@ -32,6 +33,12 @@ static void ok_handle(const struct claimd_job *job, struct claimd_result *res)
 			snprintf(res->error, sizeof(res->error), "ok plugin: progress or set_result "
 				 "did not answer as documented");
 		}
+	} else if (payload_is(job, "trace")) {
+		char text[120];
+		int n = job->traceparent ?
+			snprintf(text, sizeof(text), "{\"traceparent\":\"%s\"}", job->traceparent) :
+			snprintf(text, sizeof(text), "{\"traceparent\":null}");
+		job->set_result(job, text, (size_t)n, "application/json");
 	} else if (payload_is(job, "bigresult")) {
 		static char big[CLAIMD_RESULT_MAX + 1];
 		char what[40];
