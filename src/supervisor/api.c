@@ -116,6 +116,51 @@ void api_stop(struct api_host *h)
 	h->queues = NULL;
 }
 
+/* s percent-encoded for a query value (RFC 3986: all but the unreserved characters). */
+static void query_value(struct buf *b, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '.' || c == '_' || c == '~')
+			buf_printf(b, "%c", c);
+		else
+			buf_printf(b, "%%%02X", c);
+	}
+}
+
+/* A full page of a list (jobs, batches: the newest first) has a next one: a Link header
+ * (RFC 8288) to it, the same request with before= the last id of this one. */
+static void link_next(struct http_request *r, const struct ctl_request *req,
+		      const struct cmd_result *res)
+{
+	unsigned limit = ctl_has(req, CTL_F_LIMIT) ? req->limit : 50;
+	uint64_t last;
+	struct buf b;
+
+	if (req->verb == CTL_JOBS && res->njobs > 0 && res->njobs >= limit)
+		last = res->jobs[res->njobs - 1].id;
+	else if (req->verb == CTL_BATCHES && res->nbatches > 0 && res->nbatches >= limit)
+		last = res->batches[res->nbatches - 1].id;
+	else
+		return;
+	buf_init(&b);
+	buf_puts(&b, req->verb == CTL_JOBS ? "</v1/jobs?" : "</v1/batches?");
+	if (req->verb == CTL_JOBS) {
+		buf_puts(&b, "state=");
+		query_value(&b, ctl_has(req, CTL_F_STATE) ? req->state : "dead");
+		if (ctl_has(req, CTL_F_QUEUE)) {
+			buf_puts(&b, "&queue=");
+			query_value(&b, req->queue);
+		}
+		buf_puts(&b, "&");
+	}
+	buf_printf(&b, "limit=%u&before=%llu>; rel=\"next\"", limit, (unsigned long long)last);
+	if (!buf_failed(&b))
+		http_add_header(r, "Link", b.data);
+	buf_free(&b);
+}
+
 static void on_done(void *data, const struct ctl_request *req, const struct cmd_result *res)
 {
 	struct api_call *call = data;
@@ -143,6 +188,7 @@ static void on_done(void *data, const struct ctl_request *req, const struct cmd_
 		status = res->replaced ? 200 : 201;
 	if (req->verb == CTL_CANCEL && res->cancelling)
 		status = 202;
+	link_next(r, req, res);
 	cmd_render(req, res, &b);   /* the request has json set: its JSON form */
 	api_respond_buf(r, status, &b);
 	free(call);

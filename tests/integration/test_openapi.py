@@ -106,6 +106,17 @@ def it_serves_a_valid_description_that_every_answer_follows(t):
     api('get', '/v1/jobs/0', job)                                               # 400
     api('get', f"/v1/jobs/{added['id']}/events", '/v1/jobs/{id}/events', stream=True)
     api('get', '/v1/jobs?state=dead&limit=5', '/v1/jobs')
+    # A full page links the next one (Link: <...before=ID>; rel="next"), the last none.
+    dead3 = db.insert_items(3, payload="'gone'", queue="'old q'", state="'dead'")
+    pages, path = [], '/v1/jobs?state=dead&queue=old%20q&limit=2'
+    while path and len(pages) < 5:
+        req = urllib.request.Request(api.url + path, headers={'Authorization': f'Bearer {api.token}'})
+        with urllib.request.urlopen(req, timeout=20) as r:
+            pages.append([j['id'] for j in json.loads(r.read())])
+            link = r.headers.get('Link')
+        path = link[1:link.index('>')] if link else None
+        check(not link or link.endswith('>; rel="next"'), f'the Link header: {link}')
+    check_eq(pages, [dead3[:0:-1], dead3[:1]], 'two pages, newest first, through the Link')
     api('get', '/v1/jobs?state=nonsense', '/v1/jobs')                          # 400
     api('post', f"/v1/jobs/{added['id']}/retry", '/v1/jobs/{id}/retry')         # 409: done
     api('post', f"/v1/jobs/{dead['id']}/retry", '/v1/jobs/{id}/retry')
