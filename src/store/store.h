@@ -523,16 +523,18 @@ void store_limits_clear(struct store_limits *l);
 
 
 /* One step of a sweep of the table in id order that deletes the rows in state 'done' which
- * finished, and were created, more than keep_done_s seconds ago: the ids [from, from + span)
- * in one round trip, if this session holds (or can take) the database's prune lock (GET_LOCK,
- * released with the connection): among supervisors sharing the database one prunes. Dead rows
- * are never deleted. *ret_next is where the next step starts: the first id after the span,
- * or 0 when the sweep is over (no row after it, the row after it was created less than
- * keep_done_s ago, so are the ones after it, or another session prunes). Start a sweep with
+ * finished, and were created, more than keep_done_s seconds ago, and those in state 'dead'
+ * that did more than keep_dead_s ago (0: that state is kept; not both 0, -EINVAL): the ids
+ * [from, from + span) in one round trip, if this session holds (or can take) the database's
+ * prune lock (GET_LOCK, released with the connection): among supervisors sharing the
+ * database one prunes. A deleted row's edges to the rows that waited for it (work_deps) go
+ * with it. *ret_next is where the next step starts: the first id after the span, or 0 when
+ * the sweep is over (no row after it, the row after it was created less than the shorter
+ * window ago, so are the ones after it, or another session prunes). Start a sweep with
  * from = 0. No index on finished_at is needed (a completion would pay for one). Returns how
  * many rows went, or a negative error. */
-int store_prune(struct store *s, unsigned keep_done_s, uint64_t from, unsigned span,
-		uint64_t *ret_next, char *err, size_t errlen);
+int store_prune(struct store *s, unsigned keep_done_s, unsigned keep_dead_s, uint64_t from,
+		unsigned span, uint64_t *ret_next, char *err, size_t errlen);
 
 /* Forget up to limit FIFO groups (work_groups rows) that have no live rows and had no insert
  * for keep_s seconds, under the same prune lock; a later row of such a group is numbered from

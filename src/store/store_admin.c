@@ -451,10 +451,13 @@ int store_set_paused(struct store *s, const char *queue, bool paused, char *err,
 	return set_queue_setting(s, "store_set_paused", queue, "paused", paused, err, errlen);
 }
 
-int store_prune(struct store *s, unsigned keep_done_s, uint64_t from, unsigned span,
-		uint64_t *ret_next, char *err, size_t errlen)
+int store_prune(struct store *s, unsigned keep_done_s, unsigned keep_dead_s, uint64_t from,
+		unsigned span, uint64_t *ret_next, char *err, size_t errlen)
 {
 	unsigned long long a = (unsigned long long)from, b = a + (span ? span : 1);
+	unsigned keep = keep_done_s && (!keep_dead_s || keep_done_s < keep_dead_s) ?
+			keep_done_s : keep_dead_s;
+	char which[2 * sizeof(PRUNE_DONE) + 32] = "";
 	MYSQL_ROW row;
 	struct run rr;
 	int r = sq_check(s, "store_prune", NULL, 0, NULL, err, errlen);
@@ -462,20 +465,29 @@ int store_prune(struct store *s, unsigned keep_done_s, uint64_t from, unsigned s
 	*ret_next = 0;
 	if (r < 0)
 		return r;
+	if (!keep)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_prune: no window: nothing to prune");
+	if (keep_done_s)
+		snprintf(which, sizeof(which), PRUNE_DONE, keep_done_s);
+	if (keep_dead_s)
+		snprintf(which + strlen(which), sizeof(which) - strlen(which), "%s" PRUNE_DEAD,
+			 *which ? ") OR (" : "", keep_dead_s);
 	sq_reset(s);
 	/* The election first: only the session holding the prune lock deletes and sweeps on.
 	 * Lock names are server-wide, hence the database's name in it; IS_USED_LOCK first, as
 	 * taking a lock this session holds would nest it. Then the span by primary key, and the
-	 * row after it: a row created less than keep_done_s ago cannot have finished earlier,
-	 * and ids grow with creation time, so the sweep ends there. The span's rows' edges to
-	 * the rows that waited for them go with them (by work_deps' primary key). */
+	 * row after it: a row created less than the shorter window ago cannot have finished
+	 * earlier, and ids grow with creation time, so the sweep ends there. The span's rows'
+	 * edges to the rows that waited for them go with them (by work_deps' primary key): a
+	 * dead row's children were cancelled or counted off when it died, as a done row's were
+	 * when it completed, so none waits for a row that goes. */
 	sql_add(s, PRUNE_ELECT);
 	sq_end(s);
-	sql_add(s, PRUNE_SPAN, a, b, keep_done_s, keep_done_s);
+	sql_add(s, PRUNE_SPAN, a, b, which, keep);
 	sq_end(s);
 	sql_add(s, PRUNE_EDGES, a, b);
 	sq_end(s);
-	sql_add(s, PRUNE_NEXT, keep_done_s, b);
+	sql_add(s, PRUNE_NEXT, keep, b);
 	r = sq_run(s, "store_prune", &rr, err, errlen);
 	if (r < 0)
 		return sq_final(r);
