@@ -15,13 +15,13 @@
 #include "worker/fence.h"
 
 #define RETRY_CAP_MS (3600u * 1000u)
+#define RETRY_JITTER_PCT 25u
 #define PAUSE_CHECK_MS 50u
 
 static unsigned retry_delay_ms(const struct worker *w, uint32_t attempt)
 {
-	double d = backoff_nth(w->cfg->retry_base_ms, RETRY_CAP_MS, attempt ? attempt - 1 : 0);
-
-	return (unsigned)(d * (0.75 + 0.5 * ((double)rand() / RAND_MAX)));  /* +-25 % */
+	return backoff_retry_ms(w->cfg->retry_base_ms, RETRY_CAP_MS, RETRY_JITTER_PCT, attempt,
+				(double)rand() / RAND_MAX);
 }
 
 static uint32_t us32(uint64_t ns)
