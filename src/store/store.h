@@ -61,6 +61,9 @@ struct store_item {
 	uint32_t timeout_ms;     /* the row's own time limit (timeout_s); 0 = none */
 	int64_t enqueued_at_ms;  /* created_at, unix ms */
 	uint32_t min_interval_ms; /* its queue's shared rate limit (queues.min_interval_ms), 0 = none */
+	uint32_t retry_base_ms;  /* its queue's retry back-off as the claim read it (queues.retry_*): */
+	uint32_t retry_max_ms;   /* base and max in ms, 0 = not set (claimd's); */
+	int8_t retry_jitter_pct; /* jitter 0..100 percent, -1 = not set */
 	int16_t priority;        /* smaller runs first */
 	char *group;             /* FIFO group key, malloc'd; NULL when the row has none */
 	uint64_t group_seq;      /* the row's number within its group (0 without one) */
@@ -418,6 +421,22 @@ void store_jobs_free(struct store_job *jobs, size_t n);
  * (*ret_state says which), or a negative error. */
 int store_cancel(struct store *s, uint64_t id, char ret_state[16], char *err, size_t errlen);
 
+/* A queue's own retry back-off (queues.retry_*, migration 007): base_ms and max_ms 0 = not
+ * set (claimd's --retry-base; at most 1 h), jitter_pct -1 = not set (25 %). */
+#define STORE_BACKOFF_MAX_MS 604800000u   /* 7 days, the columns' CHECK constraints */
+struct store_backoff {
+	uint32_t base_ms, max_ms;
+	int jitter_pct;
+};
+enum { STORE_BACKOFF_BASE = 1, STORE_BACKOFF_MAX = 2, STORE_BACKOFF_JITTER = 4 };
+
+/* Set the fields of queue's back-off that set names (STORE_BACKOFF_* bits) to b's (a 0 or -1
+ * there: not set again), the others stay; the queue's row is made if it has none. The
+ * settings it has now into *ret. Returns 0, -EDOM with why in err when the database refuses
+ * them (out of range, a max below the base: "retry_max_range: ..."), or a negative error. */
+int store_set_backoff(struct store *s, const char *queue, const struct store_backoff *b,
+		      unsigned set, struct store_backoff *ret, char *err, size_t errlen);
+
 /* Every queue that has rows or settings: rows per state, the oldest due row's wait, its
  * settings. */
 struct store_queue {
@@ -426,6 +445,7 @@ struct store_queue {
 	double oldest_ready_s;      /* how long the oldest due row has waited; 0: none due */
 	bool paused;
 	uint32_t min_interval_ms;
+	struct store_backoff backoff;
 };
 
 /* The queues, by name, into a malloc'd array. Returns 0 or a negative error. */

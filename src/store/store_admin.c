@@ -451,6 +451,63 @@ int store_set_paused(struct store *s, const char *queue, bool paused, char *err,
 	return set_queue_setting(s, "store_set_paused", queue, "paused", paused, err, errlen);
 }
 
+/* ", value" or ", NULL". */
+static void sql_add_setting(struct store *s, bool set, long value)
+{
+	if (set)
+		sql_add(s, ", %ld", value);
+	else
+		sql_add(s, ", NULL");
+}
+
+int store_set_backoff(struct store *s, const char *queue, const struct store_backoff *b,
+		      unsigned set, struct store_backoff *ret, char *err, size_t errlen)
+{
+	static const char *const cols[3] = { "retry_base_ms", "retry_max_ms", "retry_jitter_pct" };
+	int r = sq_check(s, "store_set_backoff", NULL, 0, queue, err, errlen);
+	char q[QUOTED_QUEUE_MAX];
+	bool first = true;
+	MYSQL_ROW row;
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	if (!b || !ret || !(set & 7))
+		return sq_fail_msg(-EINVAL, err, errlen, "store_set_backoff: bad arguments");
+	sq_quote(s->conn, q, queue, strlen(queue));
+	sq_reset(s);
+	sql_add(s, "INSERT INTO queues (name, retry_base_ms, retry_max_ms, retry_jitter_pct) "
+		"VALUES (%s", q);
+	sql_add_setting(s, (set & STORE_BACKOFF_BASE) && b->base_ms > 0, (long)b->base_ms);
+	sql_add_setting(s, (set & STORE_BACKOFF_MAX) && b->max_ms > 0, (long)b->max_ms);
+	/* A jitter of 0 is a setting (exact waits): only -1 is none. */
+	sql_add_setting(s, (set & STORE_BACKOFF_JITTER) && b->jitter_pct >= 0, b->jitter_pct);
+	sql_add(s, ") ON DUPLICATE KEY UPDATE ");
+	for (int i = 0; i < 3; i++)
+		if (set & (1u << i)) {
+			sql_add(s, "%s%s = VALUES(%s)", first ? "" : ", ", cols[i], cols[i]);
+			first = false;
+		}
+	sq_end(s);
+	sql_add(s, "SELECT IFNULL(retry_base_ms, 0), IFNULL(retry_max_ms, 0), "
+		"IFNULL(retry_jitter_pct, -1) FROM queues WHERE name = %s", q);
+	r = sq_run(s, "store_set_backoff", &rr, err, errlen);
+	if (r == -EDOM && !strncmp(err, "retry_max_range", 15))
+		snprintf(err, errlen, "retry_max_range: queue '%.64s': the maximum would be below "
+			 "the base (retry_max_ms < retry_base_ms), or out of range", queue);
+	if (r < 0)
+		return sq_final(r);
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	r = row && row[0] && row[1] && row[2] ? 0 : -EIO;
+	if (r == 0) {
+		ret->base_ms = (uint32_t)strtoul(row[0], NULL, 10);
+		ret->max_ms = (uint32_t)strtoul(row[1], NULL, 10);
+		ret->jitter_pct = atoi(row[2]);
+	}
+	mysql_free_result(rr.res);
+	return r < 0 ? sq_fail_msg(r, err, errlen, "store_set_backoff: no settings came back") : 0;
+}
+
 int store_prune(struct store *s, unsigned keep_done_s, unsigned keep_dead_s, uint64_t from,
 		unsigned span, uint64_t *ret_next, char *err, size_t errlen)
 {
