@@ -27,7 +27,7 @@ static int decode(const char *line, struct ctl_request *r, char *err, size_t err
 static const struct good {
 	const char *line;
 	enum ctl_verb verb;
-	uint32_t have;
+	uint64_t have;
 	const char *queue;
 	const char *payload;
 	size_t payload_len;
@@ -82,7 +82,8 @@ static void test_good_lines(void)
 		CHECK(rc == 0, "decode '%s': %d %s", g->line, rc, err);
 		if (rc == 0) {
 			CHECK(r.verb == g->verb, "'%s': verb %d", g->line, (int)r.verb);
-			CHECK(r.have == g->have, "'%s': have %#x, want %#x", g->line, r.have, g->have);
+			CHECK(r.have == g->have, "'%s': have %#llx, want %#llx", g->line,
+			      (unsigned long long)r.have, (unsigned long long)g->have);
 			CHECK(!g->queue || (r.queue && !strcmp(r.queue, g->queue)), "'%s': queue '%s'",
 			      g->line, r.queue ? r.queue : "(null)");
 			CHECK(!g->payload || (r.payload_len == g->payload_len &&
@@ -232,7 +233,7 @@ static void test_round_trip(void)
 	rc = ctl_decode(b.data, b.len - 1, &out, err, sizeof(err));
 	CHECK(rc == 0, "decode of encoded: %d %s", rc, err);
 	if (rc == 0) {
-		CHECK(out.have == in.have, "have %#x", out.have);
+		CHECK(out.have == in.have, "have %#llx", (unsigned long long)out.have);
 		CHECK(!strcmp(out.queue, in.queue) && !strcmp(out.run_at, in.run_at) &&
 		      !strcmp(out.dedupe, in.dedupe) && !strcmp(out.group, in.group), "strings");
 		CHECK(out.payload_len == sizeof(bytes) && !memcmp(out.payload, bytes, sizeof(bytes)),

@@ -403,7 +403,7 @@ static int find_field(const char *s, size_t len)
 int ctl_check_request(const struct ctl_request *r, char *err, size_t errlen)
 {
 	const struct verb_def *v = &ctl_verbs[r->verb];
-	uint32_t missing = v->needs & ~r->have;
+	uint64_t missing = v->needs & ~r->have;
 
 	if (missing) {
 		for (int f = 0; f < CTL_FIELD_COUNT; f++)

@@ -164,14 +164,14 @@ enum ctl_field {
 	CTL_F_EACH_GROUP,
 	CTL_FIELD_COUNT,
 };
-_Static_assert(CTL_FIELD_COUNT <= 32, "a field is a bit of ctl_request.have");
+_Static_assert(CTL_FIELD_COUNT <= 64, "a field is a bit of ctl_request.have");
 
 /* One request. Strings point into the decoded line or the argv they came from (they are
- * NUL-terminated); payload is bytes. A field is given when its bit (1u << CTL_F_x) is set in
+ * NUL-terminated); payload is bytes. A field is given when its bit (1ull << CTL_F_x) is set in
  * have; the others are zero. */
 struct ctl_request {
 	enum ctl_verb verb;
-	uint32_t have;
+	uint64_t have;
 	const char *queue;
 	const unsigned char *payload;
 	size_t payload_len;
@@ -187,7 +187,7 @@ struct ctl_request {
 
 static inline bool ctl_has(const struct ctl_request *r, enum ctl_field f)
 {
-	return r->have & (1u << f);
+	return r->have & (1ull << f);
 }
 
 /* Decode one request line (without its LF; a trailing CR is dropped) of len bytes. line is
