@@ -68,6 +68,11 @@ static const struct good {
 	  NULL, 0, 0, 0, 0 },
 	{ "limit interval_ms=86400000 queue=q", CTL_LIMIT,
 	  1u << CTL_F_QUEUE | 1u << CTL_F_INTERVAL, "q", NULL, 0, 0, 0, 86400000 },
+	/* A field past the 32nd bit. */
+	{ "backoff queue=q reset=1", CTL_BACKOFF, 1ull << CTL_F_QUEUE | 1ull << CTL_F_RESET, "q",
+	  NULL, 0, 0, 0, 0 },
+	{ "backoff queue=q base_ms=5 max_ms=5 jitter_pct=0", CTL_BACKOFF, 1ull << CTL_F_QUEUE |
+	  1ull << CTL_F_BASE | 1ull << CTL_F_MAX | 1ull << CTL_F_JITTER, "q", NULL, 0, 0, 0, 0 },
 };
 
 static void test_good_lines(void)
@@ -155,6 +160,15 @@ static const struct bad {
 	{ "limit queue=q group=k each_group=1 burst=2", "not both" },
 	{ "limit queue=q burst=0", "burst must be" },
 	{ "limit queue=q interval_ms=86400001", "interval_ms must be" },
+	{ "backoff queue=q", "backoff takes --base DUR, --max DUR and/or --jitter PCT, or --reset" },
+	{ "backoff queue=q reset=1 jitter_pct=0", "or --reset alone" },
+	{ "backoff queue=q base_ms=2000 max_ms=1000", "the maximum (1000 ms) is below the base" },
+	{ "backoff queue=q jitter_pct=101", "jitter_pct must be a whole number from 0 to 100" },
+	{ "backoff queue=q base_ms=0", "base_ms must be a whole number from 1 to 604800000" },
+	{ "backoff queue=q max_ms=604800001", "max_ms must be" },
+	{ "backoff queue=q base_ms=-1", "base_ms must be" },
+	{ "backoff base_ms=1", "queue is required" },
+	{ "backoff queue=a%09b base_ms=1", "queue has a control character" },
 	{ "=x", "unknown request" },
 };
 
@@ -298,6 +312,14 @@ static const struct cli {
 	{ { "limit", "q", "--each-group", "--interval", "1s" }, 1,
 	  "limit queue=q interval_ms=1000 each_group=1\n" },
 	{ { "limits", "q", "--json" }, 1, "limits queue=q json=1\n" },
+	{ { "backoff", "q", "--base", "2s", "--max", "1m", "--jitter", "0" }, 1,
+	  "backoff queue=q base_ms=2000 max_ms=60000 jitter_pct=0\n" },
+	{ { "backoff", "q", "--base", "1.5" }, 1, "backoff queue=q base_ms=1500\n" },
+	{ { "backoff", "q", "--reset" }, 1, "backoff queue=q reset=1\n" },
+	{ { "backoff", "q", "--jitter", "0.25" }, 0, "--jitter must be a whole number from 0 to 100" },
+	{ { "backoff", "q", "--base", "-1s" }, 0, "'-1s' is not a duration" },
+	{ { "backoff", "q", "--base", "1m", "--max", "1s" }, 0, "the maximum (1000 ms) is below" },
+	{ { "backoff", "q" }, 0, "backoff takes --base DUR" },
 	{ { "frobnicate" }, 0, "unknown command 'frobnicate'" },
 };
 

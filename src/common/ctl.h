@@ -13,7 +13,7 @@
  *     verb     = "status" / "add" / "retry" / "pause" / "resume" / "limit" / "job" /
  *                "cancel" / "queues" / "supervisors" / "jobs" / "reload" / "workers" /
  *                "schedule" / "schedules" / "unschedule" / "batch" / "batches" /
- *                "limits"
+ *                "limits" / "backoff"
  *     field    = name "=" value                    ; each name at most once
  *     name     = 1*( %x61-7A / "_" )               ; lower-case letters and '_'
  *     value    = *( unreserved / pct-encoded )     ; RFC 3986 percent-encoding of any bytes
@@ -66,6 +66,9 @@
  *     unschedule name*:text(128)                  delete a schedule (its rows stay)
  *     batch    id*:uint(1..)  json:flag            one batch: its members' states, its callback
  *     batches  limit:uint(1..200)  before:uint(1..)  json:flag   the newest batches
+ *     backoff  queue*:text(64) base_ms:uint(1..604800000) max_ms:uint(1..604800000)
+ *              jitter_pct:uint(0..100)  or  queue* + reset:flag   the queue's retry back-off
+ *              (at least one; max_ms not below base_ms)
  *
  * Reply grammar:
  *
@@ -86,7 +89,8 @@
  * workers, "workers N"; schedule, "schedule NAME added|replaced, next ..." (with json=1
  * the schedule as schedules has it); schedules, a table (or a JSON array; with a name, that
  * schedule's object, or an error when there is none); unschedule, "1" or "0" schedules
- * deleted. A request that does not follow the grammar gets an error
+ * deleted; backoff, "queue NAME retry_base_ms B retry_max_ms M retry_jitter_pct J" as the
+ * queue has them now ("-" where not set; with json=1 an object, null there). A request that does not follow the grammar gets an error
  * reply naming what is wrong; nothing is done for it. */
 #ifndef CLAIMD_CTL_H
 #define CLAIMD_CTL_H
@@ -108,6 +112,7 @@
 #define CTL_SCHEDULE_NAME_MAX 128
 #define CTL_CRON_MAX 255
 #define CTL_ZONE_MAX 64
+#define CTL_BACKOFF_MAX_MS 604800000u                /* a queue's retry base and max: 7 days */
 
 enum ctl_verb {
 	CTL_STATUS,
@@ -129,6 +134,7 @@ enum ctl_verb {
 	CTL_BATCH,
 	CTL_BATCHES,
 	CTL_LIMITS,
+	CTL_BACKOFF,
 	CTL_VERB_COUNT,
 };
 
@@ -162,6 +168,10 @@ enum ctl_field {
 	CTL_F_BURST,
 	CTL_F_CONCURRENCY,
 	CTL_F_EACH_GROUP,
+	CTL_F_BASE,
+	CTL_F_MAX,
+	CTL_F_JITTER,
+	CTL_F_RESET,
 	CTL_FIELD_COUNT,
 };
 _Static_assert(CTL_FIELD_COUNT <= 64, "a field is a bit of ctl_request.have");
@@ -183,6 +193,8 @@ struct ctl_request {
 	uint32_t limit, count, burst, concurrency;
 	uint64_t id, before;
 	bool dead, json, all, paused, each_group;
+	uint32_t base_ms, max_ms, jitter_pct;   /* backoff */
+	bool reset;
 };
 
 static inline bool ctl_has(const struct ctl_request *r, enum ctl_field f)
