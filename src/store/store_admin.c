@@ -1,6 +1,6 @@
 /* store_admin — the store's statements outside the claim path: adding rows (with dedupe),
  * queue settings (pause, rate limit and its start slots), dead rows back, counts, and the
- * maintenance passes (pruning done rows, forgetting expired dedupe keys). */
+ * maintenance passes (pruning done and dead rows, forgetting expired dedupe keys). */
 #include "store/store.h"
 #include "store/store_int.h"
 
