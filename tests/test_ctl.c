@@ -27,7 +27,7 @@ static int decode(const char *line, struct ctl_request *r, char *err, size_t err
 static const struct good {
 	const char *line;
 	enum ctl_verb verb;
-	uint32_t have;
+	uint64_t have;
 	const char *queue;
 	const char *payload;
 	size_t payload_len;
@@ -68,6 +68,11 @@ static const struct good {
 	  NULL, 0, 0, 0, 0 },
 	{ "limit interval_ms=86400000 queue=q", CTL_LIMIT,
 	  1u << CTL_F_QUEUE | 1u << CTL_F_INTERVAL, "q", NULL, 0, 0, 0, 86400000 },
+	/* A field past the 32nd bit. */
+	{ "backoff queue=q reset=1", CTL_BACKOFF, 1ull << CTL_F_QUEUE | 1ull << CTL_F_RESET, "q",
+	  NULL, 0, 0, 0, 0 },
+	{ "backoff queue=q base_ms=5 max_ms=5 jitter_pct=0", CTL_BACKOFF, 1ull << CTL_F_QUEUE |
+	  1ull << CTL_F_BASE | 1ull << CTL_F_MAX | 1ull << CTL_F_JITTER, "q", NULL, 0, 0, 0, 0 },
 };
 
 static void test_good_lines(void)
@@ -82,7 +87,8 @@ static void test_good_lines(void)
 		CHECK(rc == 0, "decode '%s': %d %s", g->line, rc, err);
 		if (rc == 0) {
 			CHECK(r.verb == g->verb, "'%s': verb %d", g->line, (int)r.verb);
-			CHECK(r.have == g->have, "'%s': have %#x, want %#x", g->line, r.have, g->have);
+			CHECK(r.have == g->have, "'%s': have %#llx, want %#llx", g->line,
+			      (unsigned long long)r.have, (unsigned long long)g->have);
 			CHECK(!g->queue || (r.queue && !strcmp(r.queue, g->queue)), "'%s': queue '%s'",
 			      g->line, r.queue ? r.queue : "(null)");
 			CHECK(!g->payload || (r.payload_len == g->payload_len &&
@@ -154,6 +160,15 @@ static const struct bad {
 	{ "limit queue=q group=k each_group=1 burst=2", "not both" },
 	{ "limit queue=q burst=0", "burst must be" },
 	{ "limit queue=q interval_ms=86400001", "interval_ms must be" },
+	{ "backoff queue=q", "backoff takes --base DUR, --max DUR and/or --jitter PCT, or --reset" },
+	{ "backoff queue=q reset=1 jitter_pct=0", "or --reset alone" },
+	{ "backoff queue=q base_ms=2000 max_ms=1000", "the maximum (1000 ms) is below the base" },
+	{ "backoff queue=q jitter_pct=101", "jitter_pct must be a whole number from 0 to 100" },
+	{ "backoff queue=q base_ms=0", "base_ms must be a whole number from 1 to 604800000" },
+	{ "backoff queue=q max_ms=604800001", "max_ms must be" },
+	{ "backoff queue=q base_ms=-1", "base_ms must be" },
+	{ "backoff base_ms=1", "queue is required" },
+	{ "backoff queue=a%09b base_ms=1", "queue has a control character" },
 	{ "=x", "unknown request" },
 };
 
@@ -232,7 +247,7 @@ static void test_round_trip(void)
 	rc = ctl_decode(b.data, b.len - 1, &out, err, sizeof(err));
 	CHECK(rc == 0, "decode of encoded: %d %s", rc, err);
 	if (rc == 0) {
-		CHECK(out.have == in.have, "have %#x", out.have);
+		CHECK(out.have == in.have, "have %#llx", (unsigned long long)out.have);
 		CHECK(!strcmp(out.queue, in.queue) && !strcmp(out.run_at, in.run_at) &&
 		      !strcmp(out.dedupe, in.dedupe) && !strcmp(out.group, in.group), "strings");
 		CHECK(out.payload_len == sizeof(bytes) && !memcmp(out.payload, bytes, sizeof(bytes)),
@@ -297,6 +312,14 @@ static const struct cli {
 	{ { "limit", "q", "--each-group", "--interval", "1s" }, 1,
 	  "limit queue=q interval_ms=1000 each_group=1\n" },
 	{ { "limits", "q", "--json" }, 1, "limits queue=q json=1\n" },
+	{ { "backoff", "q", "--base", "2s", "--max", "1m", "--jitter", "0" }, 1,
+	  "backoff queue=q base_ms=2000 max_ms=60000 jitter_pct=0\n" },
+	{ { "backoff", "q", "--base", "1.5" }, 1, "backoff queue=q base_ms=1500\n" },
+	{ { "backoff", "q", "--reset" }, 1, "backoff queue=q reset=1\n" },
+	{ { "backoff", "q", "--jitter", "0.25" }, 0, "--jitter must be a whole number from 0 to 100" },
+	{ { "backoff", "q", "--base", "-1s" }, 0, "'-1s' is not a duration" },
+	{ { "backoff", "q", "--base", "1m", "--max", "1s" }, 0, "the maximum (1000 ms) is below" },
+	{ { "backoff", "q" }, 0, "backoff takes --base DUR" },
 	{ { "frobnicate" }, 0, "unknown command 'frobnicate'" },
 };
 

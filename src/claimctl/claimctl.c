@@ -338,7 +338,7 @@ static int claimctl(int argc, char **argv, char **rest)
 		}
 		req.payload = (const unsigned char *)(payload.data ? payload.data : "");
 		req.payload_len = payload.len;
-		req.have |= 1u << CTL_F_PAYLOAD;
+		req.have |= 1ull << CTL_F_PAYLOAD;
 	}
 	named = *control != '\0';
 	if (!named && config_control_find(config, control, sizeof(control), &from, err,

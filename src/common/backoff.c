@@ -28,3 +28,17 @@ void backoff_reset(struct backoff *b)
 {
 	b->next_ms = 0;
 }
+
+unsigned backoff_retry_ms(unsigned base_ms, unsigned max_ms, unsigned jitter_pct,
+			  unsigned attempt, double u)
+{
+	double d = backoff_nth(base_ms, max_ms, attempt ? attempt - 1 : 0);
+	double j = (jitter_pct > 100 ? 100 : jitter_pct) / 100.0;
+
+	if (!(u >= 0.0))   /* NaN too */
+		u = 0.0;
+	if (u > 1.0)
+		u = 1.0;
+	d *= 1.0 + j * (2.0 * u - 1.0);
+	return d >= max_ms ? max_ms : (unsigned)(d + 0.5);
+}

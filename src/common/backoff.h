@@ -23,4 +23,10 @@ void backoff_reset(struct backoff *b);
 /* base_ms * 2^n, at most max_ms. */
 unsigned backoff_nth(unsigned base_ms, unsigned max_ms, unsigned n);
 
+/* A failed item's wait before its next attempt: base_ms * 2^(attempt - 1) (attempt 0 counts
+ * as 1), moved by up to jitter_pct percent of it (0..100; more counts as 100) either way as u
+ * says (0..1: 0 the most below, 0.5 none, 1 the most above), then at most max_ms. */
+unsigned backoff_retry_ms(unsigned base_ms, unsigned max_ms, unsigned jitter_pct,
+			  unsigned attempt, double u);
+
 #endif

@@ -103,6 +103,9 @@ const struct option_def config_defs[] = {
 	  "retry back-off base: base*2^(attempt-1) +-25% (default 1s)" },
 	{ "keep-done", K_DURATION, "DUR", AT(keep_done_ms), 0, UINT_MAX, A_SUPERVISOR,
 	  "delete done rows this long after they finished (default 24h; 0 keeps them)" },
+	{ "keep-dead", K_DURATION, "DUR", AT(keep_dead_ms), 0, UINT_MAX, A_SUPERVISOR,
+	  "delete dead rows this long after they finished, as --keep-done does done rows\n"
+	  "(default 0: dead rows are kept until deleted by hand)" },
 	{ "dedupe-window", K_DURATION, "DUR", AT(dedupe_window_ms), 0, UINT_MAX, A_WORKERS,
 	  "a finished row keeps its dedupe_key this long (default 5m)" },
 	{ "maintenance-interval", K_DURATION, "DUR", AT(maintenance_ms), 1, UINT_MAX,

@@ -54,6 +54,7 @@ struct config {
 	int wake;               /* enum config_wake */
 	unsigned retry_base_ms;
 	unsigned keep_done_ms;  /* 0 = keep done rows for ever */
+	unsigned keep_dead_ms;  /* 0 = keep dead rows for ever */
 	unsigned dedupe_window_ms;
 	unsigned maintenance_ms;
 	int log_level;          /* 0 error .. 3 debug (common/log.h) */

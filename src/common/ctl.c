@@ -69,6 +69,13 @@ const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 				CLI_NUMBER, 1, 55, AT(traceparent) },
 	[CTL_F_EACH_GROUP] = { "each_group", "--each-group", NULL, T_FLAG, CLI_NUMBER, 0, 1,
 			       AT(each_group) },
+	[CTL_F_BASE] = { "base_ms", "--base", "DUR", T_UINT, CLI_DURATION, 1, CTL_BACKOFF_MAX_MS,
+			 AT(base_ms) },
+	[CTL_F_MAX] = { "max_ms", "--max", "DUR", T_UINT, CLI_DURATION, 1, CTL_BACKOFF_MAX_MS,
+			AT(max_ms) },
+	[CTL_F_JITTER] = { "jitter_pct", "--jitter", "PCT", T_UINT, CLI_NUMBER, 0, 100,
+			   AT(jitter_pct) },
+	[CTL_F_RESET] = { "reset", "--reset", NULL, T_FLAG, CLI_NUMBER, 0, 1, AT(reset) },
 };
 
 int ctl_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -152,6 +159,20 @@ static int check_limit(const struct ctl_request *r, char *err, size_t errlen)
 	if (ctl_has(r, CTL_F_CONCURRENCY) && !keyed)
 		return ctl_fail(err, errlen, "limit: --concurrency limits the rows of one key at "
 				"once: give --group KEY, or --each-group for every key");
+	return 0;
+}
+
+/* backoff: something to set, --reset alone, a max not below the base. */
+static int check_backoff(const struct ctl_request *r, char *err, size_t errlen)
+{
+	bool any = ctl_has(r, CTL_F_BASE) || ctl_has(r, CTL_F_MAX) || ctl_has(r, CTL_F_JITTER);
+
+	if (any == ctl_has(r, CTL_F_RESET))
+		return ctl_fail(err, errlen, "backoff takes --base DUR, --max DUR and/or --jitter "
+				"PCT, or --reset alone");
+	if (ctl_has(r, CTL_F_BASE) && ctl_has(r, CTL_F_MAX) && r->max_ms < r->base_ms)
+		return ctl_fail(err, errlen, "backoff: the maximum (%u ms) is below the base (%u ms)",
+				r->max_ms, r->base_ms);
 	return 0;
 }
 
@@ -270,6 +291,15 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 			  { 0 }, 0, NULL, "batches [--limit N] [--before ID]",
 			  "the newest batches (ids below --before), at most --limit (1..200,\n"
 			  "default 50)", NULL },
+	[CTL_BACKOFF] = { "backoff", BIT(CTL_F_QUEUE) | BIT(CTL_F_BASE) | BIT(CTL_F_MAX) |
+			  BIT(CTL_F_JITTER) | BIT(CTL_F_RESET) | BIT(CTL_F_JSON), BIT(CTL_F_QUEUE),
+			  { CTL_F_QUEUE }, 1, NULL,
+			  "backoff NAME [--base DUR] [--max DUR] [--jitter PCT] | backoff NAME --reset",
+			  "the queue's own retry back-off on every claimd sharing the database: a\n"
+			  "failed item waits base*2^(attempt-1) +-PCT %, at most max (7d at most;\n"
+			  "PCT 0..100, 0: exact); what is not given stays; --reset: claimd's\n"
+			  "--retry-base, 1h and 25 % again. Rows claimed after it use it",
+			  check_backoff },
 };
 
 const char *ctl_verb_name(enum ctl_verb v)
@@ -412,7 +442,7 @@ static int find_field(const char *s, size_t len)
 int ctl_check_request(const struct ctl_request *r, char *err, size_t errlen)
 {
 	const struct verb_def *v = &ctl_verbs[r->verb];
-	uint32_t missing = v->needs & ~r->have;
+	uint64_t missing = v->needs & ~r->have;
 
 	if (missing) {
 		for (int f = 0; f < CTL_FIELD_COUNT; f++)

@@ -13,7 +13,7 @@
  *     verb     = "status" / "add" / "retry" / "pause" / "resume" / "limit" / "job" /
  *                "cancel" / "queues" / "supervisors" / "jobs" / "reload" / "workers" /
  *                "schedule" / "schedules" / "unschedule" / "batch" / "batches" /
- *                "limits"
+ *                "limits" / "backoff"
  *     field    = name "=" value                    ; each name at most once
  *     name     = 1*( %x61-7A / "_" )               ; lower-case letters and '_'
  *     value    = *( unreserved / pct-encoded )     ; RFC 3986 percent-encoding of any bytes
@@ -68,6 +68,9 @@
  *     unschedule name*:text(128)                  delete a schedule (its rows stay)
  *     batch    id*:uint(1..)  json:flag            one batch: its members' states, its callback
  *     batches  limit:uint(1..200)  before:uint(1..)  json:flag   the newest batches
+ *     backoff  queue*:text(64) base_ms:uint(1..604800000) max_ms:uint(1..604800000)
+ *              jitter_pct:uint(0..100)  or  queue* + reset:flag   the queue's retry back-off
+ *              (at least one; max_ms not below base_ms)
  *
  * Reply grammar:
  *
@@ -90,7 +93,8 @@
  * workers, "workers N"; schedule, "schedule NAME added|replaced, next ..." (with json=1
  * the schedule as schedules has it); schedules, a table (or a JSON array; with a name, that
  * schedule's object, or an error when there is none); unschedule, "1" or "0" schedules
- * deleted. A request that does not follow the grammar gets an error
+ * deleted; backoff, "queue NAME retry_base_ms B retry_max_ms M retry_jitter_pct J" as the
+ * queue has them now ("-" where not set; with json=1 an object, null there). A request that does not follow the grammar gets an error
  * reply naming what is wrong; nothing is done for it. */
 #ifndef CLAIMD_CTL_H
 #define CLAIMD_CTL_H
@@ -112,6 +116,7 @@
 #define CTL_SCHEDULE_NAME_MAX 128
 #define CTL_CRON_MAX 255
 #define CTL_ZONE_MAX 64
+#define CTL_BACKOFF_MAX_MS 604800000u                /* a queue's retry base and max: 7 days */
 
 enum ctl_verb {
 	CTL_STATUS,
@@ -133,6 +138,7 @@ enum ctl_verb {
 	CTL_BATCH,
 	CTL_BATCHES,
 	CTL_LIMITS,
+	CTL_BACKOFF,
 	CTL_VERB_COUNT,
 };
 
@@ -167,16 +173,20 @@ enum ctl_field {
 	CTL_F_CONCURRENCY,
 	CTL_F_EACH_GROUP,
 	CTL_F_TRACEPARENT,
+	CTL_F_BASE,
+	CTL_F_MAX,
+	CTL_F_JITTER,
+	CTL_F_RESET,
 	CTL_FIELD_COUNT,
 };
-_Static_assert(CTL_FIELD_COUNT <= 32, "a field is a bit of ctl_request.have");
+_Static_assert(CTL_FIELD_COUNT <= 64, "a field is a bit of ctl_request.have");
 
 /* One request. Strings point into the decoded line or the argv they came from (they are
- * NUL-terminated); payload is bytes. A field is given when its bit (1u << CTL_F_x) is set in
+ * NUL-terminated); payload is bytes. A field is given when its bit (1ull << CTL_F_x) is set in
  * have; the others are zero. */
 struct ctl_request {
 	enum ctl_verb verb;
-	uint32_t have;
+	uint64_t have;
 	const char *queue;
 	const unsigned char *payload;
 	size_t payload_len;
@@ -188,11 +198,13 @@ struct ctl_request {
 	uint32_t limit, count, burst, concurrency;
 	uint64_t id, before;
 	bool dead, json, all, paused, each_group;
+	uint32_t base_ms, max_ms, jitter_pct;   /* backoff */
+	bool reset;
 };
 
 static inline bool ctl_has(const struct ctl_request *r, enum ctl_field f)
 {
-	return r->have & (1u << f);
+	return r->have & (1ull << f);
 }
 
 /* Decode one request line (without its LF; a trailing CR is dropped) of len bytes. line is

@@ -5,7 +5,7 @@
 
 #include "common/ctl.h"
 
-#define BIT(f) (1u << (f))
+#define BIT(f) (1ull << (f))
 
 enum type {
 	T_TEXT,   /* 1..max bytes, no control characters */
@@ -36,7 +36,7 @@ struct field_def {
 
 struct verb_def {
 	const char *name;
-	uint32_t takes, needs;         /* fields (bits) it may have, and must */
+	uint64_t takes, needs;         /* fields (bits) it may have, and must */
 	enum ctl_field positional[2];  /* command-line arguments without an option, in order */
 	size_t npositional;
 	const char *cli_queue;         /* on the command line, the queue when none is given */

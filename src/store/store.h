@@ -63,6 +63,9 @@ struct store_item {
 	uint32_t timeout_ms;     /* the row's own time limit (timeout_s); 0 = none */
 	int64_t enqueued_at_ms;  /* created_at, unix ms */
 	uint32_t min_interval_ms; /* its queue's shared rate limit (queues.min_interval_ms), 0 = none */
+	uint32_t retry_base_ms;  /* its queue's retry back-off as the claim read it (queues.retry_*): */
+	uint32_t retry_max_ms;   /* base and max in ms, 0 = not set (claimd's); */
+	int8_t retry_jitter_pct; /* jitter 0..100 percent, -1 = not set */
 	int16_t priority;        /* smaller runs first */
 	char *group;             /* FIFO group key, malloc'd; NULL when the row has none */
 	uint64_t group_seq;      /* the row's number within its group (0 without one) */
@@ -438,6 +441,22 @@ int store_cancel(struct store *s, uint64_t id, const char *reason, char ret_stat
 int store_cancels_live(struct store *s, const struct store_ref *refs, size_t n,
 		       struct store_ref *ret, size_t *ret_n, char *err, size_t errlen);
 
+/* A queue's own retry back-off (queues.retry_*, migration 009): base_ms and max_ms 0 = not
+ * set (claimd's --retry-base; at most 1 h), jitter_pct -1 = not set (25 %). */
+#define STORE_BACKOFF_MAX_MS 604800000u   /* 7 days, the columns' CHECK constraints */
+struct store_backoff {
+	uint32_t base_ms, max_ms;
+	int jitter_pct;
+};
+enum { STORE_BACKOFF_BASE = 1, STORE_BACKOFF_MAX = 2, STORE_BACKOFF_JITTER = 4 };
+
+/* Set the fields of queue's back-off that set names (STORE_BACKOFF_* bits) to b's (a 0 or -1
+ * there: not set again), the others stay; the queue's row is made if it has none. The
+ * settings it has now into *ret. Returns 0, -EDOM with why in err when the database refuses
+ * them (out of range, a max below the base: "retry_max_range: ..."), or a negative error. */
+int store_set_backoff(struct store *s, const char *queue, const struct store_backoff *b,
+		      unsigned set, struct store_backoff *ret, char *err, size_t errlen);
+
 /* Every queue that has rows or settings: rows per state, the oldest due row's wait, its
  * settings. */
 struct store_queue {
@@ -446,6 +465,7 @@ struct store_queue {
 	double oldest_ready_s;      /* how long the oldest due row has waited; 0: none due */
 	bool paused;
 	uint32_t min_interval_ms;
+	struct store_backoff backoff;
 };
 
 /* The queues, by name, into a malloc'd array. Returns 0 or a negative error. */
@@ -543,16 +563,18 @@ void store_limits_clear(struct store_limits *l);
 
 
 /* One step of a sweep of the table in id order that deletes the rows in state 'done' which
- * finished, and were created, more than keep_done_s seconds ago: the ids [from, from + span)
- * in one round trip, if this session holds (or can take) the database's prune lock (GET_LOCK,
- * released with the connection): among supervisors sharing the database one prunes. Dead rows
- * are never deleted. *ret_next is where the next step starts: the first id after the span,
- * or 0 when the sweep is over (no row after it, the row after it was created less than
- * keep_done_s ago, so are the ones after it, or another session prunes). Start a sweep with
+ * finished, and were created, more than keep_done_s seconds ago, and those in state 'dead'
+ * that did more than keep_dead_s ago (0: that state is kept; not both 0, -EINVAL): the ids
+ * [from, from + span) in one round trip, if this session holds (or can take) the database's
+ * prune lock (GET_LOCK, released with the connection): among supervisors sharing the
+ * database one prunes. A deleted row's edges to the rows that waited for it (work_deps) go
+ * with it. *ret_next is where the next step starts: the first id after the span, or 0 when
+ * the sweep is over (no row after it, the row after it was created less than the shorter
+ * window ago, so are the ones after it, or another session prunes). Start a sweep with
  * from = 0. No index on finished_at is needed (a completion would pay for one). Returns how
  * many rows went, or a negative error. */
-int store_prune(struct store *s, unsigned keep_done_s, uint64_t from, unsigned span,
-		uint64_t *ret_next, char *err, size_t errlen);
+int store_prune(struct store *s, unsigned keep_done_s, unsigned keep_dead_s, uint64_t from,
+		unsigned span, uint64_t *ret_next, char *err, size_t errlen);
 
 /* Forget up to limit FIFO groups (work_groups rows) that have no live rows and had no insert
  * for keep_s seconds, under the same prune lock; a later row of such a group is numbered from

@@ -1,6 +1,6 @@
 /* store_admin — the store's statements outside the claim path: adding rows (with dedupe),
  * queue settings (pause, rate limit and its start slots), dead rows back, counts, and the
- * maintenance passes (pruning done rows, forgetting expired dedupe keys). */
+ * maintenance passes (pruning done and dead rows, forgetting expired dedupe keys). */
 #include "store/store.h"
 #include "store/store_int.h"
 
@@ -456,10 +456,70 @@ int store_set_paused(struct store *s, const char *queue, bool paused, char *err,
 	return set_queue_setting(s, "store_set_paused", queue, "paused", paused, err, errlen);
 }
 
-int store_prune(struct store *s, unsigned keep_done_s, uint64_t from, unsigned span,
-		uint64_t *ret_next, char *err, size_t errlen)
+/* ", value" or ", NULL". */
+static void sql_add_setting(struct store *s, bool set, long value)
+{
+	if (set)
+		sql_add(s, ", %ld", value);
+	else
+		sql_add(s, ", NULL");
+}
+
+int store_set_backoff(struct store *s, const char *queue, const struct store_backoff *b,
+		      unsigned set, struct store_backoff *ret, char *err, size_t errlen)
+{
+	static const char *const cols[3] = { "retry_base_ms", "retry_max_ms", "retry_jitter_pct" };
+	int r = sq_check(s, "store_set_backoff", NULL, 0, queue, err, errlen);
+	char q[QUOTED_QUEUE_MAX];
+	bool first = true;
+	MYSQL_ROW row;
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	if (!b || !ret || !(set & 7))
+		return sq_fail_msg(-EINVAL, err, errlen, "store_set_backoff: bad arguments");
+	sq_quote(s->conn, q, queue, strlen(queue));
+	sq_reset(s);
+	sql_add(s, "INSERT INTO queues (name, retry_base_ms, retry_max_ms, retry_jitter_pct) "
+		"VALUES (%s", q);
+	sql_add_setting(s, (set & STORE_BACKOFF_BASE) && b->base_ms > 0, (long)b->base_ms);
+	sql_add_setting(s, (set & STORE_BACKOFF_MAX) && b->max_ms > 0, (long)b->max_ms);
+	/* A jitter of 0 is a setting (exact waits): only -1 is none. */
+	sql_add_setting(s, (set & STORE_BACKOFF_JITTER) && b->jitter_pct >= 0, b->jitter_pct);
+	sql_add(s, ") ON DUPLICATE KEY UPDATE ");
+	for (int i = 0; i < 3; i++)
+		if (set & (1u << i)) {
+			sql_add(s, "%s%s = VALUES(%s)", first ? "" : ", ", cols[i], cols[i]);
+			first = false;
+		}
+	sq_end(s);
+	sql_add(s, "SELECT IFNULL(retry_base_ms, 0), IFNULL(retry_max_ms, 0), "
+		"IFNULL(retry_jitter_pct, -1) FROM queues WHERE name = %s", q);
+	r = sq_run(s, "store_set_backoff", &rr, err, errlen);
+	if (r == -EDOM && !strncmp(err, "retry_max_range", 15))
+		snprintf(err, errlen, "retry_max_range: queue '%.64s': the maximum would be below "
+			 "the base (retry_max_ms < retry_base_ms), or out of range", queue);
+	if (r < 0)
+		return sq_final(r);
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	r = row && row[0] && row[1] && row[2] ? 0 : -EIO;
+	if (r == 0) {
+		ret->base_ms = (uint32_t)strtoul(row[0], NULL, 10);
+		ret->max_ms = (uint32_t)strtoul(row[1], NULL, 10);
+		ret->jitter_pct = atoi(row[2]);
+	}
+	mysql_free_result(rr.res);
+	return r < 0 ? sq_fail_msg(r, err, errlen, "store_set_backoff: no settings came back") : 0;
+}
+
+int store_prune(struct store *s, unsigned keep_done_s, unsigned keep_dead_s, uint64_t from,
+		unsigned span, uint64_t *ret_next, char *err, size_t errlen)
 {
 	unsigned long long a = (unsigned long long)from, b = a + (span ? span : 1);
+	unsigned keep = keep_done_s && (!keep_dead_s || keep_done_s < keep_dead_s) ?
+			keep_done_s : keep_dead_s;
+	char which[2 * sizeof(PRUNE_DONE) + 32] = "";
 	MYSQL_ROW row;
 	struct run rr;
 	int r = sq_check(s, "store_prune", NULL, 0, NULL, err, errlen);
@@ -467,20 +527,29 @@ int store_prune(struct store *s, unsigned keep_done_s, uint64_t from, unsigned s
 	*ret_next = 0;
 	if (r < 0)
 		return r;
+	if (!keep)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_prune: no window: nothing to prune");
+	if (keep_done_s)
+		snprintf(which, sizeof(which), PRUNE_DONE, keep_done_s);
+	if (keep_dead_s)
+		snprintf(which + strlen(which), sizeof(which) - strlen(which), "%s" PRUNE_DEAD,
+			 *which ? ") OR (" : "", keep_dead_s);
 	sq_reset(s);
 	/* The election first: only the session holding the prune lock deletes and sweeps on.
 	 * Lock names are server-wide, hence the database's name in it; IS_USED_LOCK first, as
 	 * taking a lock this session holds would nest it. Then the span by primary key, and the
-	 * row after it: a row created less than keep_done_s ago cannot have finished earlier,
-	 * and ids grow with creation time, so the sweep ends there. The span's rows' edges to
-	 * the rows that waited for them go with them (by work_deps' primary key). */
+	 * row after it: a row created less than the shorter window ago cannot have finished
+	 * earlier, and ids grow with creation time, so the sweep ends there. The span's rows'
+	 * edges to the rows that waited for them go with them (by work_deps' primary key): a
+	 * dead row's children were cancelled or counted off when it died, as a done row's were
+	 * when it completed, so none waits for a row that goes. */
 	sql_add(s, PRUNE_ELECT);
 	sq_end(s);
-	sql_add(s, PRUNE_SPAN, a, b, keep_done_s, keep_done_s);
+	sql_add(s, PRUNE_SPAN, a, b, which, keep);
 	sq_end(s);
 	sql_add(s, PRUNE_EDGES, a, b);
 	sq_end(s);
-	sql_add(s, PRUNE_NEXT, keep_done_s, b);
+	sql_add(s, PRUNE_NEXT, keep, b);
 	r = sq_run(s, "store_prune", &rr, err, errlen);
 	if (r < 0)
 		return sq_final(r);

@@ -43,7 +43,8 @@
 #define CLAIM_SELECT \
 	"SELECT id, claim_token, attempts, max_attempts, payload, visible_at, timeout_s, " \
 	"ROUND(UNIX_TIMESTAMP(created_at) * 1000), " \
-	"(SELECT min_interval_ms FROM queues WHERE name = %s), priority, group_key, group_seq, " \
+	"(SELECT CONCAT_WS(' ', min_interval_ms, IFNULL(retry_base_ms, 0), IFNULL(retry_max_ms, 0), " \
+	"IFNULL(retry_jitter_pct, -1)) FROM queues WHERE name = %s), priority, group_key, group_seq, " \
 	"content_type, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, visible_at, NOW(6))), " \
 	"has_dependents, " KEY_CONCURRENCY ", " KEY_INTERVAL ", " CANCEL_LIVE ", traceparent " \
 	"FROM work_items FORCE INDEX (claim_prio_idx) " \
@@ -117,12 +118,45 @@ void store_items_clear(struct store_item *items, size_t n)
 	}
 }
 
+/* The queue's settings, "min_interval_ms base max jitter" (CLAIM_SELECT's ninth column; NULL
+ * when the queue has no row: none set), into it. */
+static bool parse_queue(const char *v, size_t len, struct store_item *it)
+{
+	unsigned long long n[3];
+	const char *p = v;
+	char *end;
+	long j;
+
+	it->min_interval_ms = it->retry_base_ms = it->retry_max_ms = 0;
+	it->retry_jitter_pct = -1;
+	if (!v)
+		return true;
+	if (strlen(v) != len)
+		return false;
+	for (int i = 0; i < 3; i++) {
+		if (*p < '0' || *p > '9')
+			return false;
+		n[i] = strtoull(p, &end, 10);
+		if (*end != ' ' || n[i] > UINT32_MAX)
+			return false;
+		p = end + 1;
+	}
+	j = strtol(p, &end, 10);
+	if (end == p || *end || j < -1 || j > 100)
+		return false;
+	it->min_interval_ms = (uint32_t)n[0];
+	it->retry_base_ms = (uint32_t)n[1];
+	it->retry_max_ms = (uint32_t)n[2];
+	it->retry_jitter_pct = (int8_t)j;
+	return true;
+}
+
 /* One row of CLAIM_SELECT into it and *pos. Attempt and token are the values the claim's
  * UPDATE writes: the row is locked by us until COMMIT, so old + 1 is exact. */
 static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue,
 		     struct store_item *it, struct claim_pos *pos)
 {
-	uint64_t attempts, max_attempts, timeout_s = 0, created_ms = 0, interval = 0, seq = 0;
+	uint64_t attempts, max_attempts, timeout_s = 0, created_ms = 0, seq = 0;
 	uint64_t waited = 0, key_conc = 1, key_interval = 0;
 	long prio;
 	char *end;
@@ -138,7 +172,7 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	    lens[5] >= sizeof(pos->visible_at) || strspn(row[5], "0123456789-:. ") != lens[5] ||
 	    (row[6] && !sq_parse_u64(row[6], lens[6], &timeout_s)) ||
 	    (row[7] && !sq_parse_u64(row[7], lens[7], &created_ms)) ||
-	    (row[8] && !sq_parse_u64(row[8], lens[8], &interval)) || !row[9] ||
+	    !parse_queue(row[8], lens[8], it) || !row[9] ||
 	    (row[11] && !sq_parse_u64(row[11], lens[11], &seq)) ||
 	    (row[13] && !sq_parse_u64(row[13], lens[13], &waited)) ||
 	    (row[15] && !sq_parse_u64(row[15], lens[15], &key_conc)) ||
@@ -153,7 +187,6 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	/* Over ~49 days a limit is no limit. */
 	it->timeout_ms = timeout_s > UINT32_MAX / 1000u ? UINT32_MAX : (uint32_t)timeout_s * 1000u;
 	it->enqueued_at_ms = created_ms > INT64_MAX ? 0 : (int64_t)created_ms;
-	it->min_interval_ms = interval > UINT32_MAX ? UINT32_MAX : (uint32_t)interval;
 	it->token++;
 	it->attempt = (uint32_t)attempts + 1;
 	it->max_attempts = (uint32_t)max_attempts;

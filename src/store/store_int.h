@@ -21,16 +21,18 @@
 #define QUIET "/*claimd:quiet*/ "
 #define MAX_REFS 65536u         /* rows in one call: keeps statements small */
 #define PRUNE_LOCK "CONCAT('claimd.prune.', MD5(DATABASE()))"
-/* Pruning done rows, one span of ids at a time (see store_prune): the election into
- * @claimd_pruner, the span (from, to, keep_done_s twice), and the row after it (keep_done_s,
- * to). Both are primary-key ranges whatever the table holds. */
+/* Pruning finished rows, one span of ids at a time (see store_prune): the election into
+ * @claimd_pruner, the span (from, to, then PRUNE_DONE and/or PRUNE_DEAD joined by OR, then
+ * the shorter window), and the row after it (the shorter window, to). Both are primary-key
+ * ranges whatever the table holds. */
 #define PRUNE_ELECT \
 	"SET @claimd_pruner = IF(IS_USED_LOCK(" PRUNE_LOCK ") = CONNECTION_ID(), 1, " \
 	"GET_LOCK(" PRUNE_LOCK ", 0))"
 #define PRUNE_SPAN \
 	QUIET "DELETE FROM work_items WHERE @claimd_pruner = 1 AND id >= %llu AND id < %llu " \
-	"AND state = 'done' AND finished_at < NOW(6) - INTERVAL %u SECOND " \
-	"AND created_at < NOW(6) - INTERVAL %u SECOND"
+	"AND (%s) AND created_at < NOW(6) - INTERVAL %u SECOND"
+#define PRUNE_DONE "state = 'done' AND finished_at < NOW(6) - INTERVAL %u SECOND"
+#define PRUNE_DEAD "state = 'dead' AND finished_at < NOW(6) - INTERVAL %u SECOND"
 /* The edges (work_deps) whose parent that span deleted: its children finished after it. */
 #define PRUNE_EDGES \
 	QUIET "DELETE d FROM work_deps d LEFT JOIN work_items p ON p.id = d.parent_id " \

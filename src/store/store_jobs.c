@@ -299,6 +299,7 @@ static struct store_queue *find_queue(struct store_queue **qs, size_t *n, size_t
 	}
 	q = &(*qs)[(*n)++];
 	memset(q, 0, sizeof(*q));
+	q->backoff.jitter_pct = -1;   /* not set */
 	snprintf(q->name, sizeof(q->name), "%s", clean);
 	return q;
 }
@@ -328,7 +329,8 @@ int store_queues(struct store *s, struct store_queue **ret, size_t *ret_n, char 
 		"SELECT queue, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, MIN(m), NOW(6))) / 1e6 FROM "
 		"(SELECT queue, priority, MIN(visible_at) AS m FROM work_items "
 		"WHERE visible_at IS NOT NULL GROUP BY queue, priority) AS p GROUP BY queue",
-		"SELECT name, paused, min_interval_ms FROM queues",
+		"SELECT name, paused, min_interval_ms, IFNULL(retry_base_ms, 0), "
+		"IFNULL(retry_max_ms, 0), IFNULL(retry_jitter_pct, -1) FROM queues",
 	};
 	for (int i = 0; i < 3; i++) {
 		struct run rr;
@@ -367,6 +369,9 @@ int store_queues(struct store *s, struct store_queue **ret, size_t *ret_n, char 
 			goto fail;
 		q->paused = row[1] && row[1][0] == '1';
 		q->min_interval_ms = row[2] ? (uint32_t)strtoul(row[2], NULL, 10) : 0;
+		q->backoff.base_ms = row[3] ? (uint32_t)strtoul(row[3], NULL, 10) : 0;
+		q->backoff.max_ms = row[4] ? (uint32_t)strtoul(row[4], NULL, 10) : 0;
+		q->backoff.jitter_pct = row[5] ? atoi(row[5]) : -1;
 	}
 	if (n)
 		qsort(qs, n, sizeof(*qs), by_name);

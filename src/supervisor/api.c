@@ -238,7 +238,7 @@ void api_trace_default(struct http_request *r, struct ctl_request *req)
 
 	if (!ctl_has(req, CTL_F_TRACEPARENT) && tp && trace_parent_valid(tp)) {
 		req->traceparent = tp;
-		req->have |= 1u << CTL_F_TRACEPARENT;
+		req->have |= 1ull << CTL_F_TRACEPARENT;
 	}
 }
 
@@ -377,7 +377,7 @@ static void stats(struct api_host *h, struct http_request *r)
 enum route_kind { R_HEALTHZ, R_METRICS, R_STATS, R_BATCH, R_STATUS, R_SUPERVISORS, R_QUEUES,
 		  R_JOBS, R_ADD, R_PAUSE, R_RESUME, R_JOB, R_EVENTS, R_RETRY, R_SCHEDULES,
 		  R_SCHEDULE, R_SCHEDULE_PAUSE, R_SCHEDULE_RESUME, R_BATCH_LIST, R_BATCH_GET,
-		  R_BATCH_EVENTS, R_LIMIT, R_LIMITS, R_OPENAPI };
+		  R_BATCH_EVENTS, R_LIMIT, R_LIMITS, R_OPENAPI, R_BACKOFF };
 
 #define READ "GET, HEAD"
 
@@ -402,6 +402,7 @@ static const struct route routes[] = {
 	{ { "v1", "queues", "*", "resume" }, "POST", "queue.resume", R_RESUME },
 	{ { "v1", "queues", "*", "limit" }, "POST", "queue.limit", R_LIMIT },
 	{ { "v1", "queues", "*", "limits" }, READ, "queue.limits", R_LIMITS },
+	{ { "v1", "queues", "*", "backoff" }, "POST", "queue.backoff", R_BACKOFF },
 	{ { "v1", "jobs" }, READ, "jobs", R_JOBS },
 	{ { "v1", "jobs", "*" }, READ ", DELETE", "job", R_JOB },
 	{ { "v1", "jobs", "*", "events" }, READ, "job.events", R_EVENTS },
@@ -516,7 +517,7 @@ void api_handle(void *data, struct http_request *r)
 	pn[0] = "json";
 	pv[0] = "1";
 	pn[1] = rt->kind == R_ADD || rt->kind == R_PAUSE || rt->kind == R_RESUME ||
-		rt->kind == R_LIMIT || rt->kind == R_LIMITS ? "queue" :
+		rt->kind == R_LIMIT || rt->kind == R_LIMITS || rt->kind == R_BACKOFF ? "queue" :
 		rt->kind == R_SCHEDULE ? "name" :
 		rt->kind == R_SCHEDULE_PAUSE || rt->kind == R_SCHEDULE_RESUME ? "schedule" : "id";
 	pv[1] = arg;
@@ -539,6 +540,7 @@ void api_handle(void *data, struct http_request *r)
 	case R_ADD: run(h, call, CTL_ADD, pn, pv, 2, true); break;
 	case R_PAUSE: run(h, call, CTL_PAUSE, pn, pv, 2, false); break;
 	case R_RESUME: run(h, call, CTL_RESUME, pn, pv, 2, false); break;
+	case R_BACKOFF: run(h, call, CTL_BACKOFF, pn, pv, 2, false); break;
 	case R_RETRY: run(h, call, CTL_RETRY, pn, pv, 2, false); break;
 	case R_LIMIT: run(h, call, CTL_LIMIT, pn, pv, 2, false); break;
 	case R_LIMITS: run(h, call, CTL_LIMITS, pn, pv, 2, false); break;

@@ -299,6 +299,40 @@ static void pause_text(const struct ctl_request *req, const struct cmd_result *r
 	buf_printf(out, ",\"paused\":%s}\n", req->verb == CTL_PAUSE ? "true" : "false");
 }
 
+static int backoff_db(struct call *call, struct store *s, char *err, size_t errlen)
+{
+	const struct ctl_request *q = call->req;
+	struct store_backoff b = { q->base_ms, q->max_ms, ctl_has(q, CTL_F_JITTER) ?
+				   (int)q->jitter_pct : -1 };
+	unsigned set = q->reset ? 7u : (ctl_has(q, CTL_F_BASE) ? STORE_BACKOFF_BASE : 0u) |
+		       (ctl_has(q, CTL_F_MAX) ? STORE_BACKOFF_MAX : 0u) |
+		       (ctl_has(q, CTL_F_JITTER) ? STORE_BACKOFF_JITTER : 0u);
+
+	return store_set_backoff(s, q->queue, &b, set, &call->res.backoff, err, errlen);
+}
+
+static void backoff_after(struct call *call)
+{
+	cmd_changed(call->cmds);
+	log_info("queue '%s': retry back-off %s", call->req->queue,
+		 call->req->reset ? "reset to claimd's" : "set");
+}
+
+static void backoff_text(const struct ctl_request *req, const struct cmd_result *res,
+			 struct buf *out)
+{
+	if (!req->json) {
+		buf_printf(out, "queue %s", req->queue);
+		render_backoff_text(&res->backoff, out);
+		buf_puts(out, "\n");
+		return;
+	}
+	buf_puts(out, "{\"queue\":");
+	buf_json_str(out, req->queue);
+	render_backoff_json(&res->backoff, out);
+	buf_puts(out, "}\n");
+}
+
 /* ---- job, cancel, queues ---- */
 
 static int job_db(struct call *call, struct store *s, char *err, size_t errlen)
@@ -471,6 +505,7 @@ static const struct cmd_def defs[CTL_VERB_COUNT] = {
 			     .text = cmd_unschedule_text },
 	[CTL_BATCH] = { .db = cmd_batch_db, .after = cmd_batch_after, .text = cmd_batch_text },
 	[CTL_BATCHES] = { .db = cmd_batch_db, .after = cmd_batch_after, .text = cmd_batch_text },
+	[CTL_BACKOFF] = { .db = backoff_db, .after = backoff_after, .text = backoff_text },
 };
 
 static int call_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)

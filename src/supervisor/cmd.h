@@ -43,6 +43,7 @@ struct cmd_result {
 	const struct store_batch *batches;   /* batch, batches (callback only) */
 	size_t nbatches;
 	const struct store_limits *limits;   /* limit, limits (callback only) */
+	struct store_backoff backoff;  /* backoff: the queue's settings now */
 };
 
 /* One batch's JSON object and a newline (the batch verb's, and its event stream's). */

@@ -29,7 +29,7 @@ struct maint {
 struct step {
 	/* The statement, on a thread-pool thread: only m's job fields and the store. */
 	int (*run)(struct maint *m, struct store *s, char *err, size_t errlen);
-	bool needs_keep;     /* only with --keep-done > 0 */
+	bool needs_keep;     /* only with --keep-done > 0 (pruning: or --keep-dead > 0) */
 	int level;           /* of the message when rows changed */
 	const char *did;     /* after the number of rows it changed */
 	const char *doing;   /* for a failure */
@@ -37,8 +37,10 @@ struct step {
 
 static int prune_run(struct maint *m, struct store *s, char *err, size_t errlen)
 {
-	int r = store_prune(s, m->cfg->keep_done_ms / 1000, m->prune_from, CHUNK, &m->prune_next,
-			    err, errlen);
+	/* Whole seconds, up: a window under one is one, not none (0 keeps the state). */
+	int r = store_prune(s, (unsigned)((m->cfg->keep_done_ms + 999ull) / 1000),
+			    (unsigned)((m->cfg->keep_dead_ms + 999ull) / 1000), m->prune_from, CHUNK,
+			    &m->prune_next, err, errlen);
 
 	m->more = r >= 0 && m->prune_next > 0;
 	return r;
@@ -66,8 +68,8 @@ static int prune_groups_run(struct maint *m, struct store *s, char *err, size_t 
 }
 
 static const struct step steps[] = {
-	{ prune_run, true, LOG_INFO, "done rows older than --keep-done pruned",
-	  "pruning done rows" },
+	{ prune_run, true, LOG_INFO, "finished rows older than --keep-done (done) or --keep-dead "
+	  "(dead) pruned", "pruning finished rows" },
 	{ dedupe_run, false, LOG_DEBUG, "expired dedupe keys forgotten", "expiring dedupe keys" },
 	{ groups_run, false, LOG_WARN, "FIFO groups with waiting rows but none running (a "
 	  "running row deleted by hand?) started again", "checking FIFO groups" },
@@ -131,7 +133,8 @@ void maint_free(struct maint *m)
 void maint_due(struct maint *m)
 {
 	for (size_t k = 0; k < NSTEPS; k++)
-		m->due[k] = !steps[k].needs_keep || m->cfg->keep_done_ms > 0;
+		m->due[k] = !steps[k].needs_keep || m->cfg->keep_done_ms > 0 ||
+			    (steps[k].run == prune_run && m->cfg->keep_dead_ms > 0);
 }
 
 bool maint_tick(struct maint *m)

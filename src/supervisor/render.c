@@ -210,15 +210,53 @@ void render_job_text(const struct store_job *j, struct buf *b)
 	}
 }
 
+/* One setting's number, or what says it is not set: null in JSON, "-" in text. */
+static void setting(struct buf *b, bool json, bool set, long v)
+{
+	if (set)
+		buf_printf(b, "%ld", v);
+	else
+		buf_puts(b, json ? "null" : "-");
+}
+
+void render_backoff_text(const struct store_backoff *bo, struct buf *b)
+{
+	buf_puts(b, " retry_base_ms ");
+	setting(b, false, bo->base_ms > 0, (long)bo->base_ms);
+	buf_puts(b, " retry_max_ms ");
+	setting(b, false, bo->max_ms > 0, (long)bo->max_ms);
+	buf_puts(b, " retry_jitter_pct ");
+	setting(b, false, bo->jitter_pct >= 0, bo->jitter_pct);
+}
+
+void render_backoff_json(const struct store_backoff *bo, struct buf *b)
+{
+	buf_puts(b, ",\"retry_base_ms\":");
+	setting(b, true, bo->base_ms > 0, (long)bo->base_ms);
+	buf_puts(b, ",\"retry_max_ms\":");
+	setting(b, true, bo->max_ms > 0, (long)bo->max_ms);
+	buf_puts(b, ",\"retry_jitter_pct\":");
+	setting(b, true, bo->jitter_pct >= 0, bo->jitter_pct);
+}
+
 void render_queues_text(const struct store_queue *qs, size_t n, struct buf *b)
 {
-	buf_printf(b, "%-20s %10s %10s %10s %10s %10s %-7s %s\n", "QUEUE", "READY", "CLAIMED",
-		   "DONE", "DEAD", "OLDEST_S", "PAUSED", "MIN_INTERVAL_MS");
-	for (size_t i = 0; i < n; i++)
-		buf_printf(b, "%-20s %10llu %10llu %10llu %10llu %10.1f %-7s %u\n", qs[i].name,
+	buf_printf(b, "%-20s %10s %10s %10s %10s %10s %-7s %15s %s\n", "QUEUE", "READY", "CLAIMED",
+		   "DONE", "DEAD", "OLDEST_S", "PAUSED", "MIN_INTERVAL_MS",
+		   "RETRY_BASE/MAX_MS/JITTER_PCT");
+	for (size_t i = 0; i < n; i++) {
+		const struct store_backoff *bo = &qs[i].backoff;
+		buf_printf(b, "%-20s %10llu %10llu %10llu %10llu %10.1f %-7s %15u ", qs[i].name,
 			   (unsigned long long)qs[i].ready, (unsigned long long)qs[i].claimed,
 			   (unsigned long long)qs[i].done, (unsigned long long)qs[i].dead,
 			   qs[i].oldest_ready_s, qs[i].paused ? "yes" : "no", qs[i].min_interval_ms);
+		setting(b, false, bo->base_ms > 0, (long)bo->base_ms);
+		buf_puts(b, "/");
+		setting(b, false, bo->max_ms > 0, (long)bo->max_ms);
+		buf_puts(b, "/");
+		setting(b, false, bo->jitter_pct >= 0, bo->jitter_pct);
+		buf_puts(b, "\n");
+	}
 }
 
 void render_queues_json(const struct store_queue *qs, size_t n, struct buf *b)
@@ -228,10 +266,12 @@ void render_queues_json(const struct store_queue *qs, size_t n, struct buf *b)
 		buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
 		buf_json_str(b, qs[i].name);
 		buf_printf(b, ",\"ready\":%llu,\"claimed\":%llu,\"done\":%llu,\"dead\":%llu,"
-			   "\"oldest_ready_s\":%.3f,\"paused\":%s,\"min_interval_ms\":%u}",
+			   "\"oldest_ready_s\":%.3f,\"paused\":%s,\"min_interval_ms\":%u",
 			   (unsigned long long)qs[i].ready, (unsigned long long)qs[i].claimed,
 			   (unsigned long long)qs[i].done, (unsigned long long)qs[i].dead,
 			   qs[i].oldest_ready_s, qs[i].paused ? "true" : "false", qs[i].min_interval_ms);
+		render_backoff_json(&qs[i].backoff, b);
+		buf_puts(b, "}");
 	}
 	buf_puts(b, "]\n");
 }

@@ -16,15 +16,22 @@
 #include "worker/fence.h"
 
 #define RETRY_CAP_MS (3600u * 1000u)
+#define RETRY_JITTER_PCT 25u
 #define PAUSE_CHECK_MS 50u
 /* A cancelled row's error as the worker gives it; the store writes the cancel's reason. */
 #define CANCELLED_ERROR "cancelled"
 
-static unsigned retry_delay_ms(const struct worker *w, uint32_t attempt)
+/* The queue's own back-off as the claim read it (queues.retry_*), else claimd's: --retry-base,
+ * at most RETRY_CAP_MS (or the queue's base, when that is longer), +-RETRY_JITTER_PCT. */
+static unsigned retry_delay_ms(const struct worker *w, const struct store_item *row)
 {
-	double d = backoff_nth(w->cfg->retry_base_ms, RETRY_CAP_MS, attempt ? attempt - 1 : 0);
+	unsigned base = row->retry_base_ms ? row->retry_base_ms : w->cfg->retry_base_ms;
+	unsigned max = row->retry_max_ms ? row->retry_max_ms :
+		       row->retry_base_ms > RETRY_CAP_MS ? row->retry_base_ms : RETRY_CAP_MS;
+	unsigned jitter = row->retry_jitter_pct >= 0 ? (unsigned)row->retry_jitter_pct :
+			  RETRY_JITTER_PCT;
 
-	return (unsigned)(d * (0.75 + 0.5 * ((double)rand() / RAND_MAX)));  /* +-25 % */
+	return backoff_retry_ms(base, max, jitter, row->attempt, (double)rand() / RAND_MAX);
 }
 
 static uint32_t us32(uint64_t ns)
@@ -69,7 +76,7 @@ static void submit(struct worker *w, struct item *x)
 
 	if (r < 0) {
 		snprintf(error, sizeof(error), "could not start handler: %s", strerror(-r));
-		finish(w, x, OUTCOME_FAILURE, retry_delay_ms(w, x->row.attempt), error, NULL);
+		finish(w, x, OUTCOME_FAILURE, retry_delay_ms(w, &x->row), error, NULL);
 	}
 }
 
@@ -269,7 +276,7 @@ void worker_on_done(void *data, struct handler_job *job, const struct handler_re
 			 "answer): its handler was killed, so that no other worker runs it at the "
 			 "same time%s", (unsigned long long)x->row.id,
 			 trace_log_field(x->row.traceparent, tr));
-		finish(w, x, OUTCOME_FAILURE, retry_delay_ms(w, x->row.attempt),
+		finish(w, x, OUTCOME_FAILURE, retry_delay_ms(w, &x->row),
 		       "killed: its lease could not be renewed in time (the database did not "
 		       "answer)", NULL);
 	} else if (res->status == HANDLER_OK) {
@@ -284,7 +291,7 @@ void worker_on_done(void *data, struct handler_job *job, const struct handler_re
 		log_info("item id=%llu attempt=%u/%u failed error=%s%s", (unsigned long long)x->row.id,
 			 x->row.attempt, x->row.max_attempts, log_quote(res->error, 300, q, sizeof(q)),
 			 trace_log_field(x->row.traceparent, tr));
-		finish(w, x, OUTCOME_FAILURE, retry_delay_ms(w, x->row.attempt), res->error, NULL);
+		finish(w, x, OUTCOME_FAILURE, retry_delay_ms(w, &x->row), res->error, NULL);
 	}
 	worker_kick(w);
 }

@@ -138,6 +138,9 @@ def it_serves_a_valid_description_that_every_answer_follows(t):
         '/v1/queues/{queue}/limit')
     api('post', '/v1/queues/default/limit?concurrency=2', '/v1/queues/{queue}/limit')   # 400
     api('get', '/v1/queues/default/limits', '/v1/queues/{queue}/limits')
+    api('post', '/v1/queues/default/backoff?base=2s&max=1m&jitter=10', '/v1/queues/{queue}/backoff')
+    api('post', '/v1/queues/default/backoff?jitter=150', '/v1/queues/{queue}/backoff')    # 400
+    api('post', '/v1/queues/default/backoff?reset=1', '/v1/queues/{queue}/backoff')
 
     sched = '/v1/schedules/{name}'
     api('put', '/v1/schedules/nightly?cron=30%202%20*%20*%20*&tz=Europe/Berlin', sched, b'p')

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """claimd deletes done rows that finished (and were created) longer than --keep-done ago (first
-sweep one --maintenance-interval after it starts: 5 s here); it never deletes dead rows or
-recent done rows, and --keep-done 0 keeps everything."""
+sweep one --maintenance-interval after it starts: 5 s here), and dead rows older than
+--keep-dead when that is set (by default they stay); it never deletes recent finished rows or
+live ones, and --keep-done 0 keeps everything."""
 
+import os
+import signal
 import time
 
 import harness
@@ -66,7 +69,8 @@ def it_sweeps_the_whole_id_range_in_spans(t):
              'the sweep to log what it deleted')
     lines = [ln for ln in c.log().splitlines() if 'pruned' in ln]
     check_eq(len(lines), 1, f'log lines of the first sweep: {lines}')
-    check('maintenance: 9 done rows older than --keep-done pruned' in lines[0],
+    check('maintenance: 9 finished rows older than --keep-done (done) or --keep-dead (dead) '
+          'pruned' in lines[0],
           f'the sweep logs its total: {lines}')
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
@@ -131,6 +135,60 @@ def it_keeps_everything_with_keep_done_0(t):
         check_eq(_ids(db), every, f'rows {time.monotonic() - t0:.1f}s after claimd started with --keep-done 0')
         time.sleep(0.25)
     check_eq(_ids(db), every, 'rows 7 s after claimd started with --keep-done 0')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
+def it_prunes_dead_rows_after_keep_dead_set_by_a_reload(t):
+    """Dead rows stay by default (a year old, a sweep a second); a reload that sets --keep-dead
+    1h has the sweep delete the dead rows older than that, with their edges, and nothing else;
+    a second reload (5m) takes the next ones."""
+    db = t.database()
+    db.execute("INSERT INTO queues (name, paused) VALUES ('default', 1)")  # ready rows stay
+    year, hours = 'NOW(6) - INTERVAL 400 DAY', 'NOW(6) - INTERVAL 2 HOUR'
+    ancient = db.insert_items(2, state="'dead'", attempts=5, created_at=year, finished_at=year)
+    old = db.insert_items(1, state="'dead'", attempts=5, created_at=hours, finished_at=hours)
+    done = db.insert_items(1, state="'done'", attempts=1, created_at=hours, finished_at=hours)
+    recent = db.insert_items(1, state="'dead'", attempts=5, created_at=hours,
+                             finished_at='NOW(6) - INTERVAL 10 MINUTE')
+    ready = db.insert_items(1, created_at=hours)
+    claimed = db.insert_items(1, state="'claimed'", attempts=1, created_at=hours,
+                              claimed_at='NOW(6)', visible_at='NOW(6) + INTERVAL 1 HOUR')
+    # A row that waited for an old dead one: cancelled (dead now), its edge goes with its parent.
+    child = db.insert_items(1, created_at=hours)
+    db.execute(f'INSERT INTO work_deps (parent_id, child_id) VALUES ({old[0]}, {child[0]})')
+    check_eq(db.row(child[0], 'state')[0], 'dead', 'the child of a dead row (cancelled)')
+    every = sorted(ancient + old + done + recent + ready + claimed + child)
+
+    conf = os.path.join(t.tmpdir, 'claimd.conf')
+
+    def write(extra):
+        with open(conf, 'w') as f:
+            f.write(f'dsn = {db.dsn}\nhandler = noop\nworkers = 1\nkeep-done = 0\n'
+                    f'maintenance-interval = 1s\n{extra}')
+
+    write('')
+    env = {k: v for k, v in os.environ.items() if not k.startswith('CLAIMD_')}
+    c = t.claimd(None, '--config', conf, env=env)
+    c.wait_ready(workers=1)
+    time.sleep(2.5)  # two maintenance passes: nothing is due without a window
+    check_eq(_ids(db), every, 'rows with the default --keep-dead (a year-old dead row stays)')
+
+    write('keep-dead = 1h\n')
+    c.send(signal.SIGHUP)
+    gone = set(ancient + old)
+    left = wait_for(lambda: _ids(db), 10, f'the dead rows {sorted(gone)} pruned after the reload',
+                    until=lambda ids: not gone & set(ids))
+    check_eq(left, sorted(set(every) - gone), 'rows left: done (keep-done 0), recent dead, live')
+    check_eq(db.sql(f'SELECT COUNT(*) FROM work_deps WHERE parent_id = {old[0]}'), [('0',)],
+             'edges of the pruned parent')
+    check_eq(db.row(claimed[0], 'state')[0], 'claimed', 'the claimed row')
+    check_eq(db.row(ready[0], 'state')[0], 'ready', 'the ready row')
+
+    write('keep-dead = 5m\n')
+    c.send(signal.SIGHUP)
+    left = wait_for(lambda: _ids(db), 10, f'the dead row {recent} pruned after the second reload',
+                    until=lambda ids: recent[0] not in ids)
+    check_eq(left, sorted(done + ready + claimed + child), 'rows left after the second reload')
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 
