@@ -46,27 +46,17 @@
 	"(SELECT CONCAT_WS(' ', min_interval_ms, IFNULL(retry_base_ms, 0), IFNULL(retry_max_ms, 0), " \
 	"IFNULL(retry_jitter_pct, -1)) FROM queues WHERE name = %s), priority, group_key, group_seq, " \
 	"content_type, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, visible_at, NOW(6))), " \
-	"has_dependents, " KEY_CONCURRENCY ", " KEY_INTERVAL ", " CANCEL_LIVE ", traceparent " \
+	"has_dependents, " CANCEL_LIVE ", traceparent " \
 	"FROM work_items FORCE INDEX (claim_prio_idx) " \
 	"WHERE queue = %s AND priority IN (%s) AND visible_at <= NOW(6)%s AND " NOT_PAUSED \
 	" ORDER BY priority, visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
-/* A grouped row's key: how many of its rows may run at once, and its start interval (only
- * rows with a key read them; sql/migrations/006_key_limits.sql). The %s are the queue. */
-#define KEY_CONCURRENCY \
-	"IF(group_key IS NULL OR period_s IS NOT NULL, NULL, COALESCE((SELECT k.concurrency " \
-	"FROM key_limits k WHERE k.queue = %s AND k.group_key = work_items.group_key), " \
-	"(SELECT key_concurrency FROM queues WHERE name = %s), 1))"
-#define KEY_INTERVAL \
-	"IF(group_key IS NULL OR period_s IS NOT NULL, NULL, COALESCE((SELECT k.interval_ms " \
-	"FROM key_limits k WHERE k.queue = %s AND k.group_key = work_items.group_key), " \
-	"(SELECT key_interval_ms FROM queues WHERE name = %s), 0))"
 /* After the cursor: every other priority whole, the cursor's own past the cursor. Up to it:
  * the cursor's priority before the cursor (the rest was in the scan after it). */
 #define CLAIM_AFTER \
 	" AND (priority <> %d OR visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
 #define CLAIM_UPTO \
 	" AND priority = %d AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
-#define CLAIM_FIELDS 19
+#define CLAIM_FIELDS 17
 /* Is a row of priority %d due in queue %s: one range, one lookup. DUE_PRIORITIES asks it
  * for every priority in one statement, each with the priority written out: a correlated
  * form (a derived table of priorities, a loose index scan) leaves the plan to MariaDB's
@@ -157,7 +147,7 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 		     struct store_item *it, struct claim_pos *pos)
 {
 	uint64_t attempts, max_attempts, timeout_s = 0, created_ms = 0, seq = 0;
-	uint64_t waited = 0, key_conc = 1, key_interval = 0;
+	uint64_t waited = 0;
 	long prio;
 	char *end;
 
@@ -174,10 +164,7 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	    (row[7] && !sq_parse_u64(row[7], lens[7], &created_ms)) ||
 	    !parse_queue(row[8], lens[8], it) || !row[9] ||
 	    (row[11] && !sq_parse_u64(row[11], lens[11], &seq)) ||
-	    (row[13] && !sq_parse_u64(row[13], lens[13], &waited)) ||
-	    (row[15] && !sq_parse_u64(row[15], lens[15], &key_conc)) ||
-	    (row[16] && !sq_parse_u64(row[16], lens[16], &key_interval)) ||
-	    key_conc > UINT32_MAX || key_interval > UINT32_MAX)
+	    (row[13] && !sq_parse_u64(row[13], lens[13], &waited)))
 		return -EIO;
 	prio = strtol(row[9], &end, 10);
 	if (end != row[9] + lens[9] || prio < INT16_MIN || prio > INT16_MAX)
@@ -197,14 +184,14 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	it->group_seq = seq;
 	it->waited_us = waited;
 	it->has_dependents = row[14] && row[14][0] == '1';
-	it->key_concurrency = (uint32_t)key_conc;
-	it->key_interval_ms = (uint32_t)key_interval;
-	it->cancelled = row[17] && row[17][0] == '1';
+	it->key_concurrency = 1;   /* read with the commit (take_key_limits) */
+	it->key_interval_ms = 0;
+	it->cancelled = row[15] && row[15][0] == '1';
 	if (row[10] && !(it->group = strndup(row[10], lens[10])))
 		return -ENOMEM;
 	if (row[12] && !(it->content_type = strndup(row[12], lens[12])))
 		return -ENOMEM;
-	if (row[18] && !(it->traceparent = strndup(row[18], lens[18])))
+	if (row[16] && !(it->traceparent = strndup(row[16], lens[16])))
 		return -ENOMEM;
 	if (!row[4])
 		return 0;
@@ -236,7 +223,7 @@ static void sql_add_claim(struct store *s, const char *queue, enum claim_scan sc
 		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", i ? "," : "",
 					set->p[i]);
 	sq_quote(s->conn, q, queue, strlen(queue));
-	sql_add(s, CLAIM_SELECT, q, q, q, q, q, q, list, c, q, limit);
+	sql_add(s, CLAIM_SELECT, q, q, list, c, q, limit);
 }
 
 /* Reads the result of s->sql (sent with sq_run) into s->scratch[*n..max); *last = the place
@@ -469,7 +456,68 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	return 0;
 }
 
-/* Round trip 2: mark the locked rows claimed, by primary key, and commit. */
+/* The limits of the keys of the grouped rows among the claimed scratch[0..n)
+ * (sql/migrations/006_key_limits.sql), asked in the commit's round trip: "SELECT key,
+ * concurrency, interval_ms", each key once, the queue's where it has none of its own. Rows
+ * without a key pay nothing. Returns whether it added the statement. */
+static bool sql_add_key_limits(struct store *s, const struct claim_args *a, size_t n)
+{
+	char q[QUOTED_QUEUE_MAX];
+	size_t nk = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *g = s->scratch[i].group;
+		bool seen = false;
+		if (!g)
+			continue;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = s->scratch[k].group && !strcmp(s->scratch[k].group, g);
+		if (seen)
+			continue;
+		sql_add(s, nk++ ? " UNION ALL SELECT " : "SELECT g.k, COALESCE(kl.concurrency, "
+			"qs.key_concurrency, 1), COALESCE(kl.interval_ms, qs.key_interval_ms, 0) "
+			"FROM (SELECT ");
+		sq_add_text(s, g, strlen(g));
+		if (nk == 1)
+			sql_add(s, " AS k");
+	}
+	if (nk == 0)
+		return false;
+	sq_quote(s->conn, q, a->queue, strlen(a->queue));
+	sql_add(s, ") AS g LEFT JOIN key_limits kl ON kl.queue = %s AND kl.group_key = g.k "
+		"LEFT JOIN queues qs ON qs.name = %s", q, q);
+	sq_end(s);
+	return true;
+}
+
+/* The answer of sql_add_key_limits into the claimed rows of each key. */
+static int take_key_limits(struct store *s, MYSQL_RES *res, size_t n)
+{
+	uint64_t conc, interval;
+	MYSQL_ROW row;
+
+	if (!res || mysql_num_fields(res) != 3)
+		return -EIO;
+	while ((row = mysql_fetch_row(res))) {
+		unsigned long *len = mysql_fetch_lengths(res);
+		if (!row[0] || !row[1] || !row[2] || !sq_parse_u64(row[1], len[1], &conc) ||
+		    !sq_parse_u64(row[2], len[2], &interval) || conc > UINT32_MAX ||
+		    interval > UINT32_MAX)
+			return -EIO;
+		for (size_t i = 0; i < n; i++) {
+			struct store_item *it = &s->scratch[i];
+			if (it->group && strlen(it->group) == len[0] &&
+			    !memcmp(it->group, row[0], len[0])) {
+				it->key_concurrency = (uint32_t)conc;
+				it->key_interval_ms = (uint32_t)interval;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Round trip 2: mark the locked rows claimed, by primary key, read their keys' limits, and
+ * commit. */
 static int claim_commit(struct store *s, const struct claim_args *a, size_t n,
 			char *err, size_t errlen)
 {
@@ -488,13 +536,20 @@ static int claim_commit(struct store *s, const struct claim_args *a, size_t n,
 		sql_add(s, ")");
 		sq_end(s);
 	}
+	bool keys = sql_add_key_limits(s, a, n);
 	sql_add(s, "COMMIT");
 	r = sq_run(s, "store_claim", &rr, err, errlen);
+	if (r < 0)
+		return r;
 	/* Cannot differ while we hold the row locks; if it did, the tokens handed out would be
 	 * wrong. The COMMIT went through: the rows stay claimed until their lease ends. */
-	if (r == 0 && n > 0 && rr.rows[0] != n)
+	if (n > 0 && rr.rows[0] != n)
 		r = sq_fail_msg(-EIO, err, errlen, "store_claim: locked %zu rows but updated %llu",
 			     n, (unsigned long long)rr.rows[0]);
+	else if (keys && take_key_limits(s, rr.res, n) < 0)
+		r = sq_fail_msg(-EIO, err, errlen, "store_claim: bad value in a key's limits");
+	mysql_free_result(rr.res);
+	mysql_free_result(rr.res2);
 	return r;
 }
 

@@ -53,7 +53,7 @@ def claim_queries(db):
     select, after, upto = c_macro('CLAIM_SELECT'), c_macro('CLAIM_AFTER'), c_macro('CLAIM_UPTO')
     vis, rid = db.sql('SELECT visible_at, id FROM work_items WHERE id = 45000')[0]
     q = "'default'"  # the queue, in the select list, the WHERE and the pause check
-    sel = (q,) * 6  # the select list's: min_interval_ms, two for each key limit, the WHERE's
+    sel = (q,) * 2  # the select list's queue settings, the WHERE's
     prios = '-1,0,1'
     every = ','.join(str(p) for p in range(-10, 11))  # a scan from the head takes them all
     return {
