@@ -457,9 +457,10 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 }
 
 /* The limits of the keys of the grouped rows among the claimed scratch[0..n)
- * (sql/migrations/006_key_limits.sql), asked in the commit's round trip: "SELECT key,
- * concurrency, interval_ms", each key once, the queue's where it has none of its own. Rows
- * without a key pay nothing. Returns whether it added the statement. */
+ * (sql/migrations/006_key_limits.sql), asked in the commit's round trip: the queue's for every
+ * key (a first row with a NULL key), then the keys' own (key_limits, by primary key), each
+ * column NULL where it takes the queue's. Rows without a key pay nothing. Returns whether it
+ * added the statement. */
 static bool sql_add_key_limits(struct store *s, const struct claim_args *a, size_t n)
 {
 	char q[QUOTED_QUEUE_MAX];
@@ -474,44 +475,74 @@ static bool sql_add_key_limits(struct store *s, const struct claim_args *a, size
 			seen = s->scratch[k].group && !strcmp(s->scratch[k].group, g);
 		if (seen)
 			continue;
-		sql_add(s, nk++ ? " UNION ALL SELECT " : "SELECT g.k, COALESCE(kl.concurrency, "
-			"qs.key_concurrency, 1), COALESCE(kl.interval_ms, qs.key_interval_ms, 0) "
-			"FROM (SELECT ");
+		if (nk++ == 0) {
+			sq_quote(s->conn, q, a->queue, strlen(a->queue));
+			sql_add(s, "SELECT NULL, key_concurrency, key_interval_ms FROM queues WHERE "
+				"name = %s UNION ALL SELECT group_key, concurrency, interval_ms FROM "
+				"key_limits WHERE queue = %s AND group_key IN (", q, q);
+		} else {
+			sql_add(s, ",");
+		}
 		sq_add_text(s, g, strlen(g));
-		if (nk == 1)
-			sql_add(s, " AS k");
 	}
 	if (nk == 0)
 		return false;
-	sq_quote(s->conn, q, a->queue, strlen(a->queue));
-	sql_add(s, ") AS g LEFT JOIN key_limits kl ON kl.queue = %s AND kl.group_key = g.k "
-		"LEFT JOIN queues qs ON qs.name = %s", q, q);
+	sql_add(s, ")");
 	sq_end(s);
 	return true;
 }
 
-/* The answer of sql_add_key_limits into the claimed rows of each key. */
+/* A limit column of sql_add_key_limits: *v unchanged when NULL. */
+static bool limit_of(const char *p, unsigned long len, uint32_t *v)
+{
+	uint64_t x;
+
+	if (!p)
+		return true;
+	if (!sq_parse_u64(p, len, &x) || x > UINT32_MAX)
+		return false;
+	*v = (uint32_t)x;
+	return true;
+}
+
+/* The answer of sql_add_key_limits into the claimed rows with a key: the queue's first (in
+ * whatever order the rows came), then each key's own over it. */
 static int take_key_limits(struct store *s, MYSQL_RES *res, size_t n)
 {
-	uint64_t conc, interval;
+	uint32_t conc = 1, interval = 0;
 	MYSQL_ROW row;
 
 	if (!res || mysql_num_fields(res) != 3)
 		return -EIO;
-	while ((row = mysql_fetch_row(res))) {
-		unsigned long *len = mysql_fetch_lengths(res);
-		if (!row[0] || !row[1] || !row[2] || !sq_parse_u64(row[1], len[1], &conc) ||
-		    !sq_parse_u64(row[2], len[2], &interval) || conc > UINT32_MAX ||
-		    interval > UINT32_MAX)
-			return -EIO;
-		for (size_t i = 0; i < n; i++) {
-			struct store_item *it = &s->scratch[i];
-			if (it->group && strlen(it->group) == len[0] &&
-			    !memcmp(it->group, row[0], len[0])) {
-				it->key_concurrency = (uint32_t)conc;
-				it->key_interval_ms = (uint32_t)interval;
+	for (int pass = 0; pass < 2; pass++) {
+		mysql_data_seek(res, 0);
+		while ((row = mysql_fetch_row(res))) {
+			unsigned long *len = mysql_fetch_lengths(res);
+			uint32_t c = conc, iv = interval;
+			if ((pass == 0) != !row[0])
+				continue;
+			if (!limit_of(row[1], len[1], &c) || !limit_of(row[2], len[2], &iv))
+				return -EIO;
+			if (pass == 0) {
+				conc = c;
+				interval = iv;
+				continue;
+			}
+			for (size_t i = 0; i < n; i++) {
+				struct store_item *it = &s->scratch[i];
+				if (it->group && strlen(it->group) == len[0] &&
+				    !memcmp(it->group, row[0], len[0])) {
+					it->key_concurrency = c;
+					it->key_interval_ms = iv;
+				}
 			}
 		}
+		/* The queue's (or the defaults) for every row with a key, before the keys'. */
+		for (size_t i = 0; pass == 0 && i < n; i++)
+			if (s->scratch[i].group) {
+				s->scratch[i].key_concurrency = conc;
+				s->scratch[i].key_interval_ms = interval;
+			}
 	}
 	return 0;
 }
