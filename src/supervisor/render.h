@@ -22,8 +22,8 @@ void render_queues_text(const struct store_queue *qs, size_t n, struct buf *out)
 void render_queues_json(const struct store_queue *qs, size_t n, struct buf *out);
 /* A queue's back-off: " retry_base_ms B retry_max_ms M retry_jitter_pct J" ("-" where not
  * set), or its JSON members ",\"retry_base_ms\":B,..." (null where not set). */
-void render_backoff_text(const struct store_backoff *b, struct buf *out);
-void render_backoff_json(const struct store_backoff *b, struct buf *out);
+void render_backoff_text(const struct store_backoff *bo, struct buf *b);
+void render_backoff_json(const struct store_backoff *bo, struct buf *b);
 
 void render_supervisors_text(const struct store_supervisor *svs, size_t n, struct buf *out);
 /* Every supervisor and its pool (claimctl status --all): a line each, and a table of its

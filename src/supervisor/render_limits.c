@@ -96,7 +96,7 @@ void render_limits_text(const struct store_limits *l, struct buf *b)
 	for (size_t i = 0; i < NKEY; i++) {
 		char up[16];
 		size_t j = 0;
-		for (; key_fields[i].name[j] && j < sizeof(up) - 1; j++)
+		for (; j < sizeof(up) - 1 && key_fields[i].name[j]; j++)
 			up[j] = (char)(key_fields[i].name[j] - (key_fields[i].name[j] >= 'a' &&
 							       key_fields[i].name[j] <= 'z' ? 32 : 0));
 		up[j] = '\0';
