@@ -614,6 +614,30 @@ def runs_of(h):
     return runs
 
 
+def most_at_once(intervals):
+    """The most intervals (start, end) open at one moment (an end before a start at the same
+    moment)."""
+    points = sorted([(s, 1) for s, e in intervals] + [(e, -1) for s, e in intervals],
+                    key=lambda p: (p[0], p[1]))
+    most = cur = 0
+    for _, d in points:
+        cur += d
+        most = max(most, cur)
+    return most
+
+
+def require_browser_tools(what, ok):
+    """A tool a browser or npm test needs: fails under CLAIMD_TEST_REQUIRE_BROWSER=1 (CI),
+    else skips the test, naming what is missing."""
+    if ok:
+        return
+    msg = (f'{what} is not installed (tools/setup-debian --test: node, chromium, and npm ci '
+           f'in tests/browser)')
+    if os.environ.get('CLAIMD_TEST_REQUIRE_BROWSER') == '1':
+        fail(msg)
+    raise Skip(msg)
+
+
 def check_runs_apart(runs):
     """Each row's runs one after the other. A run that never logged its end was cut short by
     its process's death: the next run must be another process's, and that one gone."""

@@ -14,17 +14,6 @@ import urllib.request
 import harness
 from harness import check, check_eq, wait_for, worker_in_slot
 
-def _most_at_once(intervals):
-    """The most intervals (start, end) open at one moment."""
-    points = sorted([(s, 1) for s, e in intervals] + [(e, -1) for s, e in intervals],
-                    key=lambda p: (p[0], p[1]))
-    most = cur = 0
-    for _, d in points:
-        cur += d
-        most = max(most, cur)
-    return most
-
-
 def _http_get(c, path):
     url = wait_for(lambda: re.search(r'http: listening on (http://[0-9.:]+)/', c.log()), 10,
                    'the http listening line').group(1)
@@ -61,7 +50,7 @@ def it_so_runs_up_to_concurrency_items_at_once_in_one_worker(t):
     runs = harness.runs_of(h)
     check_eq(sorted(runs), ids, 'rows that ran')
     check(all(len(r) == 1 for r in runs.values()), 'a row ran more than once')
-    most = _most_at_once([(r[0][0], r[0][1]) for r in runs.values()])
+    most = harness.most_at_once([(r[0][0], r[0][1]) for r in runs.values()])
     t.note(f'40 items of 300 ms, 8 at once, in one worker: {took:.2f} s; at most {most} at once')
     check_eq(most, 8, 'items at once in the one worker')
     # One at a time would take 12 s.
@@ -88,7 +77,7 @@ def it_v2_plugin_runs_one_at_a_time_whatever_the_concurrency(t):
     c = t.claimd(db, '--workers', '1', '--concurrency', '4', '--handler', spec)
     wait_for(db.states, 20, 'all 6 rows done', until=lambda s: s['done'] == 6)
     runs = harness.runs_of(h)
-    most = _most_at_once([(r[0][0], r[0][1]) for r in runs.values()])
+    most = harness.most_at_once([(r[0][0], r[0][1]) for r in runs.values()])
     check_eq(most, 1, 'items of a version 2 plugin at once')
     check('does not say it is thread-safe' in c.log(), 'no warning that --concurrency 4 is '
           'not used with a plugin that is not thread-safe')

@@ -24,21 +24,12 @@ from harness import check, check_eq, wait_for
 BROWSER_DIR = os.path.join(harness.SOURCE_ROOT, 'tests', 'browser')
 
 
-def _need(what, ok):
-    if ok:
-        return
-    msg = f'{what} is not installed (see tests/integration/test_dashboard.py)'
-    if os.environ.get('CLAIMD_TEST_REQUIRE_BROWSER') == '1':
-        harness.fail(msg)
-    raise harness.Skip(msg)
-
-
 def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
     node = shutil.which('node')
     chromium = os.environ.get('CHROMIUM') or shutil.which('chromium')
-    _need('node', node)
-    _need('chromium', chromium)
-    _need('playwright-core', os.path.isdir(os.path.join(BROWSER_DIR, 'node_modules',
+    harness.require_browser_tools('node', node)
+    harness.require_browser_tools('chromium', chromium)
+    harness.require_browser_tools('playwright-core', os.path.isdir(os.path.join(BROWSER_DIR, 'node_modules',
                                                         'playwright-core')))
     db = t.database()
     dead = db.insert_item('poison', queue="'mail'", state="'dead'", attempts=5,

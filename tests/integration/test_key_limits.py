@@ -10,14 +10,8 @@ import harness
 from harness import check, check_eq, runs_of, wait_for
 
 
-def _most_at_once(runs):
-    """The most runs (start, end) overlapping at any moment."""
-    edges = sorted([(a, 1) for a, b, _ in runs] + [(b, -1) for a, b, _ in runs])
-    most = cur = 0
-    for _, d in edges:
-        cur += d
-        most = max(most, cur)
-    return most
+def _at_once(runs):
+    return harness.most_at_once([(a, b) for a, b, _ in runs])
 
 
 def _runs(h, ids):
@@ -76,8 +70,8 @@ def it_a_keys_rows_run_n_at_once_in_order_across_supervisors(t):
     wait_for(db.states, 30, 'every row done', until=lambda s: s.get('done') == 36)
     ra, rb = _runs(h, a), _runs(h, b)
     check_eq(len(ra), 24, "key a's runs")
-    check_eq(_most_at_once(ra), 3, "key a's rows at once at most (and reached)")
-    check_eq(_most_at_once(rb), 1, "key b's rows at once (a FIFO group)")
+    check_eq(_at_once(ra), 3, "key a's rows at once at most (and reached)")
+    check_eq(_at_once(rb), 1, "key b's rows at once (a FIFO group)")
     _check_fifo(h, a, 3)
     _check_fifo(h, b, 1)
     check(len({p for _, _, p in ra}) >= 4, 'key a ran on several workers of both supervisors')
@@ -110,7 +104,7 @@ def it_a_raised_limit_starts_waiting_rows_at_once_and_zero_is_none(t):
     wait_for(db.states, 20, 'done', until=lambda s: s.get('done') == 5)
     # Four claimed (above); a worker may hold a second row it claimed with its first and run
     # them one after the other, so fewer may run in the handler at one moment.
-    most = _most_at_once(_runs(h, ids))
+    most = _at_once(_runs(h, ids))
     check(2 <= most <= 4, f'{most} rows of the key at once after the change, want 2..4')
     # Every key of the queue without a limit (0), set on the other supervisor.
     r = sups[1].ctl('limit', 'default', '--each-group', '--concurrency', '0')
@@ -118,7 +112,7 @@ def it_a_raised_limit_starts_waiting_rows_at_once_and_zero_is_none(t):
     more = db.insert_items(6, payload="'nap600'", group_key="'d'")
     wait_for(db.states, 20, 'done', until=lambda s: s.get('done') == 11)
     # (A worker may take two rows in one claim and run them one after the other.)
-    check(_most_at_once(_runs(h, more)) >= 5, f'no limit: {_most_at_once(_runs(h, more))} of '
+    check(_at_once(_runs(h, more)) >= 5, f'no limit: {_at_once(_runs(h, more))} of '
           'a key of six rows at once on six workers')
 
 

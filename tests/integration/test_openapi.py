@@ -23,15 +23,6 @@ BROWSER_DIR = os.path.join(harness.SOURCE_ROOT, 'tests', 'browser')
 DOC = os.path.join(harness.SOURCE_ROOT, 'src', 'supervisor', 'openapi.json')
 
 
-def _need(what, ok):
-    if ok:
-        return
-    msg = f'{what} is not installed (see tests/integration/test_openapi.py)'
-    if os.environ.get('CLAIMD_TEST_REQUIRE_BROWSER') == '1':
-        harness.fail(msg)
-    raise harness.Skip(msg)
-
-
 class Recorder:
     """Requests to claimd's API, each answer kept with the operation it is an answer of."""
 
@@ -57,9 +48,9 @@ class Recorder:
 
 def it_serves_a_valid_description_that_every_answer_follows(t):
     node = shutil.which('node')
-    _need('node', node)
+    harness.require_browser_tools('node', node)
     for m in ('ajv', 'ajv-formats', '@seriousme/openapi-schema-validator'):
-        _need(m, os.path.isdir(os.path.join(BROWSER_DIR, 'node_modules', m)))
+        harness.require_browser_tools(m, os.path.isdir(os.path.join(BROWSER_DIR, 'node_modules', m)))
     db = t.database()
     h, spec = t.pipe_echo('api')
     c = t.claimd(db, '--workers', '1', '--handler', spec, '--http', '127.0.0.1:0')
