@@ -301,14 +301,15 @@ static void on_cp_line(struct pipe_coproc *cp, const char *line, size_t len)
 static void item_send(struct item *it)
 {
 	struct handler_pipe *p = it->p;
-	struct pipe_coproc_line *line = pipe_coproc_line(pipe_request(it->job, NULL));
+	int64_t now_ms = handler_util_now_ms();
+	struct pipe_coproc_line *line = pipe_coproc_line(pipe_request(it->job, now_ms, NULL));
 	char why[120];
 	int r = -ENOMEM;
 
 	sb_set_pgid(&p->env.scoreboard->entries[it->job->kslot], pipe_coproc_pgid(p->cp));
 	item_enter(it, ITEM_SENT);
 	if (line) {
-		pipe_request(it->job, line->data);
+		pipe_request(it->job, now_ms, line->data);
 		r = pipe_coproc_send(p->cp, line);
 	}
 	if (r < 0) {

@@ -1,5 +1,5 @@
 /* The lines a pipe: co-process reads, written in two passes: measured (out NULL), then
- * written into a buffer of that size. */
+ * written into a buffer of that size: both passes get the same now_ms, so they agree. */
 #include "worker/pipe_request.h"
 
 #include <stdio.h>
@@ -50,9 +50,9 @@ static size_t emit_payload(char *out, size_t w0, const struct handler_job *job)
 	return w - w0;
 }
 
-size_t pipe_request(const struct handler_job *job, char *out)
+size_t pipe_request(const struct handler_job *job, int64_t now_ms, char *out)
 {
-	int64_t left = job->deadline_ms - handler_util_now_ms();
+	int64_t left = job->deadline_ms - now_ms;
 	char num[240], when[40] = "null";
 	size_t w = 0;
 	int n;

@@ -1,6 +1,6 @@
 /* pipe_request — the lines a pipe: co-process reads (handler_pipe.h has the protocol): an
  * item's request, and the cancel line for an item outstanding. One JSON object and a newline
- * each. No I/O but the clock (deadline_ms is the time left), no allocation, does not log. */
+ * each. No I/O, no clock (deadline_ms is the time left at now_ms), no allocation, no log. */
 #ifndef CLAIMD_PIPE_REQUEST_H
 #define CLAIMD_PIPE_REQUEST_H
 
@@ -21,8 +21,9 @@ enum pipe_cancel {
 /* The reason's name ("timeout"), "" for PIPE_CANCEL_NONE. */
 const char *pipe_cancel_name(enum pipe_cancel why);
 
-/* The line for job into out (NULL: only measure it). Returns its length in bytes. */
-size_t pipe_request(const struct handler_job *job, char *out);
+/* The line for job at now_ms (handler_util_now_ms) into out (NULL: only measure it). Returns
+ * its length in bytes, the same for out NULL and not when now_ms is the same. */
+size_t pipe_request(const struct handler_job *job, int64_t now_ms, char *out);
 
 /* {"id":N,"cancel":true,"reason":"timeout"} and its newline into out (NULL: only measure it).
  * Returns its length in bytes. */
