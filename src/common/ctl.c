@@ -5,6 +5,7 @@
  * arguments are checked the same way at both ends. */
 #include "common/ctl_int.h"
 #include "common/errmsg.h"
+#include "common/row_state.h"
 #include "common/trace.h"
 #include "common/utctime.h"
 
@@ -112,15 +113,11 @@ static int check_add(const struct ctl_request *r, char *err, size_t errlen)
 
 static int check_jobs(const struct ctl_request *r, char *err, size_t errlen)
 {
-	static const char *const states[] = { "ready", "claimed", "done", "dead" };
+	enum row_state st;
 
-	if (!ctl_has(r, CTL_F_STATE))
+	if (!ctl_has(r, CTL_F_STATE) || row_state_parse(r->state, &st))
 		return 0;
-	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
-		if (!strcmp(r->state, states[i]))
-			return 0;
-	return ctl_fail(err, errlen, "jobs: state '%s' is not ready, claimed, done or dead",
-			r->state);
+	return ctl_fail(err, errlen, "jobs: state '%s' is not " ROW_STATE_LIST, r->state);
 }
 
 static int check_schedule(const struct ctl_request *r, char *err, size_t errlen)

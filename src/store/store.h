@@ -32,6 +32,7 @@
 
 #include "common/dsn.h"
 #include "common/place.h"
+#include "common/row_state.h"
 
 #define STORE_QUEUE_MAX 64
 #define STORE_ERR_MAX 512
@@ -461,7 +462,7 @@ int store_set_backoff(struct store *s, const char *queue, const struct store_bac
  * settings. */
 struct store_queue {
 	char name[STORE_QUEUE_MAX + 1];
-	uint64_t ready, claimed, done, dead;
+	uint64_t rows[ROW_STATE_COUNT];  /* by enum row_state */
 	double oldest_ready_s;      /* how long the oldest due row has waited; 0: none due */
 	bool paused;
 	uint32_t min_interval_ms;
@@ -715,7 +716,7 @@ struct store_batch {
 	char queue[STORE_QUEUE_MAX + 1];
 	char description[STORE_BATCH_DESC_MAX + 1];
 	unsigned size;                       /* members */
-	uint64_t ready, claimed, done, dead; /* members by state (a deleted one: in none) */
+	uint64_t members[ROW_STATE_COUNT];   /* by enum row_state (a deleted one: in none) */
 	uint64_t callback_id;                /* 0: none */
 	char callback_state[16];             /* "" when none (or deleted) */
 	bool finished;                       /* every member done or dead (or deleted) */

@@ -245,21 +245,13 @@ static void take_counts(MYSQL_RES *res, struct store_batch *bs, size_t n)
 
 	while (res && (row = mysql_fetch_row(res))) {
 		uint64_t id = u64_of(row[0]), c = u64_of(row[2]);
-		for (size_t i = 0; i < n; i++) {
-			if (bs[i].id != id || !row[1])
-				continue;
-			if (!strcmp(row[1], "ready"))
-				bs[i].ready += c;
-			else if (!strcmp(row[1], "claimed"))
-				bs[i].claimed += c;
-			else if (!strcmp(row[1], "done"))
-				bs[i].done += c;
-			else if (!strcmp(row[1], "dead"))
-				bs[i].dead += c;
-		}
+		enum row_state st;
+		for (size_t i = 0; i < n; i++)
+			if (bs[i].id == id && row_state_parse(row[1], &st))
+				bs[i].members[st] += c;
 	}
 	for (size_t i = 0; i < n; i++)
-		bs[i].finished = bs[i].ready + bs[i].claimed == 0;
+		bs[i].finished = bs[i].members[ROW_READY] + bs[i].members[ROW_CLAIMED] == 0;
 }
 
 /* Reads the batches WHERE where says, newest first, at most limit. */

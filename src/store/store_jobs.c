@@ -317,6 +317,7 @@ int store_queues(struct store *s, struct store_queue **ret, size_t *ret_n, char 
 	size_t n = 0, cap = 0;
 	MYSQL_RES *res[3] = { NULL, NULL, NULL };
 	MYSQL_ROW row;
+	enum row_state st;
 	uint64_t v;
 
 	if (r < 0)
@@ -350,14 +351,8 @@ int store_queues(struct store *s, struct store_queue **ret, size_t *ret_n, char 
 		if (!row[0] || !row[1] || !(q = find_queue(&qs, &n, &cap, row[0])))
 			goto fail;
 		v = row[2] ? strtoull(row[2], NULL, 10) : 0;
-		if (!strcmp(row[1], "ready"))
-			q->ready = v;
-		else if (!strcmp(row[1], "claimed"))
-			q->claimed = v;
-		else if (!strcmp(row[1], "done"))
-			q->done = v;
-		else if (!strcmp(row[1], "dead"))
-			q->dead = v;
+		if (row_state_parse(row[1], &st))
+			q->rows[st] = v;
 	}
 	while ((row = mysql_fetch_row(res[1]))) {
 		if (!row[0] || !(q = find_queue(&qs, &n, &cap, row[0])))

@@ -55,65 +55,52 @@ void api_count(void *data, const char *route, unsigned status)
 	metrics_count_http(&h->metrics, route, status);
 }
 
-static void on_queues_read(void *data, const struct ctl_request *req, const struct cmd_result *res)
+/* The scrape, once the queues' reading (shared with claimctl queues, status and the
+ * dashboard) answers: at once from the last one, only the first is waited for. */
+static void on_metrics_queues(void *data, const struct ctl_request *req,
+			      const struct cmd_result *res)
 {
 	struct api_call *call = data;
 	struct api_host *h = call->h;
-
-	(void)req;
-	h->reading_queues = false;
-	if (res->rc >= 0) {
-		struct store_queue *q = malloc((res->nqueues ? res->nqueues : 1) * sizeof(*q));
-		if (q) {
-			if (res->nqueues)
-				memcpy(q, res->queues, res->nqueues * sizeof(*q));
-			free(h->queues);
-			h->queues = q;
-			h->nqueues = res->nqueues;
-			h->queues_at = uv_now(h->loop);
-		}
-	} else {
-		log_warn("metrics: cannot read the queues: %s", res->err);
-	}
-	free(call);
-}
-
-/* The scrape is answered at once, from memory; a reading of the queues older than
- * METRICS_QUEUES_MS starts one for the next scrape (never two at a time). */
-static void metrics(struct api_host *h, struct http_request *r)
-{
-	uint64_t now = uv_now(h->loop);
 	struct status_worker *ws;
 	struct status st;
 	struct buf b;
 
-	if (!h->reading_queues && (!h->queues || now - h->queues_at >= METRICS_QUEUES_MS)) {
-		struct api_call *call = calloc(1, sizeof(*call));
-		if (call) {
-			call->h = h;
-			call->req.verb = CTL_QUEUES;
-			h->reading_queues = true;
-			cmd_run(h->cmds, &call->req, on_queues_read, call);
-		}
-	}
+	(void)req;
+	if (res->rc < 0 && res->rc != -ECANCELED)
+		log_warn("metrics: cannot read the queues: %s", res->err);
 	memset(&st, 0, sizeof(st));
 	ws = h->snapshot(h->data, &st);
 	buf_init(&b);
-	metrics_render(&h->metrics, &st, h->stats, h->queues, h->nqueues,
-		       h->queues ? (double)(uv_now(h->loop) - h->queues_at) / 1000.0 : 0, &b);
+	metrics_render(&h->metrics, &st, h->stats, res->rc < 0 ? NULL : res->queues,
+		       res->rc < 0 ? 0 : res->nqueues, res->queues_age_s, &b);
 	free(ws);
 	if (buf_failed(&b))
-		http_respond_error(r, 500, "out of memory");
+		http_respond_error(call->r, 500, "out of memory");
 	else
-		http_respond(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
+		http_respond(call->r, 200, "text/plain; version=0.0.4; charset=utf-8", b.data,
+			     b.len);
 	buf_free(&b);
+	free(call);
+}
+
+static void metrics(struct api_host *h, struct http_request *r)
+{
+	struct api_call *call = calloc(1, sizeof(*call));
+
+	if (!call) {
+		http_respond_error(r, 500, "out of memory");
+		return;
+	}
+	call->h = h;
+	call->r = r;
+	call->req.verb = CTL_QUEUES;
+	cmd_run(h->cmds, &call->req, on_metrics_queues, call);
 }
 
 void api_stop(struct api_host *h)
 {
 	api_watch_stop(h);
-	free(h->queues);
-	h->queues = NULL;
 }
 
 /* s percent-encoded for a query value (RFC 3986: all but the unreserved characters). */

@@ -65,13 +65,9 @@ struct api_host {
 	struct api_call *waiting;
 	uv_timer_t wait_timer;
 	bool timer_open, stopped;
-	/* /metrics: counters, and the last reading of the queues */
+	/* /metrics: counters (the queues are cmd's reading) */
 	struct jobstats *stats;     /* the workers' (the supervisor's) */
 	struct metrics metrics;
-	struct store_queue *queues;
-	size_t nqueues;
-	uint64_t queues_at;
-	bool reading_queues;
 };
 
 /* What path needs (http_opts.access_of): /healthz nothing, the dashboard's files no token,

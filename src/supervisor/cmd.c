@@ -45,46 +45,22 @@ void cmd_finish(struct call *call)
 
 /* ---- status, queues, jobs: from the readings ---- */
 
-/* The queues' rows per state as status has them: a count per queue and state that has
- * rows, by queue. Returns how many (malloc'd into *ret; NULL when out of memory). */
-static size_t counts_of(const struct store_queue *qs, size_t n, struct store_count **ret)
-{
-	static const char *const states[4] = { "ready", "claimed", "done", "dead" };
-	struct store_count *c = calloc(4 * n + 1, sizeof(*c));
-	size_t k = 0;
-
-	*ret = c;
-	for (size_t i = 0; c && i < n; i++) {
-		const uint64_t v[4] = { qs[i].ready, qs[i].claimed, qs[i].done, qs[i].dead };
-		for (int s = 0; s < 4; s++) {
-			if (!v[s])
-				continue;
-			snprintf(c[k].queue, sizeof(c[k].queue), "%s", qs[i].name);
-			snprintf(c[k].state, sizeof(c[k].state), "%s", states[s]);
-			c[k++].count = v[s];
-		}
-	}
-	return c ? k : 0;
-}
-
 static void status_read(void *data, int rc, const char *err, const void *value, size_t n)
 {
 	struct call *call = data;
 	struct cmds *c = call->cmds;
 	struct status_worker *ws;
-	struct store_count *counts = NULL;
 	struct status st;
 
 	if (rc < 0 && rc != -ECANCELED)
 		log_warn("cannot read queue counts: %s", err);
 	memset(&st, 0, sizeof(st));
 	ws = c->host.snapshot(c->host.data, &st);
-	st.ncounts = rc < 0 ? 0 : counts_of(value, n, &counts);
-	st.counts = counts;
+	st.queues = rc < 0 ? NULL : value;
+	st.nqueues = rc < 0 ? 0 : n;
 	call->res.status = &st;
 	cmd_finish(call);
 	free(ws);
-	free(counts);
 }
 
 static void run_db(struct call *call);
@@ -106,6 +82,7 @@ static void queues_read(void *data, int rc, const char *err, const void *value, 
 	snprintf(call->res.err, sizeof(call->res.err), "%s", err);
 	call->res.queues = value;
 	call->res.nqueues = n;
+	call->res.queues_age_s = (double)reading_age_ms(call->cmds->queues) / 1000.0;
 	cmd_finish(call);
 }
 
@@ -321,16 +298,10 @@ static void backoff_after(struct call *call)
 static void backoff_text(const struct ctl_request *req, const struct cmd_result *res,
 			 struct buf *out)
 {
-	if (!req->json) {
-		buf_printf(out, "queue %s", req->queue);
-		render_backoff_text(&res->backoff, out);
-		buf_puts(out, "\n");
-		return;
-	}
-	buf_puts(out, "{\"queue\":");
-	buf_json_str(out, req->queue);
-	render_backoff_json(&res->backoff, out);
-	buf_puts(out, "}\n");
+	if (req->json)
+		render_backoff_json(req->queue, &res->backoff, out);
+	else
+		render_backoff_text(req->queue, &res->backoff, out);
 }
 
 /* ---- job, cancel, queues ---- */

@@ -30,6 +30,7 @@ struct cmd_result {
 	const struct store_job *job;  /* job: the row (callback only) */
 	const struct store_queue *queues;  /* queues (callback only) */
 	size_t nqueues;
+	double queues_age_s;          /* queues: how long ago they were read */
 	const struct store_supervisor *supervisors;  /* supervisors (callback only) */
 	size_t nsupervisors;
 	const struct store_job *jobs;      /* jobs (callback only) */

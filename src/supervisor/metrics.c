@@ -139,7 +139,7 @@ void metrics_render(const struct metrics *m, const struct status *st,
 	head(b, "claimd_heartbeat_rtt_seconds", "gauge",
 	     "The last heartbeat round trip of each worker slot.");
 	for (size_t i = 0; i < st->nworkers; i++)
-		if (st->workers[i].rtt_valid)
+		if (st->workers[i].rtt_ms >= 0)
 			buf_printf(b, "claimd_heartbeat_rtt_seconds{slot=\"%d\"} %.6f\n",
 				   st->workers[i].slot, st->workers[i].rtt_ms / 1000.0);
 	head(b, "claimd_worker_items_running", "gauge",
@@ -159,12 +159,11 @@ void metrics_render(const struct metrics *m, const struct status *st,
 	buf_printf(b, "claimd_queue_reading_age_seconds %.3f\n", queues_age_s);
 	head(b, "claimd_queue_jobs", "gauge", "Rows of each queue by state.");
 	for (size_t i = 0; i < nq; i++) {
-		static const char *const states[] = { "ready", "claimed", "done", "dead" };
-		const uint64_t v[] = { qs[i].ready, qs[i].claimed, qs[i].done, qs[i].dead };
-		for (size_t k = 0; k < 4; k++) {
+		for (unsigned k = 0; k < ROW_STATE_COUNT; k++) {
 			buf_puts(b, "claimd_queue_jobs{queue=\"");
 			label(b, qs[i].name);
-			buf_printf(b, "\",state=\"%s\"} %llu\n", states[k], (unsigned long long)v[k]);
+			buf_printf(b, "\",state=\"%s\"} %llu\n", row_state_name(k),
+				   (unsigned long long)qs[i].rows[k]);
 		}
 	}
 	head(b, "claimd_queue_oldest_ready_seconds", "gauge",

@@ -1,7 +1,7 @@
 /* metrics — /metrics in the Prometheus text format (version 0.0.4): this supervisor's pool
- * and HTTP requests from memory, the queues from a reading of the database at most every
- * METRICS_QUEUES_MS (a scrape never waits for the database, and many scrapes cost one
- * reading). Pure: renders from what it is given. */
+ * and HTTP requests from memory, the queues from the reading claimctl queues, status and the
+ * dashboard share (reading.c: many scrapes and clients cost one reading, its share of the
+ * database bounded). Pure: renders from what it is given. */
 #ifndef CLAIMD_METRICS_H
 #define CLAIMD_METRICS_H
 
@@ -14,7 +14,6 @@
 #include "supervisor/jobstats.h"
 #include "supervisor/status.h"
 
-#define METRICS_QUEUES_MS 5000
 #define METRICS_HTTP_MAX 128
 
 struct metrics {

@@ -641,11 +641,11 @@ struct status_worker *pool_snapshot(const struct pool *p, struct status *st)
 		ws[k++] = (struct status_worker){
 			.slot = (int)sl->idx, .pid = (int)sl->pid, .state = slot_state_name(sl),
 			.item = nrun ? run[0].id : 0,
-			.item_ms = nrun ? (uv_hrtime() - run[0].started_ns) / 1000000u : 0,
+			.item_ms = nrun ? (int64_t)((uv_hrtime() - run[0].started_ns) / 1000000u) : -1,
 			.inflight = nrun, .claims = sl->held.n,
 			.done = sl->done, .failed = sl->failed, .dead = sl->dead, .restarts = sl->restarts,
-			.rtt_valid = sl->rtt_valid, .rtt_ms = sl->rtt_ms,
-			.heartbeat_age_ms = now - sl->last_ack,
+			.rtt_ms = sl->rtt_valid ? sl->rtt_ms : -1,
+			.heartbeat_age_ms = sl->rtt_valid ? (int64_t)(now - sl->last_ack) : -1,
 		};
 	}
 	st->nworkers = k;

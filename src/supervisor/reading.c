@@ -23,6 +23,7 @@ struct reading {
 	size_t n;
 	_Alignas(max_align_t) unsigned char key[KEY_MAX];
 	uint64_t at, took;           /* when it was read (0: never or stale), and how long it took */
+	uint64_t read_at;            /* when it was read, stale or not (0: never) */
 	/* the reading under way */
 	struct dbq_job job;
 	bool running;
@@ -68,7 +69,7 @@ static void done(struct dbq_job *j)
 		r->value = r->got;
 		r->n = r->ngot;
 		memcpy(r->key, r->reading_key, r->ops->key_size);
-		r->at = uv_now(r->loop);
+		r->at = r->read_at = uv_now(r->loop);
 		r->took = r->at - r->started;
 	}
 	r->got = NULL;
@@ -134,6 +135,11 @@ void reading_get(struct reading *r, const void *key, reading_cb cb, void *data)
 	memcpy(w->key, key, r->ops->key_size);
 	if (!r->running)
 		start(r, key);
+}
+
+uint64_t reading_age_ms(const struct reading *r)
+{
+	return r->read_at ? uv_now(r->loop) - r->read_at : 0;
 }
 
 void reading_stale(struct reading *r)

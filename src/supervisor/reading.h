@@ -45,6 +45,9 @@ void reading_free(struct reading *r);
  * else when the next reading is over (the first time, after reading_stale). */
 void reading_get(struct reading *r, const void *key, reading_cb cb, void *data);
 
+/* How long ago the value reading_get last handed out was read, in ms (0: none yet). */
+uint64_t reading_age_ms(const struct reading *r);
+
 /* The next reading_get reads again. */
 void reading_stale(struct reading *r);
 

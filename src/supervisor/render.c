@@ -2,10 +2,14 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/json.h"
+#include "supervisor/entity.h"
+#include "supervisor/status.h"
 
 void render_json_bytes(struct buf *b, const void *s, size_t n)
 {
@@ -210,141 +214,116 @@ void render_job_text(const struct store_job *j, struct buf *b)
 	}
 }
 
-/* One setting's number, or what says it is not set: null in JSON, "-" in text. */
-static void setting(struct buf *b, bool json, bool set, long v)
-{
-	if (set)
-		buf_printf(b, "%ld", v);
-	else
-		buf_puts(b, json ? "null" : "-");
-}
+/* ---- a queue ---- */
 
-void render_backoff_text(const struct store_backoff *bo, struct buf *b)
-{
-	buf_puts(b, " retry_base_ms ");
-	setting(b, false, bo->base_ms > 0, (long)bo->base_ms);
-	buf_puts(b, " retry_max_ms ");
-	setting(b, false, bo->max_ms > 0, (long)bo->max_ms);
-	buf_puts(b, " retry_jitter_pct ");
-	setting(b, false, bo->jitter_pct >= 0, bo->jitter_pct);
-}
+#define QF(name, head, width, type, none, member, prec) \
+	{ name, head, width, ENTITY_##type, ENTITY_##none, offsetof(struct store_queue, member), \
+	  prec, NULL }
 
-void render_backoff_json(const struct store_backoff *bo, struct buf *b)
-{
-	buf_puts(b, ",\"retry_base_ms\":");
-	setting(b, true, bo->base_ms > 0, (long)bo->base_ms);
-	buf_puts(b, ",\"retry_max_ms\":");
-	setting(b, true, bo->max_ms > 0, (long)bo->max_ms);
-	buf_puts(b, ",\"retry_jitter_pct\":");
-	setting(b, true, bo->jitter_pct >= 0, bo->jitter_pct);
-}
+static const struct entity_field queue_fields[] = {
+	QF("name", "QUEUE", -20, STR, ALWAYS, name, 0),
+	QF("ready", "READY", 10, U64, ALWAYS, rows[ROW_READY], 0),
+	QF("claimed", "CLAIMED", 10, U64, ALWAYS, rows[ROW_CLAIMED], 0),
+	QF("done", "DONE", 10, U64, ALWAYS, rows[ROW_DONE], 0),
+	QF("dead", "DEAD", 10, U64, ALWAYS, rows[ROW_DEAD], 0),
+	QF("oldest_ready_s", "OLDEST_S", 10, REAL, ALWAYS, oldest_ready_s, 3),
+	QF("paused", "PAUSED", 6, BOOL, ALWAYS, paused, 0),
+	QF("min_interval_ms", "MIN_INTERVAL_MS", 15, U32, ALWAYS, min_interval_ms, 0),
+	QF("retry_base_ms", "RETRY_BASE_MS", 13, U32, ZERO, backoff.base_ms, 0),
+	QF("retry_max_ms", "RETRY_MAX_MS", 12, U32, ZERO, backoff.max_ms, 0),
+	QF("retry_jitter_pct", "JITTER_PCT", 10, INT, NEG, backoff.jitter_pct, 0),
+};
+static const struct entity queue_entity = ENTITY(queue_fields, struct store_queue);
 
 void render_queues_text(const struct store_queue *qs, size_t n, struct buf *b)
 {
-	buf_printf(b, "%-20s %10s %10s %10s %10s %10s %-7s %15s %s\n", "QUEUE", "READY", "CLAIMED",
-		   "DONE", "DEAD", "OLDEST_S", "PAUSED", "MIN_INTERVAL_MS",
-		   "RETRY_BASE/MAX_MS/JITTER_PCT");
-	for (size_t i = 0; i < n; i++) {
-		const struct store_backoff *bo = &qs[i].backoff;
-		buf_printf(b, "%-20s %10llu %10llu %10llu %10llu %10.1f %-7s %15u ", qs[i].name,
-			   (unsigned long long)qs[i].ready, (unsigned long long)qs[i].claimed,
-			   (unsigned long long)qs[i].done, (unsigned long long)qs[i].dead,
-			   qs[i].oldest_ready_s, qs[i].paused ? "yes" : "no", qs[i].min_interval_ms);
-		setting(b, false, bo->base_ms > 0, (long)bo->base_ms);
-		buf_puts(b, "/");
-		setting(b, false, bo->max_ms > 0, (long)bo->max_ms);
-		buf_puts(b, "/");
-		setting(b, false, bo->jitter_pct >= 0, bo->jitter_pct);
-		buf_puts(b, "\n");
-	}
+	entity_text_table(&queue_entity, qs, n, "", b);
 }
 
 void render_queues_json(const struct store_queue *qs, size_t n, struct buf *b)
 {
-	buf_puts(b, "[");
-	for (size_t i = 0; i < n; i++) {
-		buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
-		buf_json_str(b, qs[i].name);
-		buf_printf(b, ",\"ready\":%llu,\"claimed\":%llu,\"done\":%llu,\"dead\":%llu,"
-			   "\"oldest_ready_s\":%.3f,\"paused\":%s,\"min_interval_ms\":%u",
-			   (unsigned long long)qs[i].ready, (unsigned long long)qs[i].claimed,
-			   (unsigned long long)qs[i].done, (unsigned long long)qs[i].dead,
-			   qs[i].oldest_ready_s, qs[i].paused ? "true" : "false", qs[i].min_interval_ms);
-		render_backoff_json(&qs[i].backoff, b);
-		buf_puts(b, "}");
-	}
-	buf_puts(b, "]\n");
+	entity_dump(entity_json_array(&queue_entity, qs, n), b);
 }
+
+/* A queue's back-off: the queue's table's retry_* fields of a queue with only those. */
+static json_t *backoff_json(const char *queue, const struct store_backoff *bo)
+{
+	struct store_queue q = { .backoff = *bo };
+	json_t *all, *o = json_object();
+
+	snprintf(q.name, sizeof(q.name), "%s", queue);
+	all = entity_json(&queue_entity, &q);
+	if (o && all) {
+		json_object_set(o, "queue", json_object_get(all, "name"));
+		for (size_t i = 0; i < queue_entity.nfields; i++)
+			if (!strncmp(queue_fields[i].name, "retry_", 6))
+				json_object_set(o, queue_fields[i].name,
+						json_object_get(all, queue_fields[i].name));
+	}
+	json_decref(all);
+	return o;
+}
+
+void render_backoff_text(const char *queue, const struct store_backoff *bo, struct buf *b)
+{
+	json_t *o = backoff_json(queue, bo);
+	const char *k;
+	json_t *v;
+
+	buf_printf(b, "queue %s", queue);
+	json_object_foreach(o, k, v) {
+		if (strcmp(k, "queue"))
+			buf_printf(b, " %s %s", k, json_is_integer(v) ? "" : "-");
+		if (json_is_integer(v))
+			buf_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	}
+	buf_puts(b, "\n");
+	json_decref(o);
+}
+
+void render_backoff_json(const char *queue, const struct store_backoff *bo, struct buf *b)
+{
+	entity_dump(backoff_json(queue, bo), b);
+}
+
+/* ---- a supervisor ---- */
+
+#define SF(name, head, width, type, none, member, prec) \
+	{ name, head, width, ENTITY_##type, ENTITY_##none, \
+	  offsetof(struct store_supervisor, member), prec, NULL }
+
+static const struct entity_field supervisor_fields[] = {
+	SF("id", NULL, 0, STR, ALWAYS, id, 0),
+	SF("host", "HOST", -20, STR, ALWAYS, host, 0),
+	SF("pid", "PID", 8, U32, ALWAYS, pid, 0),
+	SF("version", "VERSION", -8, STR, ALWAYS, version, 0),
+	SF("queues", "QUEUES", -20, STR, ALWAYS, queues, 0),
+	SF("http", "HTTP", -22, STR, ZERO, http, 0),
+	SF("started_at", "STARTED", -26, STR, ZERO, started_at, 0),
+	SF("seen_at", NULL, 0, STR, ZERO, seen_at, 0),
+	SF("seen_ago_s", "SEEN_AGO_S", 10, REAL, ALWAYS, seen_ago_s, 1),
+	{ "lost", "STATE", -5, ENTITY_BOOL, ENTITY_ALWAYS, offsetof(struct store_supervisor, lost),
+	  0, "lost|live" },
+	SF("status", NULL, 0, JSON, ZERO, workers, 0),
+};
+static const struct entity supervisor_entity = ENTITY(supervisor_fields, struct store_supervisor);
 
 void render_supervisors_text(const struct store_supervisor *svs, size_t n, struct buf *b)
 {
-	buf_printf(b, "%-20s %8s %-8s %-20s %-22s %-26s %9s %s\n", "HOST", "PID", "VERSION",
-		   "QUEUES", "HTTP", "STARTED", "SEEN_AGO", "STATE");
-	for (size_t i = 0; i < n; i++)
-		buf_printf(b, "%-20s %8u %-8s %-20s %-22s %-26s %8.1fs %s\n", svs[i].host,
-			   svs[i].pid, svs[i].version, svs[i].queues,
-			   svs[i].http[0] ? svs[i].http : "-", svs[i].started_at, svs[i].seen_ago_s,
-			   svs[i].lost ? "lost" : "live");
+	entity_text_table(&supervisor_entity, svs, n, "", b);
 }
 
 void render_supervisors_json(const struct store_supervisor *svs, size_t n, struct buf *b)
 {
-	buf_puts(b, "[");
-	for (size_t i = 0; i < n; i++) {
-		const struct store_supervisor *sv = &svs[i];
-		buf_puts(b, i ? ",{\"id\":" : "{\"id\":");
-		buf_json_str(b, sv->id);
-		buf_puts(b, ",\"host\":");
-		buf_json_str(b, sv->host);
-		buf_printf(b, ",\"pid\":%u,\"version\":", sv->pid);
-		buf_json_str(b, sv->version);
-		buf_puts(b, ",\"queues\":");
-		buf_json_str(b, sv->queues);
-		buf_puts(b, ",\"http\":");
-		if (sv->http[0])
-			buf_json_str(b, sv->http);
-		else
-			buf_puts(b, "null");
-		json_time(b, "started_at", sv->started_at);
-		json_time(b, "seen_at", sv->seen_at);
-		buf_printf(b, ",\"seen_ago_s\":%.3f,\"lost\":%s,\"status\":", sv->seen_ago_s,
-			   sv->lost ? "true" : "false");
-		/* Written by a supervisor as JSON; anything else is passed on as a string. */
-		if (sv->workers && sv->workers[0] == '{')
-			buf_puts(b, sv->workers);
-		else
-			render_json_bytes(b, sv->workers ? sv->workers : "", sv->workers ? strlen(sv->workers) : 0);
-		buf_puts(b, "}");
-	}
-	buf_puts(b, "]\n");
-}
-
-/* A worker's field from a supervisor's pool JSON, as text ("-" for null or missing). */
-static const char *field(json_t *w, const char *name, char *out, size_t outlen)
-{
-	json_t *v = json_object_get(w, name);
-
-	if (json_is_integer(v))
-		snprintf(out, outlen, "%lld", (long long)json_integer_value(v));
-	else if (json_is_real(v))
-		snprintf(out, outlen, "%.2f", json_real_value(v));
-	else if (json_is_string(v))
-		snprintf(out, outlen, "%s", json_string_value(v));
-	else
-		snprintf(out, outlen, "-");
-	return out;
+	entity_dump(entity_json_array(&supervisor_entity, svs, n), b);
 }
 
 void render_pools_text(const struct store_supervisor *svs, size_t n, struct buf *b)
 {
-	static const char *const cols[] = { "slot", "pid", "state", "inflight", "item", "item_ms",
-					    "done", "failed", "restarts", "rtt_ms" };
-
 	for (size_t i = 0; i < n; i++) {
 		const struct store_supervisor *sv = &svs[i];
 		json_t *pool = sv->workers ? json_loads(sv->workers, 0, NULL) : NULL;
 		json_t *ws = json_object_get(pool, "workers");
-		char v[10][64];
 
 		buf_printf(b, "%s%s pid %u: %s, seen %.1f s ago; claimd %s, queues %s%s%s\n",
 			   i ? "\n" : "", sv->host, sv->pid, sv->lost ? "LOST" : "live",
@@ -355,16 +334,9 @@ void render_pools_text(const struct store_supervisor *svs, size_t n, struct buf 
 			json_decref(pool);
 			continue;
 		}
-		buf_printf(b, "  %-4s %-8s %-13s %7s %-12s %9s %8s %7s %8s %9s\n", "SLOT", "PID",
-			   "STATE", "RUNNING", "OLDEST", "FOR_MS", "DONE", "FAILED", "RESTARTS",
-			   "RTT_MS");
-		for (size_t k = 0; k < json_array_size(ws); k++) {
-			json_t *w = json_array_get(ws, k);
-			for (size_t c = 0; c < 10; c++)
-				field(w, cols[c], v[c], sizeof(v[c]));
-			buf_printf(b, "  %-4s %-8s %-13s %7s %-12s %9s %8s %7s %8s %9s\n", v[0], v[1],
-				   v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]);
-		}
+		status_worker_head("  ", b);
+		for (size_t k = 0; k < json_array_size(ws); k++)
+			status_worker_row_json(json_array_get(ws, k), "  ", b);
 		json_decref(pool);
 	}
 	if (n == 0)

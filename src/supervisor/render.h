@@ -16,14 +16,16 @@ void render_job_text(const struct store_job *j, struct buf *out);
  * null for none. */
 void render_job_json(const struct store_job *j, struct buf *out);
 
-void render_queues_text(const struct store_queue *qs, size_t n, struct buf *out);
-/* A JSON array of objects: name, ready, claimed, done, dead, oldest_ready_s, paused,
+/* The queues (store_queue), described once in render.c's queue table: a text table; a JSON
+ * array of objects: name, ready, claimed, done, dead, oldest_ready_s, paused,
  * min_interval_ms, retry_base_ms, retry_max_ms, retry_jitter_pct (null: not set). */
+void render_queues_text(const struct store_queue *qs, size_t n, struct buf *out);
 void render_queues_json(const struct store_queue *qs, size_t n, struct buf *out);
-/* A queue's back-off: " retry_base_ms B retry_max_ms M retry_jitter_pct J" ("-" where not
- * set), or its JSON members ",\"retry_base_ms\":B,..." (null where not set). */
-void render_backoff_text(const struct store_backoff *bo, struct buf *b);
-void render_backoff_json(const struct store_backoff *bo, struct buf *b);
+/* A queue's back-off, the retry_* fields of the queue's table: "queue NAME retry_base_ms B
+ * retry_max_ms M retry_jitter_pct J" ("-" where not set) and a newline; or one JSON object
+ * {"queue":NAME,"retry_base_ms":B,...} (null where not set) and a newline. */
+void render_backoff_text(const char *queue, const struct store_backoff *bo, struct buf *b);
+void render_backoff_json(const char *queue, const struct store_backoff *bo, struct buf *b);
 
 void render_supervisors_text(const struct store_supervisor *svs, size_t n, struct buf *out);
 /* Every supervisor and its pool (claimctl status --all): a line each, and a table of its

@@ -1,103 +1,91 @@
 #include "supervisor/status.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-static void json_worker(const struct status_worker *w, struct buf *b)
+#include "supervisor/entity.h"
+
+/* ---- a worker ---- */
+
+#define WF(name, head, width, type, none, member, prec) \
+	{ name, head, width, ENTITY_##type, ENTITY_##none, offsetof(struct status_worker, member), \
+	  prec, NULL }
+
+static const struct entity_field worker_fields[] = {
+	WF("slot", "SLOT", -4, INT, ALWAYS, slot, 0),
+	WF("pid", "PID", -8, INT, ZERO, pid, 0),
+	WF("state", "STATE", -13, PSTR, ALWAYS, state, 0),
+	WF("inflight", "RUNNING", 7, SIZE, ALWAYS, inflight, 0),
+	WF("item", "OLDEST", -12, U64, ZERO, item, 0),
+	WF("item_ms", "FOR_MS", 9, I64, NEG, item_ms, 0),
+	WF("claims", NULL, 0, SIZE, ALWAYS, claims, 0),
+	WF("done", "DONE", 8, U64, ALWAYS, done, 0),
+	WF("failed", "FAILED", 7, U64, ALWAYS, failed, 0),
+	WF("restarts", "RESTARTS", 8, U32, ALWAYS, restarts, 0),
+	WF("rtt_ms", "RTT_MS", 9, REAL, NEG, rtt_ms, 3),
+	WF("heartbeat_age_ms", NULL, 0, I64, NEG, heartbeat_age_ms, 0),
+};
+static const struct entity worker_entity = ENTITY(worker_fields, struct status_worker);
+
+void status_worker_head(const char *indent, struct buf *b)
 {
-	buf_printf(b, "{\"slot\":%d,\"pid\":", w->slot);
-	if (w->pid)
-		buf_printf(b, "%d", w->pid);
-	else
-		buf_puts(b, "null");
-	buf_puts(b, ",\"state\":");
-	buf_json_str(b, w->state);
-	if (w->item)
-		buf_printf(b, ",\"item\":%llu,\"item_ms\":%llu", (unsigned long long)w->item,
-			   (unsigned long long)w->item_ms);
-	else
-		buf_puts(b, ",\"item\":null,\"item_ms\":null");
-	buf_printf(b, ",\"inflight\":%zu", w->inflight);
-	buf_printf(b, ",\"claims\":%zu,\"done\":%llu,\"failed\":%llu,\"restarts\":%u,\"rtt_ms\":",
-		   w->claims, (unsigned long long)w->done, (unsigned long long)w->failed,
-		   w->restarts);
-	if (w->rtt_valid)
-		buf_printf(b, "%.3f,\"heartbeat_age_ms\":%llu}", w->rtt_ms,
-			   (unsigned long long)w->heartbeat_age_ms);
-	else
-		buf_puts(b, "null,\"heartbeat_age_ms\":null}");
+	entity_text_head(&worker_entity, indent, b);
 }
 
-static const char *const row_states[] = { "ready", "claimed", "done", "dead" };
-
-static uint64_t count_of(const struct status *st, const char *queue, const char *state)
+void status_worker_row_json(json_t *w, const char *indent, struct buf *b)
 {
-	for (size_t i = 0; i < st->ncounts; i++)
-		if (!strcmp(st->counts[i].queue, queue) && !strcmp(st->counts[i].state, state))
-			return st->counts[i].count;
-	return 0;
+	entity_text_row_json(&worker_entity, w, indent, b);
 }
 
 /* {"queue": {"ready": n, "claimed": n, "done": n, "dead": n}, ...}: every state, zeros too, for
- * every queue that has rows and for the queue served. */
-static void json_counts(const struct status *st, struct buf *b)
+ * every queue the store has and for the queue served. */
+static json_t *json_counts(const struct status *st)
 {
-	bool served_seen = false;
+	json_t *o = json_object();
 
-	buf_puts(b, "{");
-	for (size_t i = 0; i <= st->ncounts; i++) {
-		const char *q = i < st->ncounts ? st->counts[i].queue : st->queue;
-		if (i < st->ncounts && i > 0 && !strcmp(q, st->counts[i - 1].queue))
-			continue;
-		if (i == st->ncounts && served_seen)
+	for (size_t i = 0; o && i <= st->nqueues; i++) {
+		static const struct store_queue none;
+		const struct store_queue *q = i < st->nqueues ? &st->queues[i] : &none;
+		const char *name = i < st->nqueues ? q->name : st->queue;
+		json_t *c = json_object();
+
+		if (i == st->nqueues && json_object_get(o, name)) {
+			json_decref(c);
 			break;
-		served_seen |= !strcmp(q, st->queue);
-		if (b->len && b->data[b->len - 1] != '{')
-			buf_puts(b, ",");
-		buf_json_str(b, q);
-		buf_puts(b, ":{");
-		for (size_t k = 0; k < sizeof(row_states) / sizeof(row_states[0]); k++) {
-			buf_puts(b, k ? "," : "");
-			buf_json_str(b, row_states[k]);
-			buf_printf(b, ":%llu", (unsigned long long)count_of(st, q, row_states[k]));
 		}
-		buf_puts(b, "}");
+		for (unsigned k = 0; c && k < ROW_STATE_COUNT; k++)
+			json_object_set_new(c, row_state_name(k), json_integer((json_int_t)q->rows[k]));
+		json_object_set_new(o, name, c);
 	}
-	buf_puts(b, "}");
+	return o;
 }
 
 void status_render_json(const struct status *st, struct buf *b)
 {
-	buf_printf(b, "{\"pid\":%d,\"fork_server_pid\":", st->pid);
-	if (st->fork_server_pid > 0)
-		buf_printf(b, "%d", st->fork_server_pid);
-	else
-		buf_puts(b, "null");
-	buf_puts(b, ",\"host\":");
-	buf_json_str(b, st->host);
-	buf_puts(b, ",\"queue\":");
-	buf_json_str(b, st->queue);
-	buf_printf(b, ",\"uptime_ms\":%llu,\"stopping\":%s,\"db\":\"%s\",\"wake\":",
-		   (unsigned long long)st->uptime_ms, st->stopping ? "true" : "false",
-		   st->db_up ? "up" : "down");
-	if (st->wake)
-		buf_json_str(b, st->wake);
-	else
-		buf_puts(b, "null");
-	buf_puts(b, ",\"workers\":[");
-	for (size_t i = 0; i < st->nworkers; i++) {
-		if (i)
-			buf_puts(b, ",");
-		json_worker(&st->workers[i], b);
+	json_t *o = json_object();
+
+	if (o) {
+		json_object_set_new(o, "pid", json_integer(st->pid));
+		json_object_set_new(o, "fork_server_pid", st->fork_server_pid > 0 ?
+				    json_integer(st->fork_server_pid) : json_null());
+		json_object_set_new(o, "host", json_string(st->host ? st->host : ""));
+		json_object_set_new(o, "queue", json_string(st->queue ? st->queue : ""));
+		json_object_set_new(o, "uptime_ms", json_integer((json_int_t)st->uptime_ms));
+		json_object_set_new(o, "stopping", json_boolean(st->stopping));
+		json_object_set_new(o, "db", json_string(st->db_up ? "up" : "down"));
+		json_object_set_new(o, "wake", st->wake ? json_string(st->wake) : json_null());
+		json_object_set_new(o, "workers", entity_json_array(&worker_entity, st->workers,
+								    st->nworkers));
+		json_object_set_new(o, "counts", json_counts(st));
 	}
-	buf_puts(b, "],\"counts\":");
-	json_counts(st, b);
-	buf_puts(b, "}\n");
+	entity_dump(o, b);
 }
 
 void status_render_table(const struct status *st, struct buf *b)
 {
 	char fsrv[32] = "none";
+	size_t rows = 0;
 
 	if (st->fork_server_pid > 0)
 		snprintf(fsrv, sizeof(fsrv), "%d", st->fork_server_pid);
@@ -105,27 +93,17 @@ void status_render_table(const struct status *st, struct buf *b)
 		   st->pid, st->host, st->queue, (unsigned long long)(st->uptime_ms / 1000),
 		   st->db_up ? "up" : "DOWN", st->stopping ? ", STOPPING" : "", fsrv);
 	buf_printf(b, "idle workers are woken by: %s\n\n", st->wake ? st->wake : "poll");
-	buf_printf(b, "%-4s %-8s %-13s %7s %-12s %-9s %8s %7s %8s %9s\n", "SLOT", "PID",
-		   "STATE", "RUNNING", "OLDEST", "FOR", "DONE", "FAILED", "RESTARTS", "RTT");
-	for (size_t i = 0; i < st->nworkers; i++) {
-		const struct status_worker *w = &st->workers[i];
-		char item[24] = "-", dur[24] = "-", rtt[24] = "-", pid[16] = "-";
-		if (w->pid)
-			snprintf(pid, sizeof(pid), "%d", w->pid);
-		if (w->item) {
-			snprintf(item, sizeof(item), "%llu", (unsigned long long)w->item);
-			snprintf(dur, sizeof(dur), "%.1fs", (double)w->item_ms / 1000.0);
-		}
-		if (w->rtt_valid)
-			snprintf(rtt, sizeof(rtt), "%.2fms", w->rtt_ms);
-		buf_printf(b, "%-4d %-8s %-13s %7zu %-12s %-9s %8llu %7llu %8u %9s\n", w->slot, pid,
-			   w->state, w->inflight, item, dur, (unsigned long long)w->done,
-			   (unsigned long long)w->failed, w->restarts, rtt);
-	}
+	entity_text_table(&worker_entity, st->workers, st->nworkers, "", b);
 	buf_puts(b, "\nQUEUE            STATE         COUNT\n");
-	for (size_t i = 0; i < st->ncounts; i++)
-		buf_printf(b, "%-16s %-8s %10llu\n", st->counts[i].queue, st->counts[i].state,
-			   (unsigned long long)st->counts[i].count);
-	if (st->ncounts == 0)
+	for (size_t i = 0; i < st->nqueues; i++) {
+		for (unsigned k = 0; k < ROW_STATE_COUNT; k++) {
+			if (!st->queues[i].rows[k])
+				continue;
+			buf_printf(b, "%-16s %-8s %10llu\n", st->queues[i].name, row_state_name(k),
+				   (unsigned long long)st->queues[i].rows[k]);
+			rows++;
+		}
+	}
+	if (rows == 0)
 		buf_puts(b, "(no rows, or the database could not be read)\n");
 }

@@ -1,0 +1,30 @@
+/* row_state — the states of a row of work_items (its `state` column), as an enum with one
+ * name table: the store reads them into it, claimctl and the HTTP API parse them from it,
+ * every renderer names them from it. Here in common/ because claimctl checks a --state too.
+ * Pure. */
+#ifndef CLAIMD_ROW_STATE_H
+#define CLAIMD_ROW_STATE_H
+
+#include <stdbool.h>
+
+enum row_state {
+	ROW_READY,     /* may run (now, or from its visible_at) */
+	ROW_CLAIMED,   /* a worker holds it (its lease, its fencing token) */
+	ROW_DONE,      /* its handler succeeded */
+	ROW_DEAD,      /* out of attempts, cancelled, or failed for good */
+	ROW_STATE_COUNT,
+};
+
+/* "ready", "claimed", "done", "dead"; "" out of range. */
+const char *row_state_name(enum row_state s);
+
+/* *ret from its name (exact, lower case). Returns false, *ret untouched, when s names none. */
+bool row_state_parse(const char *s, enum row_state *ret);
+
+/* Whether a row in s has ended (done or dead): nothing will run it again unless retried. */
+bool row_state_final(enum row_state s);
+
+/* "ready, claimed, done or dead", for messages. */
+#define ROW_STATE_LIST "ready, claimed, done or dead"
+
+#endif

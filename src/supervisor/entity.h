@@ -1,0 +1,79 @@
+/* entity — what claimd shows of a thing (a worker, a supervisor, a queue, ...) described once:
+ * a table of its fields, each with its JSON name, its text column and how its value reads,
+ * from which one module renders the JSON (with jansson) for the control socket, the HTTP API
+ * and the dashboard, and the text table for claimctl. An entity's table lives beside what
+ * fills the struct (render.c for the store's rows, status.c for the pool). Pure: no I/O. */
+#ifndef CLAIMD_ENTITY_H
+#define CLAIMD_ENTITY_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "common/buf.h"
+
+/* How a field's value is held in its struct. */
+enum entity_type {
+	ENTITY_STR,     /* char[] */
+	ENTITY_PSTR,    /* const char * */
+	ENTITY_U64,     /* uint64_t */
+	ENTITY_U32,     /* uint32_t (or unsigned) */
+	ENTITY_INT,     /* int */
+	ENTITY_I64,     /* int64_t */
+	ENTITY_SIZE,    /* size_t */
+	ENTITY_REAL,    /* double, shown to prec decimals */
+	ENTITY_BOOL,    /* bool: true/false, text yes/no */
+	ENTITY_JSON,    /* char * of JSON text claimd wrote (a supervisor's pool): put in as the
+			 * value it is, else as a string */
+};
+
+/* Which value means the field has none (JSON null, text "-"). */
+enum entity_none {
+	ENTITY_ALWAYS,  /* every value is one; a NULL string reads as none all the same */
+	ENTITY_ZERO,    /* 0, "" or NULL */
+	ENTITY_NEG,     /* below 0 */
+};
+
+struct entity_field {
+	const char *name;          /* its JSON member */
+	const char *head;          /* its text column's head; NULL: not in the text table */
+	int width;                 /* the column's width; negative: left-aligned */
+	enum entity_type type;
+	enum entity_none none;
+	size_t off;                /* offsetof its value in the struct */
+	int prec;                  /* ENTITY_REAL: decimals */
+	const char *words;         /* ENTITY_BOOL: its text for true and false, "lost|live";
+				    * NULL: "yes|no" */
+};
+
+struct entity {
+	const struct entity_field *fields;
+	size_t nfields;
+	size_t size;        /* sizeof the struct, to walk an array of them */
+};
+
+#define ENTITY(fields_, type_) \
+	{ (fields_), sizeof(fields_) / sizeof((fields_)[0]), sizeof(type_) }
+
+/* One JSON object of rec's fields (NULL when out of memory). */
+json_t *entity_json(const struct entity *e, const void *rec);
+/* A JSON array of n records (recs: an array of e->size bytes each). */
+json_t *entity_json_array(const struct entity *e, const void *recs, size_t n);
+
+/* The text table: a head line, then a line per record, each line after indent. */
+void entity_text_head(const struct entity *e, const char *indent, struct buf *b);
+void entity_text_row(const struct entity *e, const void *rec, const char *indent,
+		     struct buf *b);
+void entity_text_table(const struct entity *e, const void *recs, size_t n, const char *indent,
+		       struct buf *b);
+/* A line of the text table from a JSON object that entity_json made (or another claimd, of
+ * this version or another, wrote): a member missing or of another type reads as none. */
+void entity_text_row_json(const struct entity *e, json_t *obj, const char *indent,
+			  struct buf *b);
+
+/* One record as "name: value" lines, every field (its JSON name; none as "-"). */
+void entity_text_fields(const struct entity *e, const void *rec, struct buf *b);
+
+/* v compact and a newline onto b (null when v is NULL: out of memory); v is released. */
+void entity_dump(json_t *v, struct buf *b);
+
+#endif
