@@ -7,7 +7,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <poll.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <string.h>
@@ -395,14 +394,11 @@ void proc_forker_stop(struct proc_forker *f)
 	while (r < 0 && errno == EINTR);
 }
 
-int proc_forker_fork(struct proc_forker *f, int tag, int fd, int timeout_ms, pid_t *ret_pid)
+int proc_forker_ask(struct proc_forker *f, int tag, int fd)
 {
 	struct forker_frame fr;
-	struct forker_msg m;
 	struct cmsghdr *c;
-	struct pollfd pfd = { .fd = f->fd, .events = POLLIN };
 	ssize_t n;
-	int r;
 
 	if (f->fd < 0)
 		return -ESRCH;
@@ -414,34 +410,37 @@ int proc_forker_fork(struct proc_forker *f, int tag, int fd, int timeout_ms, pid
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	do
-		n = sendmsg(f->fd, &fr.mh, MSG_NOSIGNAL);
+		n = sendmsg(f->fd, &fr.mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(fr.m)) {
-		r = n < 0 ? -errno : -EPROTO;
-		goto broken;
-	}
-	do
-		r = poll(&pfd, 1, timeout_ms);
-	while (r < 0 && errno == EINTR);
-	if (r <= 0) {
-		r = r == 0 ? -ETIMEDOUT : -errno;
-		goto broken;
-	}
-	do
-		n = recv(f->fd, &m, sizeof(m), 0);
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(m) || m.tag != tag) {
-		r = n < 0 ? -errno : n == 0 ? -EPIPE : -EPROTO;
-		goto broken;
-	}
-	if (m.pid <= 0)
-		return m.pid < 0 ? m.pid : -EPROTO;
-	*ret_pid = m.pid;
+	if (n != (ssize_t)sizeof(fr.m))
+		return n < 0 ? -errno : -EPROTO;
 	return 0;
-broken:
-	kill(f->pid, SIGKILL);  /* the caller reaps it */
+}
+
+int proc_forker_answer(struct proc_forker *f, int *ret_tag, int *ret_pid)
+{
+	struct forker_msg m;
+	ssize_t n;
+
+	if (f->fd < 0)
+		return -ESRCH;
+	do
+		n = recv(f->fd, &m, sizeof(m), MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	if (n != (ssize_t)sizeof(m))
+		return n < 0 ? -errno : n == 0 ? -EPIPE : -EPROTO;
+	*ret_tag = m.tag;
+	*ret_pid = m.pid > 0 || (m.pid < 0 && m.pid > -4096) ? m.pid : -EPROTO;
+	return 1;
+}
+
+void proc_forker_kill(struct proc_forker *f)
+{
+	if (f->pid > 0)
+		kill(f->pid, SIGKILL);
 	proc_forker_lost(f);
-	return r;
 }
 
 static void forker_reply(int fd, int tag, int pid)

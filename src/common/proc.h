@@ -91,11 +91,19 @@ struct proc_forker {
  * proc_forker_serve on fd 3). Returns 0 or -errno. */
 int proc_forker_start(struct proc_forker *f, char *const argv[], int pass_fd);
 
-/* Ask the fork server for a process that runs run(tag, fd) (see proc_forker_serve) with fd,
- * a descriptor of ours, passed to it. Waits up to timeout_ms for the answer. Returns 0 with
- * *ret_pid, or -errno (the fork failed, or the fork server is gone or hung: then it is killed
- * and proc_forker_lost is done). */
-int proc_forker_fork(struct proc_forker *f, int tag, int fd, int timeout_ms, pid_t *ret_pid);
+/* Ask the fork server, without waiting, for a process that runs run(tag, fd) (see
+ * proc_forker_serve) with fd, a descriptor of ours, passed to it (the caller may close its
+ * copy at once). Its answer comes on f->fd (proc_forker_answer), answers in the order asked.
+ * Returns 0, or -errno: the fork server is gone or broken (give it up: proc_forker_kill). */
+int proc_forker_ask(struct proc_forker *f, int tag, int fd);
+
+/* An answer, without waiting: returns 1 with the tag asked for and *ret_pid the new process
+ * (> 0) or -errno of a fork that failed; 0 when none is there yet; or -errno when the fork
+ * server is gone or said something else (give it up: proc_forker_kill). */
+int proc_forker_answer(struct proc_forker *f, int *ret_tag, int *ret_pid);
+
+/* Give up on the fork server (it hangs): SIGKILL (the caller reaps it), and lost. */
+void proc_forker_kill(struct proc_forker *f);
 
 /* The fork server has exited (reaped by the caller) or is given up on: close our end. */
 void proc_forker_lost(struct proc_forker *f);

@@ -32,7 +32,7 @@ static void label(struct buf *b, const char *s)
 }
 
 static const char *const worker_states[] = {
-	"starting", "idle", "busy", "db-down", "stopping", "unresponsive", "exited", "down",
+	"starting", "idle", "busy", "db-down", "stopping", "forking", "unresponsive", "exited", "down",
 };
 
 /* One histogram's series: cumulative buckets, +Inf, sum, count. lbl: its labels ("" or

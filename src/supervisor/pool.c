@@ -368,42 +368,39 @@ static void on_other(void *data, pid_t pid, int status)
 	log_debug("reaped pid=%d (%s), an orphan of a worker", (int)pid, how);
 }
 
-/* The worker's process from the fork server; its end of a new socketpair goes with it. */
-static int fork_worker(struct slot *sl, uv_os_sock_t fds[2], pid_t *ret_pid)
+static void spawn_failed(struct slot *sl, int r)
 {
 	struct pool *p = sl->pool;
-	int r;
 
-	r = uv_socketpair(SOCK_STREAM, 0, fds, 0, 0);
-	if (r < 0)
-		return r;
-	r = forker_fork(&p->forker, sl->idx, fds[1], ret_pid);
-	uv_update_time(p->o.loop);  /* it blocked: up to FORK_TIMEOUT_MS when the server hangs */
-	close(fds[1]);
-	fds[1] = -1;
-	return r;
+	if (p->freeing)
+		return;
+	log_error("cannot start worker slot=%u: %s; trying again in %d ms", sl->idx, strerror(-r),
+		  RESPAWN_MAX_MS / 10);
+	if (!p->stopping)
+		uv_timer_start(&sl->respawn_timer, on_respawn, RESPAWN_MAX_MS / 10, 0);
+	else
+		p->o.on_change(p->o.data);
 }
 
-void pool_spawn(struct slot *sl)
+/* The fork server's answer for sl: its process (our end of its socketpair is sl->fork_fd),
+ * or why there is none. */
+static void on_forked(void *data, int r, pid_t pid)
 {
+	struct slot *sl = data;
 	struct pool *p = sl->pool;
 	struct child_opts opts = { .stderr_fd = -1, .settle_ms = DRAIN_MS, .data = sl,
 				   .on_exit = on_worker_exit, .on_gone = on_worker_gone };
-	uv_os_sock_t fds[2] = { -1, -1 };
-	pid_t pid = 0;
-	int r;
+	uv_os_sock_t fd = sl->fork_fd;
 
-	r = fork_worker(sl, fds, &pid);
+	sl->fork_fd = -1;
+	if (r == 0 && p->freeing)
+		r = -ECANCELED, proc_kill(pid, SIGKILL);
 	if (r == 0 && (r = child_new(p->reaper, pid, &opts, &sl->child)) < 0)
 		proc_kill(pid, SIGKILL);  /* unwatched: the reaper takes it as an orphan */
 	if (r < 0) {
-		for (int i = 0; i < 2; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
-		log_error("cannot start worker slot=%u: %s; trying again in %d ms", sl->idx,
-			  strerror(-r), RESPAWN_MAX_MS / 10);
-		if (!p->stopping)
-			uv_timer_start(&sl->respawn_timer, on_respawn, RESPAWN_MAX_MS / 10, 0);
+		close(fd);
+		pool_slot_set(sl, SLOT_DOWN);
+		spawn_failed(sl, r);
 		return;
 	}
 	sl->pid = pid;
@@ -414,7 +411,7 @@ void pool_spawn(struct slot *sl)
 	sl->last_ack = 0;
 	sl->board = p->board ? &p->board[sl->idx] : NULL;
 	pool_slot_set(sl, SLOT_UP);
-	r = chan_open(p->o.loop, fds[0], &slot_chan_ops, sl, &sl->chan);
+	r = chan_open(p->o.loop, fd, &slot_chan_ops, sl, &sl->chan);
 	if (r < 0) {
 		log_error("worker slot=%u pid=%d: cannot open its channel: %s; killing it", sl->idx,
 			  (int)sl->pid, uv_strerror(r));
@@ -423,7 +420,38 @@ void pool_spawn(struct slot *sl)
 	}
 	child_hold(sl->child);  /* its last reports are read before it is gone */
 	log_info("worker slot=%u pid=%d started", sl->idx, (int)sl->pid);
+	if (p->stopping || sl->retire) {
+		/* stopped, or retired, while it was being forked: it stops at once */
+		struct proto_msg m;
+		memset(&m, 0, sizeof(m));
+		m.type = PROTO_STOP;
+		m.u.stop.grace_ms = p->stopping ? 0 : p->cfg->timeout_ms;
+		pool_send(sl, &m);
+	}
 	pool_size_started(sl);
+}
+
+/* Ask the fork server for sl's process, its end of a new socketpair going with the question;
+ * the answer comes to on_forked. */
+void pool_spawn(struct slot *sl)
+{
+	struct pool *p = sl->pool;
+	uv_os_sock_t fds[2] = { -1, -1 };
+	int r;
+
+	r = uv_socketpair(SOCK_STREAM, 0, fds, 0, 0);
+	if (r == 0) {
+		r = forker_fork(&p->forker, sl->idx, fds[1], on_forked, sl);
+		close(fds[1]);
+		if (r < 0)
+			close(fds[0]);
+	}
+	if (r < 0) {
+		spawn_failed(sl, r);
+		return;
+	}
+	sl->fork_fd = fds[0];
+	pool_slot_set(sl, SLOT_FORKING);
 }
 
 /* ---- heartbeat and hang detection ---- */
@@ -500,7 +528,7 @@ int pool_new(const struct pool_opts *o, struct pool **ret)
 		log_error("cannot make the scoreboard: %s", strerror(-r));
 		goto fail;
 	}
-	r = forker_start(&p->forker, o->argc, o->argv, p->board_fd);
+	r = forker_start(&p->forker, o->loop, o->argc, o->argv, p->board_fd);
 	if (r < 0)
 		goto fail;
 	*ret = p;
@@ -613,6 +641,7 @@ void pool_free(struct pool *p)
 	}
 	child_reaper_free(p->reaper);
 	forker_stop(&p->forker);
+	p->open_handles += forker_close(&p->forker, on_handle_closed, p);
 	permits_fini(&p->permits);
 	scoreboard_destroy(p->board, p->board_fd);
 	p->board = NULL;

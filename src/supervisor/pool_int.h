@@ -46,6 +46,7 @@ struct slot {
 	bool rtt_valid;
 	uint64_t last_ack, started, exited_at;
 	uv_timer_t respawn_timer;
+	uv_os_sock_t fork_fd;    /* SLOT_FORKING: our end of its socketpair; else -1 */
 	struct held held;        /* the rows it reported claimed and not finished */
 };
 

@@ -34,6 +34,7 @@ static struct slot *new_slot(struct pool *p)
 	sl->pool = p;
 	sl->idx = p->nslots;
 	sl->health = SLOT_DOWN;
+	sl->fork_fd = -1;
 	uv_timer_init(p->o.loop, &sl->respawn_timer);
 	sl->respawn_timer.data = sl;
 	p->open_handles++;
@@ -135,8 +136,10 @@ static void replace_next(struct pool *p)
 			sl->replace = false;
 			continue;
 		}
-		if (sl->health == SLOT_DOWN) {
-			sl->replace = false;   /* its next start is from the new fork server anyway */
+		if (sl->health == SLOT_DOWN || sl->health == SLOT_FORKING) {
+			/* its next start (or this one: the old fork server's questions were
+			 * answered -ECANCELED) is from the new fork server anyway */
+			sl->replace = false;
 			continue;
 		}
 		p->replacing = sl;

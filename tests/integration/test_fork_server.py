@@ -88,7 +88,7 @@ def it_a_killed_fork_server_is_replaced_when_a_worker_must_start(t):
 
 def it_a_hung_fork_server_is_killed_and_replaced(t):
     """A fork server that does not answer within 5 s is killed; the worker it was asked for
-    comes from a new one on the next try, 3 s later."""
+    comes from a new one on the next try, 3 s later; meanwhile the supervisor answers."""
     db = t.database()
     c = t.claimd(db, '--workers', '2', '--handler', 'noop')
     st = c.wait_ready(workers=2)
@@ -96,6 +96,15 @@ def it_a_hung_fork_server_is_killed_and_replaced(t):
     os.kill(fork, signal.SIGSTOP)
     old = worker_in_slot(st, 1)
     os.kill(old['pid'], signal.SIGKILL)
+    # Asking it does not block the loop: while it does not answer, the supervisor does
+    # (claimctl status within a second) and shows the slot waiting for its process.
+    st = c.wait_status(lambda s: worker_in_slot(s, 1)['state'] == 'forking', 4,
+                       'slot 1 waiting for the fork server')
+    t0 = time.monotonic()
+    c.status()
+    check(time.monotonic() - t0 < 1, f'claimctl status took {time.monotonic() - t0:.1f} s '
+          'while the fork server hangs')
+    check(proc_stat(fork) is not None, 'the fork server is still waited for (5 s)')
     wait_for(lambda: proc_stat(fork), 10, f'the stopped fork server {fork} to be killed and reaped',
              until=lambda s: s is None)
     check('cannot start worker slot=1: Connection timed out' in c.log(),
