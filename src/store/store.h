@@ -186,9 +186,13 @@ struct store_binlog;
  * longer has the log from that position, -ENOTCONN or -EIO otherwise; err says why. */
 int store_binlog_open(const struct dsn *dsn, const char *from, unsigned server_id,
 		      unsigned heartbeat_s, struct store_binlog **ret, char *err, size_t errlen);
-/* Block for the next event. *ret_changes: 1 when it changed rows of work_items or queues in
- * the DSN's database by a statement not marked quiet (it may have made a row claimable).
- * Returns 0, or a negative error (the stream is gone: close it, open again). */
+/* What an event changed (bits of *ret_changes), in the DSN's database: */
+#define STORE_BINLOG_CLAIMABLE 1u  /* rows of work_items or queues, by a statement not marked
+				    * quiet (it may have made a row claimable) */
+#define STORE_BINLOG_ROWS 2u       /* rows of work_items, by any statement (claimd's quiet
+				    * completions too): what requests waiting for a row ask */
+/* Block for the next event. *ret_changes: what it changed (0: nothing). Returns 0, or a
+ * negative error (the stream is gone: close it, open again). */
 int store_binlog_read(struct store_binlog *b, unsigned *ret_changes, char *err, size_t errlen);
 /* Where the stream got to (a GTID position), to open it again from. */
 const char *store_binlog_position(const struct store_binlog *b);
@@ -726,6 +730,23 @@ struct store_batch {
 /* Batch id into *ret. Returns 1, 0 when there is none, or a negative error. */
 int store_batch_get(struct store *s, uint64_t id, struct store_batch *ret, char *err,
 		    size_t errlen);
+
+/* ---- what waiting requests wait for (store_watch.c) ---- */
+
+#define STORE_WATCH_MAX 500   /* ids one statement reads at most */
+struct store_watch_row {
+	uint64_t id;
+	char state[16];   /* a row's ("done", ...); "" for a batch */
+	uint64_t mark;    /* changes when anything store_job_get (store_batch_get) reads does */
+};
+/* The rows ids[0..n) (1..STORE_WATCH_MAX of them) that exist, in one statement, into
+ * ret (room for n; any order; *ret_n of them). Returns 0 or a negative error. */
+int store_watch_jobs(struct store *s, const uint64_t *ids, size_t n, struct store_watch_row *ret,
+		     size_t *ret_n, char *err, size_t errlen);
+/* The same for batches: the mark changes when a row of the batch (or its callback) changes
+ * state, or a row is added or removed. */
+int store_watch_batches(struct store *s, const uint64_t *ids, size_t n,
+			struct store_watch_row *ret, size_t *ret_n, char *err, size_t errlen);
 /* The newest batches (id below before, 0: any), at most limit (1..STORE_LIST_MAX), into a
  * malloc'd array. Returns 0 or a negative error. */
 int store_batches(struct store *s, uint64_t before, unsigned limit, struct store_batch **ret,

@@ -1,5 +1,6 @@
 /* store_binlog — following the server's binary log, as a replica does, to learn at once of
- * the changes that can make a row claimable: a connection of its own (the DSN's settings),
+ * the changes that can make a row claimable (and of any change of a row, for the requests
+ * waiting for one): a connection of its own (the DSN's settings),
  * COM_BINLOG_DUMP from a GTID position through Connector/C's replication API, and only the
  * headers of what it sends are read. A row event of work_items or queues in the DSN's
  * database counts unless the statement that made it says it cannot make a row claimable:
@@ -212,9 +213,13 @@ int store_binlog_read(struct store_binlog *b, unsigned *ret_changes, char *err, 
 			b->tables[1] = ev->event.table_map.table_id;
 		break;
 	default:
-		if (rows_event(ev->event_type) && !b->quiet &&
-		    (ev->event.rows.table_id == b->tables[0] || ev->event.rows.table_id == b->tables[1]))
-			*ret_changes = 1;
+		if (!rows_event(ev->event_type))
+			break;
+		if (!b->quiet && (ev->event.rows.table_id == b->tables[0] ||
+				  ev->event.rows.table_id == b->tables[1]))
+			*ret_changes |= STORE_BINLOG_CLAIMABLE;
+		if (ev->event.rows.table_id == b->tables[0])
+			*ret_changes |= STORE_BINLOG_ROWS;
 		break;
 	}
 	mariadb_free_rpl_event(ev);

@@ -48,7 +48,8 @@
 #include "supervisor/metrics.h"
 
 #define API_WAIT_MAX_MS (5u * 60u * 1000u)
-#define API_WAIT_CHECK_MS 100  /* how often a waited-for row is read again */
+#define API_WAIT_CHECK_MS 100   /* how often waited-for rows are read without the binary log */
+#define API_WAIT_SLOW_MS 1000   /* ... and with it (a change it tells of is read at once) */
 
 struct api_host {
 	uv_loop_t *loop;
@@ -60,11 +61,16 @@ struct api_host {
 	bool (*healthy)(void *data, char *why, size_t whylen);
 	/* The pool as it is now (cmd_host.snapshot). */
 	struct status_worker *(*snapshot)(void *data, struct status *st);
+	/* Waiting requests (api_watch.c): the supervisor's database queue for their one read
+	 * per tick; whether the binary log tells of changes (api_watch_changed); that requests
+	 * wait for rows (want), or no longer. */
+	struct dbq *dbq;
+	bool (*pushed)(void *data);
+	void (*follow_rows)(void *data, bool want);
 	void *data;
-	/* the api's own: requests waiting for a row to finish */
-	struct api_call *waiting;
-	uv_timer_t wait_timer;
-	bool timer_open, stopped;
+	/* the api's own: requests waiting for a row to change */
+	struct api_watch *watch;
+	bool stopped;
 	/* /metrics: counters (the queues are cmd's reading) */
 	struct jobstats *stats;     /* the workers' (the supervisor's) */
 	struct metrics metrics;
@@ -106,6 +112,11 @@ void api_count(void *data, const char *route, unsigned status);
 /* Requests waiting (?wait) are answered 503 "claimd is stopping"; the timer is closed. At
  * stop, before the HTTP server closes. */
 void api_stop(struct api_host *h);
+
+/* The binary log says rows of work_items changed: the rows requests wait for are read (one
+ * statement for all of them) at once, and again a few times after (the change is in the
+ * log before others see its commit). */
+void api_watch_changed(struct api_host *h);
 
 /* The http_handler for the routes above; data is a struct api_host. */
 void api_handle(void *data, struct http_request *r);

@@ -16,9 +16,11 @@ struct api_call {
 	uint64_t deadline;        /* ?wait: until when (the loop's clock), 0 without */
 	bool events;              /* /events: the answer is a stream of the row's changes */
 	bool streaming;           /* the stream has started */
+	bool marked;              /* a stream: mark is what the watch's last read saw */
+	uint64_t mark;            /* (store_watch_row.mark) */
 	char *last;               /* the last event sent (its data line) */
 	uint64_t last_sent;       /* when something was last sent (the loop's clock) */
-	struct api_call *next;    /* in api_host.waiting */
+	struct api_call *next;    /* in the watch's list of calls waiting for a change */
 	struct ctl_request req;   /* its strings point into path (or the request's query) */
 	char path[512];
 };
@@ -37,7 +39,8 @@ void api_respond_buf(struct http_request *r, unsigned status, struct buf *b);
  * went on); false: answer it as usual. */
 bool api_watch_job(struct api_call *call, const struct cmd_result *res);
 
-/* Every call waiting or streaming ends: waits are answered 503, streams end. At stop. */
+/* Every call waiting or streaming ends: waits are answered 503, streams end; the watch is
+ * freed once its read (if one runs) is over. At stop; again does nothing. */
 void api_watch_stop(struct api_host *h);
 
 /* POST /v1/queues/{queue}/jobs:batch. */

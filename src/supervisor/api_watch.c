@@ -1,9 +1,16 @@
 /* Waiting for a row: GET /v1/jobs/{id}?wait=DUR answers once the row is done or dead (or the
  * wait is over), and GET /v1/jobs/{id}/events streams the row as Server-Sent Events, one
  * event each time it changes, until it is done or dead; GET /v1/batches/{id}/events streams
- * a batch the same way ("event: batch"), until its members finished and its callback did. Both read the row again every
- * API_WAIT_CHECK_MS (one primary-key lookup on the supervisor's database queue), so they see
- * what any supervisor on any host did to it. */
+ * a batch the same way ("event: batch"), until its members finished and its callback did.
+ *
+ * The calls waiting for a change are one watch list: one read (store_watch: one statement
+ * for every row and one for every batch waited for, by primary key) tells which of them
+ * changed, and only those are read again whole (cmd_run, as at their start) and answered.
+ * That read runs when the binary log says rows of work_items changed (at once, at most one
+ * every GAP_MS, and again RECHECK_MS after: the change is in the log before its commit is
+ * seen), else every API_WAIT_SLOW_MS; without the binary log, every API_WAIT_CHECK_MS. So
+ * the waits see what any supervisor on any host did to a row, at one statement a tick
+ * however many wait. */
 #include "supervisor/api_int.h"
 
 #include <errno.h>
@@ -11,11 +18,34 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "supervisor/dbq.h"
 #include "supervisor/render.h"
 
 #define KEEPALIVE_MS 15000   /* a comment line on a quiet stream, for proxies */
+#define GAP_MS 25            /* between two reads the binary log asks for, at least */
+static const unsigned RECHECK_MS[] = { 25, 100, 400 };   /* after a change */
+
+struct api_watch {
+	struct api_host *h;
+	struct api_call *waiting;       /* calls waiting for a change */
+	uv_timer_t tick;                /* the next read */
+	uv_timer_t deadline;            /* the earliest ?wait that is over */
+	unsigned open_timers;           /* freed once both closed and no read runs */
+	bool stopped;
+	bool following;                 /* follow_rows(true) was said */
+	uint64_t read_at;               /* when the last read started (the loop's clock) */
+	uint64_t changed_at;            /* the binary log's last change; 0: none */
+	/* the read: the ids sorted, then what store_watch found */
+	struct dbq_job job;
+	bool inflight, again;
+	uint64_t *ids[2];               /* [0] rows, [1] batches */
+	size_t nids[2], cap;
+	struct store_watch_row *rows[2];
+	size_t nrows[2];
+};
 
 static void on_read(void *data, const struct ctl_request *req, const struct cmd_result *res);
+static void schedule(struct api_watch *w, uint64_t delay);
 
 static void call_free(struct api_call *call)
 {
@@ -23,46 +53,356 @@ static void call_free(struct api_call *call)
 	free(call);
 }
 
-/* Every API_WAIT_CHECK_MS, each waiting call reads its row again; an event stream whose
- * client went away is dropped then. */
-static void on_wait_timer(uv_timer_t *t)
+static uint64_t now_ms(const struct api_watch *w)
 {
-	struct api_host *h = t->data;
-	struct api_call *list = h->waiting;
+	return uv_now(w->h->loop);
+}
 
-	h->waiting = NULL;
+/* Read each call of list (linked by next) again, whole: each answer comes to on_read (which
+ * may put the call back on the watch list, even before cmd_run returns: hence a list of
+ * their own). Streams whose client went away are dropped. */
+static void reread(struct api_call *list)
+{
 	while (list) {
 		struct api_call *call = list;
 		list = call->next;
 		call->next = NULL;
-		if (!call->r) {
+		if (call->r)
+			cmd_run(call->h->cmds, &call->req, on_read, call);
+		else
 			call_free(call);
+	}
+}
+
+/* ---- the read ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	return cmp_u64(&((const struct store_watch_row *)a)->id,
+		       &((const struct store_watch_row *)b)->id);
+}
+
+static bool is_batch(const struct api_call *call)
+{
+	return call->req.verb == CTL_BATCH;
+}
+
+/* On the thread pool: every id, STORE_WATCH_MAX a statement. */
+static int job_run(struct dbq_job *j, struct store *st, char *err, size_t errlen)
+{
+	struct api_watch *w = container_of(j, struct api_watch, job);
+
+	for (int k = 0; k < 2; k++) {
+		w->nrows[k] = 0;
+		for (size_t at = 0; at < w->nids[k]; at += STORE_WATCH_MAX) {
+			size_t n = w->nids[k] - at < STORE_WATCH_MAX ? w->nids[k] - at :
+				   STORE_WATCH_MAX, got = 0;
+			int r = (k ? store_watch_batches : store_watch_jobs)(st, w->ids[k] + at, n,
+									      w->rows[k] + w->nrows[k],
+									      &got, err, errlen);
+			if (r < 0)
+				return r;
+			w->nrows[k] += got;
+		}
+	}
+	return 0;
+}
+
+static bool sent(const struct api_watch *w, const struct api_call *call)
+{
+	int k = is_batch(call);
+
+	return bsearch(&call->req.id, w->ids[k], w->nids[k], sizeof(uint64_t), cmp_u64) != NULL;
+}
+
+static const struct store_watch_row *found(const struct api_watch *w, const struct api_call *call)
+{
+	struct store_watch_row key = { .id = call->req.id };
+	int k = is_batch(call);
+
+	return bsearch(&key, w->rows[k], w->nrows[k], sizeof(key), cmp_row);
+}
+
+static bool over(const char *state)
+{
+	return !strcmp(state, "done") || !strcmp(state, "dead");
+}
+
+static int send_text(struct api_call *call, const char *s, size_t n);
+
+/* A comment line on a stream nothing was sent on for KEEPALIVE_MS. */
+static void keepalive(struct api_call *call)
+{
+	if (call->streaming && uv_now(call->h->loop) - call->last_sent >= KEEPALIVE_MS)
+		send_text(call, ": keepalive\n\n", 13);   /* a client that does not read: cut at
+							  * its next event */
+}
+
+/* Whether what the read saw of call's row means it is to be read again: gone, finished (a
+ * wait), changed (a stream; the first read of a stream counts as a change: its row may have
+ * changed between its start and this read). */
+static bool changed(struct api_call *call, const struct store_watch_row *row)
+{
+	if (!row)
+		return true;
+	if (!call->events)
+		return over(row->state);
+	if (call->marked && call->mark == row->mark)
+		return false;
+	call->marked = true;
+	call->mark = row->mark;
+	return true;
+}
+
+/* The read is over: the calls whose row changed are read again (and leave the list until
+ * they wait again); streams whose client went away are dropped. */
+static void take_reading(struct api_watch *w)
+{
+	struct api_call **p = &w->waiting, *again = NULL;
+
+	for (int k = 0; k < 2; k++)
+		qsort(w->rows[k], w->nrows[k], sizeof(*w->rows[k]), cmp_row);
+	while (*p) {
+		struct api_call *call = *p;
+		if (call->r && (!sent(w, call) || !changed(call, found(w, call)))) {
+			keepalive(call);
+			p = &call->next;
 			continue;
 		}
-		cmd_run(h->cmds, &call->req, on_read, call);
+		*p = call->next;
+		call->next = again;
+		again = call;
 	}
-	if (!h->waiting)
-		uv_timer_stop(&h->wait_timer);
+	reread(again);
+}
+
+static void maybe_free(struct api_watch *w)
+{
+	if (w->open_timers || w->inflight)
+		return;
+	for (int k = 0; k < 2; k++) {
+		free(w->ids[k]);
+		free(w->rows[k]);
+	}
+	free(w);
+}
+
+/* When the next read is due: at once after a change told meanwhile, at the next recheck
+ * after one, else the slow tick. */
+static void next_read(struct api_watch *w)
+{
+	uint64_t now = now_ms(w), slow;
+
+	if (w->again) {
+		w->again = false;
+		schedule(w, w->read_at + GAP_MS > now ? w->read_at + GAP_MS - now : 0);
+		return;
+	}
+	for (size_t i = 0; w->changed_at && i < sizeof(RECHECK_MS) / sizeof(RECHECK_MS[0]); i++) {
+		uint64_t at = w->changed_at + RECHECK_MS[i];
+		if (at > w->read_at) {
+			schedule(w, at > now ? at - now : 0);
+			return;
+		}
+	}
+	slow = w->h->pushed && w->h->pushed(w->h->data) ? API_WAIT_SLOW_MS : API_WAIT_CHECK_MS;
+	schedule(w, w->read_at + slow > now ? w->read_at + slow - now : 0);
+}
+
+static void job_done(struct dbq_job *j)
+{
+	struct api_watch *w = container_of(j, struct api_watch, job);
+
+	w->inflight = false;
+	if (w->stopped) {
+		maybe_free(w);
+		return;
+	}
+	if (j->rc < 0)
+		log_debug("http: reading the rows requests wait for failed: %s", j->err);
+	else
+		take_reading(w);
+	next_read(w);   /* (with none waiting, the tick says so: follow_rows(false)) */
+}
+
+/* The ids of the calls that wait, sorted, each once. Returns false when out of memory. */
+static bool collect(struct api_watch *w)
+{
+	size_t n = 0;
+
+	for (struct api_call *c = w->waiting; c; c = c->next)
+		n++;
+	if (n > w->cap) {
+		for (int k = 0; k < 2; k++) {
+			void *ids = realloc(w->ids[k], n * sizeof(uint64_t));
+			if (ids)
+				w->ids[k] = ids;
+			void *rows = realloc(w->rows[k], n * sizeof(struct store_watch_row));
+			if (rows)
+				w->rows[k] = rows;
+			if (!ids || !rows)
+				return false;
+		}
+		w->cap = n;
+	}
+	w->nids[0] = w->nids[1] = 0;
+	for (struct api_call *c = w->waiting; c; c = c->next)
+		if (c->r)
+			w->ids[is_batch(c)][w->nids[is_batch(c)]++] = c->req.id;
+	for (int k = 0; k < 2; k++) {
+		size_t u = 0;
+		qsort(w->ids[k], w->nids[k], sizeof(uint64_t), cmp_u64);
+		for (size_t i = 0; i < w->nids[k]; i++)
+			if (!u || w->ids[k][u - 1] != w->ids[k][i])
+				w->ids[k][u++] = w->ids[k][i];
+		w->nids[k] = u;
+	}
+	return true;
+}
+
+static void start_read(struct api_watch *w)
+{
+	if (w->inflight) {
+		w->again = true;
+		return;
+	}
+	if (!w->waiting) {
+		if (w->following) {
+			w->following = false;
+			w->h->follow_rows(w->h->data, false);
+		}
+		return;
+	}
+	if (!collect(w)) {
+		log_warn("http: out of memory for the rows requests wait for; reading them later");
+		schedule(w, API_WAIT_SLOW_MS);
+		return;
+	}
+	if (!w->nids[0] && !w->nids[1]) {
+		take_reading(w);   /* only streams whose client went away: dropped */
+		schedule(w, 0);
+		return;
+	}
+	w->inflight = true;
+	w->read_at = now_ms(w);
+	w->job.run = job_run;
+	w->job.done = job_done;
+	dbq_push(w->h->dbq, &w->job);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	start_read(t->data);
+}
+
+static void schedule(struct api_watch *w, uint64_t delay)
+{
+	uv_timer_start(&w->tick, on_tick, delay, 0);
+}
+
+/* ---- ?wait's deadlines ---- */
+
+static void on_deadline(uv_timer_t *t);
+
+static void arm_deadline(struct api_watch *w)
+{
+	uint64_t first = 0, now = now_ms(w);
+
+	for (struct api_call *c = w->waiting; c; c = c->next)
+		if (c->deadline && (!first || c->deadline < first))
+			first = c->deadline;
+	if (first)
+		uv_timer_start(&w->deadline, on_deadline, first > now ? first - now : 0, 0);
+}
+
+/* The waits that are over are read once more, and answered with what that finds. */
+static void on_deadline(uv_timer_t *t)
+{
+	struct api_watch *w = t->data;
+	struct api_call **p = &w->waiting, *ended = NULL;
+	uint64_t now = now_ms(w);
+
+	while (*p) {
+		struct api_call *call = *p;
+		if (!call->deadline || call->deadline > now) {
+			p = &call->next;
+			continue;
+		}
+		*p = call->next;
+		call->next = ended;
+		ended = call;
+	}
+	reread(ended);
+	arm_deadline(w);
+}
+
+/* ---- the list ---- */
+
+static struct api_watch *watch_of(struct api_host *h)
+{
+	struct api_watch *w = h->watch;
+
+	if (w)
+		return w;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->h = h;
+	uv_timer_init(h->loop, &w->tick);
+	uv_timer_init(h->loop, &w->deadline);
+	w->tick.data = w->deadline.data = w;
+	w->open_timers = 2;
+	h->watch = w;
+	return w;
 }
 
 static void wait_more(struct api_call *call)
 {
-	struct api_host *h = call->h;
+	struct api_watch *w = watch_of(call->h);
 
-	if (!h->timer_open) {
-		uv_timer_init(h->loop, &h->wait_timer);
-		h->wait_timer.data = h;
-		h->timer_open = true;
+	if (!w) {
+		http_respond_error(call->r, 500, "out of memory");   /* (a stream: ends it) */
+		call_free(call);
+		return;
 	}
-	call->next = h->waiting;
-	h->waiting = call;
-	if (!uv_is_active((uv_handle_t *)&h->wait_timer))
-		uv_timer_start(&h->wait_timer, on_wait_timer, API_WAIT_CHECK_MS, API_WAIT_CHECK_MS);
+	call->next = w->waiting;
+	w->waiting = call;
+	if (!w->following && w->h->follow_rows) {
+		w->following = true;
+		w->h->follow_rows(w->h->data, true);
+	}
+	if (!uv_is_active((uv_handle_t *)&w->tick) && !w->inflight)
+		next_read(w);
+	if (call->deadline)
+		arm_deadline(w);
+}
+
+void api_watch_changed(struct api_host *h)
+{
+	struct api_watch *w = h->watch;
+	uint64_t now;
+
+	if (!w || !w->waiting || w->stopped)
+		return;
+	now = now_ms(w);
+	w->changed_at = now ? now : 1;
+	if (w->inflight) {
+		w->again = true;
+		return;
+	}
+	schedule(w, w->read_at + GAP_MS > now ? w->read_at + GAP_MS - now : 0);
 }
 
 static bool finished(const struct store_job *j)
 {
-	return !strcmp(j->state, "done") || !strcmp(j->state, "dead");
+	return over(j->state);
 }
 
 static bool batch_over(const struct store_batch *b)
@@ -207,20 +547,32 @@ bool api_watch_job(struct api_call *call, const struct cmd_result *res)
 	return true;
 }
 
+static void on_timer_closed(uv_handle_t *t)
+{
+	struct api_watch *w = t->data;
+
+	w->open_timers--;
+	maybe_free(w);
+}
+
 void api_watch_stop(struct api_host *h)
 {
+	struct api_watch *w = h->watch;
+
 	h->stopped = true;
-	while (h->waiting) {
-		struct api_call *call = h->waiting;
-		h->waiting = call->next;
+	if (!w)
+		return;
+	h->watch = NULL;
+	w->stopped = true;
+	while (w->waiting) {
+		struct api_call *call = w->waiting;
+		w->waiting = call->next;
 		if (call->r && call->events)
 			http_stream_end(call->r);
 		else if (call->r)
 			http_respond_error(call->r, 503, "claimd is stopping");
 		call_free(call);
 	}
-	if (h->timer_open) {
-		uv_close((uv_handle_t *)&h->wait_timer, NULL);
-		h->timer_open = false;
-	}
+	uv_close((uv_handle_t *)&w->tick, on_timer_closed);
+	uv_close((uv_handle_t *)&w->deadline, on_timer_closed);
 }

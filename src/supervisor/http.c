@@ -1,12 +1,16 @@
-/* Requests and answers. A request waiting for its answer is a suspended connection (MHD
- * stops watching it); http_respond resumes it, which MHD takes up in its next run. */
+/* Requests and answers. A request's life is one enum (http_state.h) changed only by
+ * http_enter. A request waiting for its answer (HTTP_S_WAITING, HTTP_S_STREAM_IDLE) is a
+ * suspended connection (MHD stops watching it); leaving that state resumes it, which MHD
+ * takes up in its next run. */
 #include "supervisor/http_int.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/log.h"
 
 static void free_request(struct http_request *r)
 {
@@ -23,15 +27,47 @@ static void free_request(struct http_request *r)
 	free(r);
 }
 
+static bool suspended_in(enum http_state s)
+{
+	return s == HTTP_S_WAITING || s == HTTP_S_STREAM_IDLE;
+}
+
+void http_enter(struct http_request *r, enum http_state to)
+{
+	enum http_state from = r->state;
+
+	if (!http_state_may_follow(from, to)) {
+		log_error("http: a request may not go from %s to %s", http_state_name(from),
+			  http_state_name(to));
+		assert(!"an HTTP request's illegal transition");
+	}
+	log_debug("http: request %s -> %s", http_state_name(from), http_state_name(to));
+	r->state = to;
+	if (to == HTTP_S_DONE) {
+		free_request(r);
+		return;
+	}
+	if (suspended_in(to)) {
+		mhd.suspend_connection(r->conn);
+	} else if (suspended_in(from) && to != HTTP_S_ORPHAN) {
+		/* In external polling mode MHD takes a resumed connection up in its next MHD_run,
+		 * which nothing else may cause soon: run it on the loop's next turn. */
+		mhd.resume_connection(r->conn);
+		http_kick(r->dmn);
+	}
+}
+
 /* ---- answers ---- */
 
+/* Give MHD the answer made (r->resp). */
 static enum MHD_Result queue(struct http_request *r)
 {
 	enum MHD_Result ok = mhd.queue_response(r->conn, r->status, r->resp);
 
 	mhd.destroy_response(r->resp);
 	r->resp = NULL;
-	r->queued = true;
+	if (r->state == HTTP_S_ANSWERED)
+		http_enter(r, HTTP_S_SENT);
 	return ok;
 }
 
@@ -68,14 +104,22 @@ void http_add_header(struct http_request *r, const char *name, const char *value
 void http_respond(struct http_request *r, unsigned status, const char *type, const void *body,
 		  size_t len)
 {
-	if (r->orphan) {
-		free_request(r);
+	switch (r->state) {
+	case HTTP_S_HEADERS:
+	case HTTP_S_TOO_BIG:
+	case HTTP_S_HANDLER:
+	case HTTP_S_WAITING:
+		break;
+	case HTTP_S_ORPHAN:
+		http_enter(r, HTTP_S_DONE);   /* its connection is gone: the answer too */
 		return;
+	case HTTP_S_OWED:
+		/* Answered at close already: this answer is dropped, and nothing holds r now. */
+		http_enter(r, r->resp ? HTTP_S_ANSWERED : HTTP_S_SENT);
+		return;
+	default:
+		return;   /* answered already */
 	}
-	if (r->owed)
-		return;  /* answered at close already */
-	if (r->resp || r->queued)
-		return;
 	/* MHD takes a void * but with MUST_COPY only reads it. */
 	void *copy_from;
 
@@ -94,13 +138,7 @@ void http_respond(struct http_request *r, unsigned status, const char *type, con
 	http_add_common_headers(r->resp);
 	for (size_t i = 0; i < r->nhdrs; i++)
 		mhd.add_response_header(r->resp, r->hdr_names[i], r->hdr_values[i]);
-	if (r->suspended) {
-		/* In external polling mode MHD takes a resumed connection up in its next MHD_run,
-		 * which nothing else may cause soon: run it on the loop's next turn. */
-		r->suspended = false;
-		mhd.resume_connection(r->conn);
-		http_kick(r->dmn);
-	}
+	http_enter(r, HTTP_S_ANSWERED);
 }
 
 void http_respond_error(struct http_request *r, unsigned status, const char *message)
@@ -251,16 +289,15 @@ static enum MHD_Result first_call(struct http_request *r)
 		return queue(r);
 	}
 	if (s->o.early) {
-		r->in_handler = true;
 		s->o.early(s->o.data, r);
-		r->in_handler = false;
-		if (r->resp)
+		if (r->state == HTTP_S_ANSWERED)
 			return queue(r);
 	}
 	if (cl && strtoull(cl, NULL, 10) > s->o.max_body) {
 		too_large(r);
 		return queue(r);
 	}
+	http_enter(r, HTTP_S_BODY);
 	return MHD_YES;
 }
 
@@ -271,8 +308,9 @@ static enum MHD_Result take_body(struct http_request *r, const char *upload, siz
 {
 	size_t max = r->srv->o.max_body;
 
-	if (r->too_big || r->len + *upload_size > max) {
-		r->too_big = true;
+	if (r->state == HTTP_S_TOO_BIG || r->len + *upload_size > max) {
+		if (r->state == HTTP_S_BODY)
+			http_enter(r, HTTP_S_TOO_BIG);
 		r->dropped += *upload_size;
 		*upload_size = 0;
 		return r->dropped > max ? MHD_NO : MHD_YES;
@@ -288,15 +326,12 @@ static enum MHD_Result dispatch(struct http_request *r)
 {
 	struct http_server *s = r->srv;
 
-	r->dispatched = true;
 	mhd.get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, take_arg, r);
-	r->in_handler = true;
+	http_enter(r, HTTP_S_HANDLER);
 	s->o.handle(s->o.data, r);
-	r->in_handler = false;
 	if (r->resp)
-		return queue(r);
-	r->suspended = true;
-	mhd.suspend_connection(r->conn);
+		return queue(r);   /* answered, or a stream started */
+	http_enter(r, HTTP_S_WAITING);
 	return MHD_YES;
 }
 
@@ -316,19 +351,19 @@ enum MHD_Result http_on_access(void *cls, struct MHD_Connection *c, const char *
 			return MHD_NO;
 		return first_call(r);
 	}
-	if (r->queued)
-		return MHD_YES;
-	if (*upload_size)
-		return take_body(r, upload, upload_size);
 	if (r->resp)
-		return queue(r);
-	if (r->dispatched)
-		return MHD_YES;
-	if (r->too_big) {
+		return queue(r);   /* an answer made while the connection was suspended */
+	switch (r->state) {
+	case HTTP_S_BODY:
+		return *upload_size ? take_body(r, upload, upload_size) : dispatch(r);
+	case HTTP_S_TOO_BIG:
+		if (*upload_size)
+			return take_body(r, upload, upload_size);
 		too_large(r);
 		return queue(r);
+	default:
+		return MHD_YES;
 	}
-	return dispatch(r);
 }
 void http_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		       enum MHD_RequestTerminationCode why)
@@ -348,13 +383,21 @@ void http_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (r->next)
 		r->next->prev = r->prev;
 	d->srv->in_flight--;
-	if (r->streaming && r->on_gone)
-		r->on_gone(r->gone_data);  /* the client went (or the server stops) mid-stream */
-	if (r->owed || (r->dispatched && !r->resp && !r->queued)) {
+	switch (r->state) {
+	case HTTP_S_STREAM:
+	case HTTP_S_STREAM_IDLE:
+		if (r->on_gone)
+			r->on_gone(r->gone_data);  /* the client went (or the server stops) mid-stream */
+		break;
+	case HTTP_S_HANDLER:
+	case HTTP_S_WAITING:
+	case HTTP_S_OWED:
 		/* A command still holds r: it frees r when it answers. */
-		r->orphan = true;
 		r->conn = NULL;
+		http_enter(r, HTTP_S_ORPHAN);
 		return;
+	default:
+		break;
 	}
-	free_request(r);
+	http_enter(r, HTTP_S_DONE);
 }

@@ -9,6 +9,7 @@
 
 #include "common/buf.h"
 #include "supervisor/http.h"
+#include "supervisor/http_state.h"
 
 #define HEADERS_MAX 8
 
@@ -81,19 +82,14 @@ struct http_request {
 	size_t len, cap;
 	const char *names[HTTP_ARGS_MAX], *values[HTTP_ARGS_MAX];
 	size_t nargs;
-	bool args_overflow;
+	bool args_overflow;          /* a fact about the query, not a step of its life */
 	char *hdr_names[HEADERS_MAX], *hdr_values[HEADERS_MAX];
 	size_t nhdrs;
-	struct MHD_Response *resp;   /* the answer, until queued */
+	enum http_state state;       /* changed only by http_enter */
+	struct MHD_Response *resp;   /* the answer, until MHD is given it */
 	unsigned status;
-	bool dispatched, in_handler, suspended, queued;
-	bool too_big;                /* the body went over max_body: dropped, then 413 */
-	size_t dropped;
-	bool owed;                   /* answered at close while its command still runs */
-	bool orphan;                 /* its connection was closed (the server stopped) while
-				      * the command ran: the answer is dropped */
+	size_t dropped;              /* HTTP_S_TOO_BIG: bytes of the body dropped */
 	/* a stream answer (http_stream_start): what is written and not yet sent */
-	bool streaming, stream_ended, stream_waiting;
 	struct buf stream;
 	size_t stream_sent;          /* of stream */
 	void (*on_gone)(void *data); /* the client went away */
@@ -101,6 +97,11 @@ struct http_request {
 };
 
 /* ---- http.c ---- */
+
+/* The one place a request's state changes: the step must be one http_state_may_follow
+ * allows (anything else is a bug here: logged, and the assertion fails). Entering
+ * HTTP_S_DONE frees r. */
+void http_enter(struct http_request *r, enum http_state to);
 
 /* libmicrohttpd's callbacks (cls: the http_daemon). */
 enum MHD_Result http_on_access(void *cls, struct MHD_Connection *c, const char *url,

@@ -120,11 +120,11 @@ static void daemon_stop(struct http_daemon *d)
 		return;
 	uv_poll_stop(&d->poll);
 	for (struct http_request *r = d->requests; r; r = r->next) {
-		if (r->dispatched && !r->resp && !r->queued) {
+		if (r->state == HTTP_S_WAITING) {
 			http_respond_error(r, 503, "claimd is stopping");
-			r->owed = true;
+			http_enter(r, HTTP_S_OWED);
 		}
-		resumed |= r->resp && !r->queued;
+		resumed |= r->resp != NULL;
 	}
 	/* Answers given but not yet taken up by MHD: a few turns to send them, best effort. */
 	for (int i = 0; resumed && i < 3; i++)

@@ -14,10 +14,9 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 
 	(void)pos;
 	if (n == 0) {
-		if (r->stream_ended)
+		if (r->state == HTTP_S_STREAM_END)
 			return MHD_CONTENT_READER_END_OF_STREAM;
-		r->stream_waiting = true;
-		mhd.suspend_connection(r->conn);
+		http_enter(r, HTTP_S_STREAM_IDLE);   /* suspended */
 		return 0;
 	}
 	if (n > max)
@@ -31,25 +30,15 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 	return (ssize_t)n;
 }
 
-static void stream_wake(struct http_request *r)
-{
-	if (!r->stream_waiting)
-		return;
-	r->stream_waiting = false;
-	mhd.resume_connection(r->conn);
-	http_kick(r->dmn);
-}
-
 int http_stream_start(struct http_request *r, const char *type, void (*on_gone)(void *data),
 		      void *data)
 {
-	if (r->resp || r->queued || r->orphan || r->owed)
+	if (r->state != HTTP_S_HANDLER && r->state != HTTP_S_WAITING)
 		return -EINVAL;
 	r->resp = mhd.create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, r, NULL);
 	if (!r->resp)
 		return -ENOMEM;
 	r->status = 200;
-	r->streaming = true;
 	r->on_gone = on_gone;
 	r->gone_data = data;
 	buf_init(&r->stream);
@@ -59,32 +48,28 @@ int http_stream_start(struct http_request *r, const char *type, void (*on_gone)(
 	http_add_common_headers(r->resp);
 	for (size_t i = 0; i < r->nhdrs; i++)
 		mhd.add_response_header(r->resp, r->hdr_names[i], r->hdr_values[i]);
-	if (r->suspended) {
-		r->suspended = false;
-		mhd.resume_connection(r->conn);
-		http_kick(r->dmn);
-	}
+	http_enter(r, HTTP_S_STREAM);   /* resumed if it waited */
 	return 0;
 }
 
 int http_stream_write(struct http_request *r, const void *data, size_t len)
 {
-	if (!r->streaming || r->stream_ended)
+	if (r->state != HTTP_S_STREAM && r->state != HTTP_S_STREAM_IDLE)
 		return -EINVAL;
 	if (r->stream.len > HTTP_STREAM_MAX)
 		return -ENOBUFS;  /* the client does not read: it is cut off by the caller */
 	buf_append(&r->stream, data, len);
 	if (buf_failed(&r->stream))
 		return -ENOMEM;
-	stream_wake(r);
+	if (r->state == HTTP_S_STREAM_IDLE)
+		http_enter(r, HTTP_S_STREAM);   /* resumed */
 	return 0;
 }
 
 void http_stream_end(struct http_request *r)
 {
-	if (!r->streaming || r->stream_ended)
+	if (r->state != HTTP_S_STREAM && r->state != HTTP_S_STREAM_IDLE)
 		return;
-	r->stream_ended = true;
 	r->on_gone = NULL;
-	stream_wake(r);
+	http_enter(r, HTTP_S_STREAM_END);   /* resumed if it waited */
 }

@@ -36,6 +36,7 @@ struct idle {
 	/* Every worker busy for PAUSE_AFTER_MS: the stream is closed until one is idle. */
 	uint64_t busy_since;       /* the loop's clock; 0: a worker is idle */
 	bool paused;
+	bool rows_wanted;          /* idle_follow_rows: not paused while requests wait */
 	uv_timer_t watch_timer;    /* every WATCH_MS while pushed: idle_watch */
 };
 
@@ -169,6 +170,14 @@ static void on_changed(void *data)
 	wake_if_wanted(d);
 }
 
+static void on_rows(void *data)
+{
+	struct idle *d = data;
+
+	if (!d->stopping)
+		d->o.rows_changed(d->o.data);
+}
+
 static void on_state(void *data, bool up, bool final, const char *why)
 {
 	struct idle *d = data;
@@ -230,7 +239,8 @@ int idle_new(const struct idle_opts *o, struct idle **ret)
 void idle_start(struct idle *d)
 {
 	struct wake_opts wo = { .loop = d->o.loop, .cfg = d->o.cfg, .changed = on_changed,
-				.state = on_state, .data = d };
+				.rows = d->o.rows_changed ? on_rows : NULL, .state = on_state,
+				.data = d };
 
 	if (d->o.cfg->wake == CONFIG_WAKE_POLL)
 		return;
@@ -283,11 +293,20 @@ void idle_watch(struct idle *d)
 	}
 	if (!d->busy_since) {
 		d->busy_since = now ? now : 1;
-	} else if (!d->paused && now - d->busy_since >= PAUSE_AFTER_MS) {
+	} else if (!d->paused && !d->rows_wanted && now - d->busy_since >= PAUSE_AFTER_MS) {
 		d->paused = true;
 		log_debug("every worker busy for %d ms: the binary log is not followed until one is "
 			  "idle", PAUSE_AFTER_MS);
 		wake_pause(d->wake, true);
+	}
+}
+
+void idle_follow_rows(struct idle *d, bool want)
+{
+	d->rows_wanted = want;
+	if (want && d->paused && d->push && !d->stopping) {
+		log_debug("requests wait for rows: following the binary log again");
+		resume(d);
 	}
 }
 

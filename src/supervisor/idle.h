@@ -8,8 +8,9 @@
  * statement is asked again a few times over half a second (the log has a change before
  * other connections see its commit); a safety poll every IDLE_SAFETY_MS covers anything
  * else. While every worker has been busy for a while the stream is closed (its news would wake
- * nobody, and the server would stream every row the pool writes): a claim that finds nothing
- * opens it again, from the server's position then, and asks once what changed meanwhile.
+ * nobody, and the server would stream every row the pool writes), unless requests wait for
+ * rows (idle_follow_rows): a claim that finds nothing opens it again, from the server's
+ * position then, and asks once what changed meanwhile.
  *
  * poll (--wake poll, or while the stream is not to be had): one poll per --poll-interval for
  * the whole pool, on the supervisor's connection, while a worker is idle.
@@ -39,6 +40,9 @@ struct idle_opts {
 	void (*wake_one)(void *data);
 	/* The mode changed (push up or down): the registry's refresh interval follows it. */
 	void (*mode_changed)(void *data, bool push);
+	/* Push mode: rows of work_items changed, by any statement (for the requests waiting for
+	 * a row), or NULL. */
+	void (*rows_changed)(void *data);
 	void *data;
 };
 
@@ -53,6 +57,9 @@ bool idle_tick(struct idle *d);
 void idle_claimed_none(struct idle *d);
 /* Whether a worker is idle, to close or open the stream (push mode; its own timer asks). */
 void idle_watch(struct idle *d);
+/* want: requests wait for rows (rows_changed): the stream stays open while every worker is
+ * busy (it is closed then otherwise); !want: it may close again. */
+void idle_follow_rows(struct idle *d, bool want);
 /* Whether the binary log wakes the workers now. */
 bool idle_push(const struct idle *d);
 /* How many changes the binary log told of so far (while pushed, nothing changed in work_items

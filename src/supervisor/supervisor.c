@@ -375,6 +375,27 @@ static bool host_healthy(void *data, char *why, size_t whylen)
 	return false;
 }
 
+static bool host_pushed(void *data)
+{
+	struct sup *s = data;
+
+	return idle_push(s->idle);
+}
+
+static void host_follow_rows(void *data, bool want)
+{
+	struct sup *s = data;
+
+	idle_follow_rows(s->idle, want);
+}
+
+static void host_rows_changed(void *data)
+{
+	struct sup *s = data;
+
+	api_watch_changed(&s->api);
+}
+
 static int open_http(struct sup *s)
 {
 	int r;
@@ -383,6 +404,9 @@ static int open_http(struct sup *s)
 	s->api.cmds = s->cmds;
 	s->api.healthy = host_healthy;
 	s->api.snapshot = host_snapshot;
+	s->api.dbq = s->dbq;
+	s->api.pushed = host_pushed;
+	s->api.follow_rows = host_follow_rows;
 	s->api.stats = &s->stats;
 	s->api.data = s;
 	r = api_serve_open(&s->api, s->cfg);
@@ -446,7 +470,8 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 		return r;
 	struct idle_opts io = { .loop = s->loop, .cfg = cfg, .dbq = s->dbq, .queues = s->queues,
 				.wants = host_wants, .wake_one = host_wake,
-				.mode_changed = host_mode_changed, .data = s };
+				.mode_changed = host_mode_changed,
+				.rows_changed = host_rows_changed, .data = s };
 	if ((r = idle_new(&io, &s->idle)) < 0)
 		return r;
 	s->maint_changes = UINT64_MAX;   /* the first pass runs */

@@ -24,6 +24,7 @@ struct wake {
 	unsigned pauses;           /* wake_pause(true) calls: a read cut short by one is no loss */
 	struct store_binlog *b;    /* the open stream, for wake_stop to cut short */
 	bool changed;              /* rows changed since the loop last looked */
+	bool rows;                 /* rows of work_items changed, by any statement */
 	bool state_new, up, final; /* a state to tell the loop */
 	char why[400];
 	/* the thread's own */
@@ -64,11 +65,13 @@ static void follow(struct wake *w, struct store_binlog *b, char *err, size_t err
 	unsigned changes;
 
 	while (store_binlog_read(b, &changes, err, errlen) == 0) {
-		if (!changes)
+		if (!(changes & STORE_BINLOG_CLAIMABLE) &&
+		    (!w->o.rows || !(changes & STORE_BINLOG_ROWS)))
 			continue;
 		uv_mutex_lock(&w->mu);
-		bool first = !w->changed;
-		w->changed = true;
+		bool first = !w->changed && !w->rows;
+		w->changed |= (changes & STORE_BINLOG_CLAIMABLE) != 0;
+		w->rows |= (changes & STORE_BINLOG_ROWS) != 0;
 		uv_mutex_unlock(&w->mu);
 		if (first)
 			uv_async_send(&w->async);
@@ -167,12 +170,14 @@ static void run(void *arg)
 static void on_async(uv_async_t *a)
 {
 	struct wake *w = a->data;
-	bool changed, state_new, up, final;
+	bool changed, rows, state_new, up, final;
 	char why[sizeof(w->why)];
 
 	uv_mutex_lock(&w->mu);
 	changed = w->changed;
 	w->changed = false;
+	rows = w->rows;
+	w->rows = false;
 	state_new = w->state_new;
 	w->state_new = false;
 	up = w->up;
@@ -183,6 +188,8 @@ static void on_async(uv_async_t *a)
 		w->o.state(w->o.data, up, final, why);
 	if (changed)
 		w->o.changed(w->o.data);
+	if (rows && w->o.rows)
+		w->o.rows(w->o.data);
 }
 
 /* An id among replicas that nothing else is likely to use: the server drops an older

@@ -20,6 +20,9 @@ struct wake_opts {
 	const struct config *cfg;
 	/* On the loop: rows may have become claimable. */
 	void (*changed)(void *data);
+	/* On the loop: rows of work_items changed, by any statement (claimd's quiet ones too),
+	 * for the requests that wait for a row. NULL: not told. */
+	void (*rows)(void *data);
 	/* On the loop: the stream is up, or down (why; for good when final: --wake binlog
 	 * cannot be had on this server). */
 	void (*state)(void *data, bool up, bool final, const char *why);
