@@ -105,6 +105,12 @@ void history_flush_start(struct history_flush *f)
 		uv_timer_start(&f->timer, on_timer, ms, ms);
 }
 
+void history_flush_stop(struct history_flush *f)
+{
+	if (f)
+		uv_timer_stop(&f->timer);
+}
+
 bool history_flush_last(struct history_flush *f)
 {
 	if (f->last_pushed)

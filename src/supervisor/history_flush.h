@@ -31,6 +31,8 @@ int history_flush_new(const struct history_flush_opts *o, struct history_flush *
 struct history *history_flush_history(struct history_flush *f);
 /* Flush every --history-flush from now on (again after a reload). */
 void history_flush_start(struct history_flush *f);
+/* No more flushes by the timer (stopping: the loop is to end). Accepts NULL. */
+void history_flush_stop(struct history_flush *f);
 /* At a clean stop, once every worker is gone: the last flush, once. Returns true if a job
  * was pushed (the stop waits for the database queue). The timer is stopped. */
 bool history_flush_last(struct history_flush *f);

@@ -148,8 +148,10 @@ static void maybe_finish_stop(struct sup *s)
 {
 	if (!s->stopping || s->stopped || !pool_empty(s->pool))
 		return;
-	if (history_flush_last(s->hflush))
-		return; /* what the workers finished last, written first */
+	/* What the workers finished last, written first (not waited for with the database
+	 * unreachable: the stop does not wait for it either). */
+	if (dbq_db_up(s->dbq) && history_flush_last(s->hflush))
+		return;
 	if (db_busy(s))
 		return; /* releases (and adds) still being written */
 	cancel_waiting(s);
@@ -191,6 +193,7 @@ static void begin_stop(struct sup *s, int signum)
 	notify_send("STOPPING=1");
 	log_info("signal %d: stopping; in-flight items get %u ms", signum, s->cfg->grace_ms);
 	registry_stop(s->registry);
+	history_flush_stop(s->hflush);
 	idle_stop(s->idle);
 	uv_timer_stop(&s->poll_timer);
 	pool_stop(s->pool, s->cfg->grace_ms);
