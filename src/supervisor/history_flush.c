@@ -30,18 +30,24 @@ static void flush_done(struct dbq_job *j)
 {
 	struct history_flush *f = container_of(j, struct history_flush, job);
 
+	/* Refused for what they hold (-EINVAL, -EDOM): sent again, they would be again. */
+	bool refused = j->rc == -EINVAL || j->rc == -EDOM;
+
 	f->running = false;
-	if (j->rc < 0) {
+	if (refused) {
+		log_warn("history: %zu minute%s of the queues' history refused by the database: %s; "
+			 "dropped", f->n, f->n == 1 ? "" : "s", j->err);
+	} else if (j->rc < 0) {
 		if (!f->warned)
 			log_warn("history: cannot write %zu minute%s of the queues' history: %s; "
 				 "kept, and sent again every --history-flush", f->n,
 				 f->n == 1 ? "" : "s", j->err);
 		f->warned = true;
 		return;
-	}
-	if (f->warned)
+	} else if (f->warned) {
 		log_info("history: written again");
-	f->warned = false;
+		f->warned = false;
+	}
 	free(f->rows);
 	f->rows = NULL;
 	f->n = 0;

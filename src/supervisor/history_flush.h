@@ -2,7 +2,8 @@
  * database (queue_history, store_history_add): every --history-flush a job on the database
  * queue adds the minutes counted since the last flush, and once more at a clean stop after
  * the last worker is gone. A flush that fails is sent again at the next one, the same rows
- * with the same number (rows it did write are not added twice); what is counted meanwhile
+ * with the same number (rows it did write are not added twice; rows the database refuses for
+ * their values are dropped); what is counted meanwhile
  * waits, the oldest minutes dropped past HISTORY_PENDING_MAX. Nothing of this is on the claim
  * path: workers report to the pool, which counts into memory. Logs a failed flush (once until
  * one succeeds) and dropped minutes. */

@@ -2,8 +2,9 @@
 """The queues' history (GET /v1/stats, claimctl stats): two supervisors on one database, each
 serving its queue, write what their workers finished per minute (done, retried, dead, run and
 wait histograms) to queue_history; either answers the cluster's totals, percentiles from the
-merged buckets, and a queue's own; the history survives a restart; maintenance deletes what
-is older than --keep-history; bad requests are refused by name."""
+merged buckets, and a queue's own; the history survives a restart; what could not be written
+is kept and written once; maintenance deletes what is older than --keep-history; bad
+requests are refused by name."""
 
 import json
 
@@ -27,9 +28,9 @@ def start(t, db, h, queue, *extra):
 
 
 def add_rows(db, queue, ok, fail, flaky):
-    db.insert_items(ok, payload="'ok'", queue=f"'{queue}'")
-    db.insert_items(fail, payload="'fail'", queue=f"'{queue}'", max_attempts=1)
-    db.insert_items(flaky, payload="'flaky'", queue=f"'{queue}'", max_attempts=2)
+    for n, payload, attempts in ((ok, 'ok', 3), (fail, 'fail', 1), (flaky, 'flaky', 2)):
+        if n:   # seq_1_to_0 is not empty: it counts down
+            db.insert_items(n, payload=f"'{payload}'", queue=f"'{queue}'", max_attempts=attempts)
 
 
 def totals(c, query=''):
@@ -95,6 +96,24 @@ def it_two_supervisors_write_one_history_that_outlives_a_restart(t):
     check(st == 200 and len(body['done']) == 5, f"the chart's per-second series: {body}")
     r = a2.ctl('stats', '--step', '90s')
     check(r.returncode != 0 and 'whole minutes' in r.stderr, f'claimctl stats --step 90s: {r}')
+
+
+def it_keeps_what_it_could_not_write_and_sends_it_again(t):
+    db = t.database()
+    h = t.log_handler(HANDLER)
+    db.execute('RENAME TABLE queue_history TO queue_history_away')
+    c = start(t, db, h, 'default')
+    add_rows(db, 'default', 5, 1, 0)
+    wait_for(lambda: db.states(), 20, 'every row done or dead',
+             until=lambda s: s['done'] == 5 and s['dead'] == 1)
+    wait_for(lambda: 'cannot write' in c.log(), 10, 'a failed flush logged')
+    db.execute('RENAME TABLE queue_history_away TO queue_history')
+    got = wait_for(lambda: totals(c), 10, 'the kept minutes written',
+                   until=lambda r: r[0] == (5, 0, 1, 1, 6))[0]
+    check_eq(got, (5, 0, 1, 1, 6), 'nothing lost, nothing twice')
+    wait_for(lambda: 'history: written again' in c.log(), 5, 'its recovery logged')
+    check_eq(c.stop(), 0, 'a clean stop')
+    check_eq(int(db.scalar('SELECT SUM(done) FROM queue_history')), 5, 'still once each')
 
 
 def it_prunes_the_history_past_keep_history(t):
