@@ -320,6 +320,14 @@ static const struct cli {
 	{ { "backoff", "q", "--base", "-1s" }, 0, "'-1s' is not a duration" },
 	{ { "backoff", "q", "--base", "1m", "--max", "1s" }, 0, "the maximum (1000 ms) is below" },
 	{ { "backoff", "q" }, 0, "backoff takes --base DUR" },
+	{ { "stats", "--queue", "q", "--since", "2d", "--step", "5m", "--json" }, 1,
+	  "stats queue=q json=1 since_ms=172800000 step_ms=300000\n" },
+	{ { "stats", "--from", "2026-09-21T00:00:00Z", "--to", "2026-09-21 01:00" }, 0,
+	  "stats: to" },
+	{ { "stats", "--from", "2026-09-21T00:00:00Z" }, 1,
+	  "stats from=2026-09-21T00%3A00%3A00Z\n" },
+	{ { "stats", "--step", "90" }, 0, "not whole minutes" },
+	{ { "stats", "q" }, 0, "unexpected argument 'q'" },
 	{ { "frobnicate" }, 0, "unknown command 'frobnicate'" },
 };
 

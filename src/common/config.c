@@ -111,6 +111,12 @@ const struct option_def config_defs[] = {
 	{ "maintenance-interval", K_DURATION, "DUR", AT(maintenance_ms), 1, UINT_MAX,
 	  A_SUPERVISOR, "how often pruning, dedupe-key expiry and FIFO-group repair run\n"
 	  "(default 1m)" },
+	{ "keep-history", K_DURATION, "DUR", AT(keep_history_ms), 0, UINT_MAX, A_SUPERVISOR,
+	  "delete the queues' history (per minute: done, failed, dead, run and wait\n"
+	  "times; GET /v1/stats, claimctl stats) this long after (default 14d; 0 keeps it)" },
+	{ "history-flush", K_DURATION, "DUR", AT(history_flush_ms), 1000, 3600000, A_SUPERVISOR,
+	  "how often this claimd adds what its workers finished to the history, and at a\n"
+	  "clean stop (default 1m; 1s..1h)" },
 	{ "log-level", K_LEVEL, "LEVEL", AT(log_level), 0, 3, A_WORKERS,
 	  "error, warn, info or debug (default info)" },
 	{ "log-format", K_FORMAT, "FORMAT", AT(log_format), 0, 2, A_WORKERS,
@@ -183,6 +189,8 @@ static void set_defaults(struct config *c)
 	c->keep_done_ms = 24u * 3600u * 1000u;
 	c->dedupe_window_ms = 5u * 60u * 1000u;
 	c->maintenance_ms = 60u * 1000u;
+	c->keep_history_ms = 14u * 24u * 3600u * 1000u;
+	c->history_flush_ms = 60u * 1000u;
 	c->log_level = 2; /* info */
 	c->http_max_conns = 256;
 	c->http_max_conns_per_ip = 32;

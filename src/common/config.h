@@ -4,7 +4,8 @@
  * a flag beats the environment, which beats the file. An unknown key or a bad value is an
  * error naming where it came from (the file and line, the variable, the flag). No logging,
  * no I/O beyond getenv, reading the config file and looking at the directories a default
- * control socket may go in. Durations take a unit (ms, s, m, h); a bare number is seconds. */
+ * control socket may go in. Durations take a unit (ms, s, m, h, d); a bare number is seconds
+ * (at most 49 days: milliseconds in 32 bits). */
 #ifndef CLAIMD_CONFIG_H
 #define CLAIMD_CONFIG_H
 
@@ -57,6 +58,8 @@ struct config {
 	unsigned keep_dead_ms;  /* 0 = keep dead rows for ever */
 	unsigned dedupe_window_ms;
 	unsigned maintenance_ms;
+	unsigned keep_history_ms;     /* the queues' history (queue_history); 0 = for ever */
+	unsigned history_flush_ms;    /* how often this supervisor writes its part of it */
 	int log_level;          /* 0 error .. 3 debug (common/log.h) */
 	int log_format;         /* enum config_log_format */
 	bool log_items;         /* a log line per finished item */

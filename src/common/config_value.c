@@ -30,6 +30,8 @@ int config_parse_duration(const char *s, unsigned *ret_ms)
 		mult = 60000.0;
 	else if (!strcmp(end, "h"))
 		mult = 3600000.0;
+	else if (!strcmp(end, "d"))
+		mult = 86400000.0;
 	else
 		return -EINVAL;
 	v *= mult;

@@ -77,6 +77,12 @@ const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 	[CTL_F_JITTER] = { "jitter_pct", "--jitter", "PCT", T_UINT, CLI_NUMBER, 0, 100,
 			   AT(jitter_pct) },
 	[CTL_F_RESET] = { "reset", "--reset", NULL, T_FLAG, CLI_NUMBER, 0, 1, AT(reset) },
+	[CTL_F_FROM] = { "from", "--from", "TIME", T_TEXT, CLI_NUMBER, 1, 64, AT(from) },
+	[CTL_F_TO] = { "to", "--to", "TIME", T_TEXT, CLI_NUMBER, 1, 64, AT(to) },
+	[CTL_F_SINCE] = { "since_ms", "--since", "DUR", T_UINT, CLI_DURATION, 1000, UINT32_MAX,
+			  AT(since_ms) },
+	[CTL_F_STEP] = { "step_ms", "--step", "DUR", T_UINT, CLI_DURATION, 60000, 86400000,
+			 AT(step_ms) },
 };
 
 int ctl_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -170,6 +176,25 @@ static int check_backoff(const struct ctl_request *r, char *err, size_t errlen)
 	if (ctl_has(r, CTL_F_BASE) && ctl_has(r, CTL_F_MAX) && r->max_ms < r->base_ms)
 		return ctl_fail(err, errlen, "backoff: the maximum (%u ms) is below the base (%u ms)",
 				r->max_ms, r->base_ms);
+	return 0;
+}
+
+/* stats: times utctime_parse reads, from or since (not both), a step of whole minutes. */
+static int check_stats(const struct ctl_request *r, char *err, size_t errlen)
+{
+	const char *times[2] = { ctl_has(r, CTL_F_FROM) ? r->from : NULL,
+				 ctl_has(r, CTL_F_TO) ? r->to : NULL };
+	char why[200];
+	int64_t us;
+
+	for (int i = 0; i < 2; i++)
+		if (times[i] && utctime_parse(times[i], &us, why, sizeof(why)) < 0)
+			return ctl_fail(err, errlen, "stats: %s %s", i ? "to" : "from", why);
+	if (ctl_has(r, CTL_F_FROM) && ctl_has(r, CTL_F_SINCE))
+		return ctl_fail(err, errlen, "stats takes from or since, not both");
+	if (ctl_has(r, CTL_F_STEP) && r->step_ms % 60000)
+		return ctl_fail(err, errlen, "stats: step %u ms is not whole minutes (60, 300, "
+				"3600 s ...)", r->step_ms);
 	return 0;
 }
 
@@ -297,6 +322,14 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 			  "PCT 0..100, 0: exact); what is not given stays; --reset: claimd's\n"
 			  "--retry-base, 1h and 25 % again. Rows claimed after it use it",
 			  check_backoff },
+	[CTL_STATS] = { "stats", BIT(CTL_F_QUEUE) | BIT(CTL_F_FROM) | BIT(CTL_F_TO) |
+			BIT(CTL_F_SINCE) | BIT(CTL_F_STEP) | BIT(CTL_F_JSON), 0, { 0 }, 0, NULL,
+			"stats [--queue NAME] [--since DUR | --from TIME] [--to TIME] [--step DUR]",
+			"what every claimd sharing the database finished, per step (whole minutes;\n"
+			"by default the last hour, in steps that make at most 120 lines): done,\n"
+			"failed and dead, and the run and wait times' 50th, 95th and 99th\n"
+			"percentiles (each the upper bound of its histogram bucket); of one queue\n"
+			"or all. Kept for --keep-history, written every --history-flush", check_stats },
 };
 
 const char *ctl_verb_name(enum ctl_verb v)

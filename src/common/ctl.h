@@ -13,7 +13,7 @@
  *     verb     = "status" / "add" / "retry" / "pause" / "resume" / "limit" / "job" /
  *                "cancel" / "queues" / "supervisors" / "jobs" / "reload" / "workers" /
  *                "schedule" / "schedules" / "unschedule" / "batch" / "batches" /
- *                "limits" / "backoff"
+ *                "limits" / "backoff" / "stats"
  *     field    = name "=" value                    ; each name at most once
  *     name     = 1*( %x61-7A / "_" )               ; lower-case letters and '_'
  *     value    = *( unreserved / pct-encoded )     ; RFC 3986 percent-encoding of any bytes
@@ -71,6 +71,11 @@
  *     backoff  queue*:text(64) base_ms:uint(1..604800000) max_ms:uint(1..604800000)
  *              jitter_pct:uint(0..100)  or  queue* + reset:flag   the queue's retry back-off
  *              (at least one; max_ms not below base_ms)
+ *     stats    queue:text(64)  from:text(64) to:text(64) (times as add's run_at)
+ *              since_ms:uint(1000..) (instead of from: to - since)
+ *              step_ms:uint(60000..86400000, whole minutes)  json:flag
+ *                                                  the queues' history (one queue or all)
+ *                                                  over every supervisor, per step
  *
  * Reply grammar:
  *
@@ -94,7 +99,8 @@
  * the schedule as schedules has it); schedules, a table (or a JSON array; with a name, that
  * schedule's object, or an error when there is none); unschedule, "1" or "0" schedules
  * deleted; backoff, "queue NAME retry_base_ms B retry_max_ms M retry_jitter_pct J" as the
- * queue has them now ("-" where not set; with json=1 an object, null there). A request that does not follow the grammar gets an error
+ * queue has them now ("-" where not set; with json=1 an object, null there); stats, a table
+ * of the steps and their total (json=1: one object, openapi.json's History). A request that does not follow the grammar gets an error
  * reply naming what is wrong; nothing is done for it. */
 #ifndef CLAIMD_CTL_H
 #define CLAIMD_CTL_H
@@ -139,6 +145,7 @@ enum ctl_verb {
 	CTL_BATCHES,
 	CTL_LIMITS,
 	CTL_BACKOFF,
+	CTL_STATS,
 	CTL_VERB_COUNT,
 };
 
@@ -177,6 +184,10 @@ enum ctl_field {
 	CTL_F_MAX,
 	CTL_F_JITTER,
 	CTL_F_RESET,
+	CTL_F_FROM,
+	CTL_F_TO,
+	CTL_F_SINCE,
+	CTL_F_STEP,
 	CTL_FIELD_COUNT,
 };
 _Static_assert(CTL_FIELD_COUNT <= 64, "a field is a bit of ctl_request.have");
@@ -200,6 +211,8 @@ struct ctl_request {
 	bool dead, json, all, paused, each_group;
 	uint32_t base_ms, max_ms, jitter_pct;   /* backoff */
 	bool reset;
+	const char *from, *to;                  /* stats */
+	uint32_t since_ms, step_ms;
 };
 
 static inline bool ctl_has(const struct ctl_request *r, enum ctl_field f)
@@ -219,7 +232,7 @@ int ctl_encode(const struct ctl_request *req, struct buf *out, char *err, size_t
 
 /* A request from a command line: argv[0] is the verb, then options (--queue NAME, --json, ...)
  * and positional arguments as claimctl documents them (ctl_usage). Durations take a unit (ms,
- * s, m, h; a bare number is seconds, milliseconds for limit's --interval). Strings point into
+ * s, m, h, d; a bare number is seconds, milliseconds for limit's --interval). Strings point into
  * argv. A verb that takes a payload and was given none leaves CTL_F_PAYLOAD unset: the caller
  * reads it from stdin (ctl_wants_stdin). Returns 0 or -EINVAL with err filled. */
 int ctl_from_argv(int argc, char **argv, struct ctl_request *ret, char *err, size_t errlen);

@@ -752,4 +752,35 @@ int store_watch_batches(struct store *s, const uint64_t *ids, size_t n,
 int store_batches(struct store *s, uint64_t before, unsigned limit, struct store_batch **ret,
 		  size_t *ret_n, char *err, size_t errlen);
 
+/* ---- the queues' history (store_history.c; sql/migrations/010_history.sql) ---- */
+
+#define STORE_HISTORY_BUCKETS 18         /* run0..run17, wait0..wait17: the last, the rest */
+#define STORE_HISTORY_ROWS_MAX 1000      /* rows one store_history_add writes */
+
+/* One queue's minute (as a supervisor counted it), or a step of the history (the sums of
+ * every supervisor's rows, of one queue or all). */
+struct store_history_row {
+	char queue[STORE_QUEUE_MAX + 1];     /* "" in a step */
+	int64_t minute;                      /* unix seconds: the minute's (the step's) start */
+	uint64_t done, retried, dead;
+	uint64_t run_sum_us, wait_sum_us;
+	uint64_t run[STORE_HISTORY_BUCKETS], wait[STORE_HISTORY_BUCKETS];
+};
+
+/* Add rows[0..n) (at most STORE_HISTORY_ROWS_MAX) to supervisor's rows, in one statement:
+ * a row is added to only if its flush_seq is below seq, so the same rows sent again with the
+ * same seq (the answer was lost) add nothing. seq goes up with each new set of rows. Returns
+ * 0 or a negative error. */
+int store_history_add(struct store *s, const char *supervisor, uint64_t seq,
+		      const struct store_history_row *rows, size_t n, char *err, size_t errlen);
+/* The sums of every supervisor's rows from from to to (unix seconds; minutes from <= m < to)
+ * of queue (NULL: every queue) per step seconds (a step's minute: from + k * step), the steps
+ * with rows only, in order, into a malloc'd array. Returns 0 or a negative error. */
+int store_history_read(struct store *s, const char *queue, int64_t from, int64_t to,
+		       unsigned step, struct store_history_row **ret, size_t *ret_n, char *err,
+		       size_t errlen);
+/* Delete up to limit rows of minutes older than keep_s seconds. Returns how many. */
+int store_history_prune(struct store *s, unsigned keep_s, unsigned limit, char *err,
+			size_t errlen);
+
 #endif

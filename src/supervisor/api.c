@@ -337,7 +337,19 @@ static void healthz(struct api_host *h, struct http_request *r)
 	}
 }
 
-/* GET /v1/stats: the items this supervisor's workers finished per second (jobstats). */
+/* GET /v1/stats?seconds=N: the items this supervisor's workers finished per second
+ * (jobstats), the dashboard's chart. Without seconds, the cluster's history (CTL_STATS). */
+static bool per_second(struct http_request *r)
+{
+	const char *const *qn, *const *qv;
+	size_t n = http_args(r, &qn, &qv);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(qn[i], "seconds"))
+			return true;
+	return false;
+}
+
 static void stats(struct api_host *h, struct http_request *r)
 {
 	const char *const *qn, *const *qv;
@@ -512,7 +524,14 @@ void api_handle(void *data, struct http_request *r)
 	/* answered here */
 	case R_HEALTHZ: healthz(h, r); free(call); break;
 	case R_METRICS: metrics(h, r); free(call); break;
-	case R_STATS: stats(h, r); free(call); break;
+	case R_STATS:
+		if (per_second(r)) {
+			stats(h, r);
+			free(call);
+		} else {
+			run(h, call, CTL_STATS, pn, pv, 1, false);
+		}
+		break;
 	case R_OPENAPI:
 		http_respond(r, 200, "application/json", openapi_json, openapi_json_len);
 		free(call);

@@ -28,8 +28,11 @@
  *   GET    /v1/queues                     every queue's counts and settings
  *   POST   /v1/queues/{queue}/pause       and /resume
  *   GET    /v1/status                     this supervisor's pool (claimctl status --json)
- *   GET    /v1/stats                      its workers' items done and failed per second over
- *                                         the last ?seconds= (300, at most 600)
+ *   GET    /v1/stats                      the queues' history over every supervisor, per step:
+ *                                         queue, from, to (RFC 3339), since, step (whole
+ *                                         minutes) as claimctl stats takes them; with
+ *                                         ?seconds= (at most 600) instead, this supervisor's
+ *                                         items done and failed per second (the chart)
  *   GET    /v1/supervisors                every supervisor sharing the database, lost ones
  *                                         marked
  *   GET    /metrics                       Prometheus text format (supervisor/metrics.h)

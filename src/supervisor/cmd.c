@@ -477,6 +477,7 @@ static const struct cmd_def defs[CTL_VERB_COUNT] = {
 	[CTL_BATCH] = { .db = cmd_batch_db, .after = cmd_batch_after, .text = cmd_batch_text },
 	[CTL_BATCHES] = { .db = cmd_batch_db, .after = cmd_batch_after, .text = cmd_batch_text },
 	[CTL_BACKOFF] = { .db = backoff_db, .after = backoff_after, .text = backoff_text },
+	[CTL_STATS] = { .now = cmd_stats_now, .text = cmd_stats_text },
 };
 
 static int call_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)
@@ -542,7 +543,8 @@ int cmds_new(const struct cmd_host *host, struct cmds **ret)
 		return -ENOMEM;
 	c->host = *host;
 	if (reading_new(&queues_ops, host->dbq, host->loop, &c->queues) < 0 ||
-	    reading_new(&jobs_ops, host->dbq, host->loop, &c->jobs) < 0) {
+	    reading_new(&jobs_ops, host->dbq, host->loop, &c->jobs) < 0 ||
+	    reading_new(&cmd_history_ops, host->dbq, host->loop, &c->history) < 0) {
 		cmds_free(c);
 		return -ENOMEM;
 	}
@@ -560,6 +562,7 @@ void cmds_flush(struct cmds *c)
 		return;
 	reading_flush(c->queues);
 	reading_flush(c->jobs);
+	reading_flush(c->history);
 	cmd_adds_flush(c);
 }
 
@@ -570,6 +573,7 @@ void cmds_free(struct cmds *c)
 	cmds_flush(c);
 	reading_free(c->queues);
 	reading_free(c->jobs);
+	reading_free(c->history);
 	cmd_adds_free(c);
 	free(c);
 }

@@ -18,6 +18,8 @@
 #include "supervisor/dbq.h"
 #include "supervisor/status.h"
 
+struct history_window;
+
 struct cmd_result {
 	int rc;                       /* < 0: failed, err says why: -EINVAL a bad request,
 				       * -ENOENT no such row, -EBUSY a row in the wrong state,
@@ -45,6 +47,9 @@ struct cmd_result {
 	size_t nbatches;
 	const struct store_limits *limits;   /* limit, limits (callback only) */
 	struct store_backoff backoff;  /* backoff: the queue's settings now */
+	const struct history_window *window;       /* stats: what it covers (callback only) */
+	const struct store_history_row *history;   /* stats: its steps with rows (callback only) */
+	size_t nhistory;
 };
 
 /* One batch's JSON object and a newline (the batch verb's, and its event stream's). */

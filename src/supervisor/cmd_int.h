@@ -1,16 +1,18 @@
 /* cmd_int — the insides of the commands, shared by cmd.c (the table, the verbs) and
- * cmd_add.c (adds, written in batches), cmd_schedule.c (schedules), cmd_batch.c (batches) and
- * cmd_limit.c (limits).
+ * cmd_add.c (adds, written in batches), cmd_schedule.c (schedules), cmd_batch.c (batches),
+ * cmd_limit.c (limits) and cmd_stats.c (the queues' history).
  * Not an interface. */
 #ifndef CLAIMD_CMD_INT_H
 #define CLAIMD_CMD_INT_H
 
 #include "supervisor/cmd.h"
+#include "supervisor/history.h"
 
 struct cmds {
 	struct cmd_host host;
 	/* what people look at (status, queues, jobs), read for many at a time */
 	struct reading *queues, *jobs;
+	struct reading *history;   /* stats */
 	/* add: requests waiting, and the batches being written (one per adds connection) */
 	struct call **adds;
 	size_t nadds, capadds;
@@ -40,6 +42,7 @@ struct call {
 	struct store_batch *batches;   /* batch, batches */
 	size_t nbatches;
 	struct store_limits limits;    /* limit, limits */
+	struct history_window window;  /* stats: the key of its reading */
 };
 
 /* Answer the call (its done callback) and free it. */
@@ -90,6 +93,13 @@ void cmd_limits_text(const struct ctl_request *req, const struct cmd_result *res
 int cmd_batch_db(struct call *call, struct store *s, char *err, size_t errlen);
 void cmd_batch_after(struct call *call);
 void cmd_batch_text(const struct ctl_request *req, const struct cmd_result *res,
+		    struct buf *out);
+
+/* ---- cmd_stats.c ---- */
+
+extern const struct reading_ops cmd_history_ops;
+void cmd_stats_now(struct call *call);
+void cmd_stats_text(const struct ctl_request *req, const struct cmd_result *res,
 		    struct buf *out);
 
 #endif

@@ -19,8 +19,8 @@ struct maint {
 	const struct config *cfg;
 	const char *queues[CONFIG_QUEUES_MAX];
 	const struct step *running;   /* the step of job, while it runs */
-	bool due[4];
-	long long rows[4];            /* rows a step changed since it began */
+	bool due[5];
+	long long rows[5];            /* rows a step changed since it began */
 	uint64_t prune_from;          /* where the sweep of done rows goes on (0: a new sweep) */
 	uint64_t prune_next;          /* out of the prune step */
 	bool more;                    /* out: the step is not finished */
@@ -67,6 +67,19 @@ static int prune_groups_run(struct maint *m, struct store *s, char *err, size_t 
 	return r;
 }
 
+/* The queues' history (queue_history), with --keep-history > 0. */
+static int history_run(struct maint *m, struct store *s, char *err, size_t errlen)
+{
+	int r;
+
+	if (m->cfg->keep_history_ms == 0)
+		return 0;
+	r = store_history_prune(s, (unsigned)((m->cfg->keep_history_ms + 999ull) / 1000), CHUNK,
+				err, errlen);
+	m->more = r == (int)CHUNK;
+	return r;
+}
+
 static const struct step steps[] = {
 	{ prune_run, true, LOG_INFO, "finished rows older than --keep-done (done) or --keep-dead "
 	  "(dead) pruned", "pruning finished rows" },
@@ -75,6 +88,8 @@ static const struct step steps[] = {
 	  "running row deleted by hand?) started again", "checking FIFO groups" },
 	{ prune_groups_run, true, LOG_DEBUG, "FIFO groups without rows forgotten",
 	  "forgetting FIFO groups" },
+	{ history_run, false, LOG_DEBUG, "rows of the queues' history older than --keep-history "
+	  "deleted", "pruning the queues' history" },
 };
 #define NSTEPS (sizeof(steps) / sizeof(steps[0]))
 _Static_assert(NSTEPS == sizeof(((struct maint *)0)->due) / sizeof(bool), "a due flag a step");

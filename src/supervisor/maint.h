@@ -1,7 +1,7 @@
 /* maint — the supervisor's maintenance: pruning done rows (and dead ones with --keep-dead),
  * forgetting expired dedupe keys, starting FIFO groups left with no running row, forgetting
- * idle groups. One statement at a time, each in place of an idle poll, on the supervisor's
- * database queue. Logs what it changed, once a step is through, and its failures. */
+ * idle groups, deleting the queues' history older than --keep-history. One statement at a
+ * time, each in place of an idle poll, on the supervisor's database queue. Logs what it changed, once a step is through, and its failures. */
 #ifndef CLAIMD_MAINT_H
 #define CLAIMD_MAINT_H
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/backoff.h"
@@ -25,6 +26,7 @@
 #include "store/store.h"
 #include "supervisor/forker.h"
 #include "supervisor/held.h"
+#include "supervisor/history.h"
 #include "supervisor/permits.h"
 #include "worker/handler.h"
 
@@ -88,6 +90,8 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 		return;
 	}
 	jobstats_add(p->o.stats, m, pool_now_ms(p) / 1000u);
+	if (p->o.history && m->type == PROTO_FINISHED)
+		history_add(p->o.history, m, (int64_t)time(NULL));
 	for (size_t i = 0; i < n && m->type == PROTO_FINISHED; i++) {
 		const struct proto_item *it = &m->u.items.items[i];
 		held_remove(&sl->held, it->id, it->token);

@@ -16,6 +16,8 @@
 #include "supervisor/slot_health.h"
 #include "supervisor/status.h"
 
+struct history;
+
 struct pool_opts {
 	uv_loop_t *loop;
 	const struct config *cfg;
@@ -23,6 +25,7 @@ struct pool_opts {
 	int argc;                 /* the supervisor's command line, for the fork server */
 	char **argv;
 	struct jobstats *stats;   /* what the workers report is counted here */
+	struct history *history;  /* and what they finished, per minute (NULL: not) */
 	/* A worker is gone for good while stopping (or its rows were released): whether the
 	 * supervisor can exit is worth asking again. */
 	void (*on_change)(void *data);

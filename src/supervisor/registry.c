@@ -90,6 +90,11 @@ int registry_new(const struct registry_opts *o, struct registry **ret)
 	return 0;
 }
 
+const char *registry_id(const struct registry *r)
+{
+	return r->me.id;
+}
+
 void registry_set_http(struct registry *r, const char *address)
 {
 	snprintf(r->me.http, sizeof(r->me.http), "%s", address ? address : "");

@@ -27,6 +27,8 @@ struct registry_opts {
 struct registry;
 
 int registry_new(const struct registry_opts *o, struct registry **ret);
+/* This supervisor's id (host:pid:start), valid as long as r. */
+const char *registry_id(const struct registry *r);
 /* The HTTP address it serves, for the others to see ("" or NULL: none). */
 void registry_set_http(struct registry *r, const char *address);
 /* Refresh the row every ms from the next refresh on (REGISTRY_MS at first). */

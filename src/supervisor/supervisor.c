@@ -19,6 +19,7 @@
 #include "supervisor/cmd.h"
 #include "supervisor/control.h"
 #include "supervisor/dbq.h"
+#include "supervisor/history_flush.h"
 #include "supervisor/http.h"
 #include "supervisor/idle.h"
 #include "supervisor/maint.h"
@@ -42,6 +43,7 @@ struct sup {
 	struct maint *maint;
 	struct schedules *sched;
 	struct registry *registry;
+	struct history_flush *hflush;   /* the queues' history, this supervisor's part */
 	struct cmds *cmds;
 	struct control *control;
 	struct api_host api;       /* and the HTTP server (api_serve_open) */
@@ -146,6 +148,10 @@ static void maybe_finish_stop(struct sup *s)
 {
 	if (!s->stopping || s->stopped || !pool_empty(s->pool))
 		return;
+	/* What the workers finished last, written first (not waited for with the database
+	 * unreachable: the stop does not wait for it either). */
+	if (dbq_db_up(s->dbq) && history_flush_last(s->hflush))
+		return;
 	if (db_busy(s))
 		return; /* releases (and adds) still being written */
 	cancel_waiting(s);
@@ -187,6 +193,7 @@ static void begin_stop(struct sup *s, int signum)
 	notify_send("STOPPING=1");
 	log_info("signal %d: stopping; in-flight items get %u ms", signum, s->cfg->grace_ms);
 	registry_stop(s->registry);
+	history_flush_stop(s->hflush);
 	idle_stop(s->idle);
 	uv_timer_stop(&s->poll_timer);
 	pool_stop(s->pool, s->cfg->grace_ms);
@@ -237,6 +244,7 @@ static int reload(struct sup *s, char *summary, size_t len)
 	uv_timer_start(&s->poll_timer, on_poll, s->cfg->poll_ms, s->cfg->poll_ms);
 	uv_timer_start(&s->maint_timer, on_maint_timer, s->cfg->maintenance_ms,
 		       s->cfg->maintenance_ms);
+	history_flush_start(s->hflush);
 	if (replace)
 		pool_replace_all(s->pool);
 	pool_resize(s->pool, s->cfg->workers);
@@ -468,6 +476,11 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 				    .version = CLAIMD_VERSION, .snapshot = host_snapshot, .data = s };
 	if ((r = registry_new(&ro, &s->registry)) < 0)
 		return r;
+	struct history_flush_opts ho = { .loop = s->loop, .dbq = s->dbq, .cfg = cfg,
+					 .supervisor_id = registry_id(s->registry) };
+	if ((r = history_flush_new(&ho, &s->hflush)) < 0)
+		return r;
+	po.history = history_flush_history(s->hflush);
 	struct idle_opts io = { .loop = s->loop, .cfg = cfg, .dbq = s->dbq, .queues = s->queues,
 				.wants = host_wants, .wake_one = host_wake,
 				.mode_changed = host_mode_changed,
@@ -526,6 +539,7 @@ static void sup_teardown(struct sup *s)
 	cmds_free(s->cmds);
 	maint_free(s->maint);
 	schedules_free(s->sched);
+	history_flush_free(s->hflush);
 	registry_free(s->registry);
 	dbq_free(s->dbq);
 	for (int k = 0; k < CMD_ADDS_PIPES; k++)
@@ -566,6 +580,7 @@ int supervisor_main(struct config *cfg, int argc, char **argv)
 	idle_start(s.idle);
 	uv_timer_start(&s.poll_timer, on_poll, cfg->poll_ms, cfg->poll_ms);
 	uv_timer_start(&s.maint_timer, on_maint_timer, cfg->maintenance_ms, cfg->maintenance_ms);
+	history_flush_start(s.hflush);
 	if (notify_watchdog_ms())
 		uv_timer_start(&s.watchdog_timer, on_watchdog, 0, notify_watchdog_ms());
 	uv_run(&loop, UV_RUN_DEFAULT);

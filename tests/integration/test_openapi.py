@@ -67,6 +67,8 @@ def it_serves_a_valid_description_that_every_answer_follows(t):
     api('get', '/v1/supervisors', '/v1/supervisors')
     api('get', '/v1/stats?seconds=5', '/v1/stats')
     api('get', '/v1/stats?seconds=0', '/v1/stats')                 # 400
+    api('get', '/v1/stats?queue=default&since=2h&step=300', '/v1/stats')   # the history
+    api('get', '/v1/stats?step=90', '/v1/stats')                   # 400
 
     jobs = '/v1/queues/{queue}/jobs'
     st, added = api('post', '/v1/queues/default/jobs?group=u7&priority=-2', jobs, b'{"to":"a@b"}')
