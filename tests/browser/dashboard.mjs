@@ -8,7 +8,8 @@
 //
 //   node dashboard.mjs '{"url":..., "token":..., "workers":2, "dead":ID, "queue":NAME,
 //                        "job":ID, "result":TEXT, "screenshot":PATH, "schedule":NAME,
-//                        "cron":EXPR, "zone":ZONE, "batch":ID}'
+//                        "cron":EXPR, "zone":ZONE, "batch":ID, "history_done":N,
+//                        "limit_queue":NAME}'
 // Prints one JSON line of what it saw; exits 1 with the reason on stderr when a step fails.
 import { chromium } from 'playwright-core';
 
@@ -77,6 +78,15 @@ try {
     if (n !== 2) throw new Error(`${n} lines in the chart`);
     return n;
   });
+  if (args.history_done) {
+    await step('shows the cluster history', async () => {
+      await page.waitForFunction((n) => Number(document.getElementById('history').dataset.done) >= n,
+        args.history_done, { timeout: 15000 });
+      const lines = await page.locator('#history .hchart polyline').count();
+      if (lines !== 3) throw new Error(`${lines} lines in the history chart`);
+      return Number(await page.locator('#history').getAttribute('data-done'));
+    });
+  }
   await step('retries a dead job', async () => {
     const row = page.locator(`#dead tr[data-id="${args.dead}"]`);
     await row.waitFor({ timeout: 10000 });
@@ -129,6 +139,29 @@ try {
     });
   }
   if (args.screenshot) await page.screenshot({ path: args.screenshot, fullPage: true });
+  if (args.limit_queue) {
+    await step("sets a key's limit and the back-off on a queue's page", async () => {
+      await page.locator(`#queues tr[data-queue="${args.limit_queue}"] a`).click();
+      await page.waitForFunction((q) => document.getElementById('q-name').textContent === q,
+        args.limit_queue, { timeout: 10000 });
+      if (!(await page.locator('#qhistory .hchart polyline').count())) throw new Error('no history chart');
+      await page.fill('#l-group', 'k1');
+      await page.fill('#l-concurrency', '2');
+      await page.click('#limitform button');
+      const key = page.locator('#q-keys tr[data-key="k1"]');
+      await key.waitFor({ timeout: 10000 });
+      const cells = await key.locator('td').allTextContents();
+      if (cells[1] !== '2') throw new Error('key row: ' + cells.join(' | '));
+      await page.fill('#b-base', '750ms');
+      await page.fill('#b-max', '1m');
+      await page.click('#backoffform button[type="submit"]');
+      await page.waitForFunction(() => document.getElementById('q-backoff').textContent.includes('750 ms'),
+        null, { timeout: 10000 });
+      await page.click('a[href="#"]');
+      await page.waitForSelector('#overview:not([hidden])', { timeout: 10000 });
+      return true;
+    });
+  }
   await step('shows a job', async () => {
     await page.fill('#jobid', String(args.job));
     await page.click('#jobform button');

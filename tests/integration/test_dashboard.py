@@ -2,7 +2,9 @@
 """The dashboard in a real browser: Debian's Chromium driven by playwright-core
 (tests/browser/dashboard.mjs) against the real claimd. The page takes the token claimd made
 from its address (#token=..., as tools/demo prints it) and drops it from there, asks for it in
-a tab opened without it, shows the workers, the chart, the queues and the dead jobs; "Retry"
+a tab opened without it, shows the workers, the chart, the cluster's history (two
+supervisors' rows, from the database), the queues and the dead jobs; a queue's page sets a
+key's limit and the retry back-off (checked in the database); "Retry"
 puts a dead row back and "Pause" pauses a queue (both checked in the database here); a job's
 page shows its result; nothing is fetched from anywhere but claimd, and its
 Content-Security-Policy refuses nothing the page does.
@@ -37,7 +39,11 @@ def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
     running = db.insert_item('sleep')   # pipe_echo sleeps on it: a worker shows it running
     c = t.claimd(db, '--workers', '2', '--handler',
                  f'pipe:{harness.PIPE_ECHO} {os.path.join(t.tmpdir, "pipe.log")}',
-                 '--http', '127.0.0.1:0', '--grace', '1s')
+                 '--http', '127.0.0.1:0', '--grace', '1s', '--history-flush', '1s')
+    # A second supervisor, on a queue of its own: the history is the cluster's.
+    other = t.claimd(db, '--workers', '1', '--handler', 'noop', '--queue', 'other',
+                     '--history-flush', '1s')
+    db.insert_items(7, queue="'other'")
     url = 'http://' + wait_for(lambda: re.search(r'http: listening on http://([0-9.:]+)/',
                                                  c.log()), 10, 'the http line').group(1)
     token = c.http_token()
@@ -56,11 +62,19 @@ def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
         batch = json.loads(r.read())['batch']
     r = c.ctl('schedule', 'nightly', '--cron', '30 2 * * *', '--tz', 'Europe/Berlin', 'report')
     check_eq(r.returncode, 0, f'claimctl schedule: {r.stderr}')
+    # Both have written their minutes: the history holds every row done so far.
+    done = lambda: int(db.scalar("SELECT COUNT(*) FROM work_items WHERE state = 'done'"))
+    wait_for(lambda: int(db.scalar('SELECT IFNULL(SUM(done), 0) FROM queue_history')), 15,
+             'both supervisors\' minutes in queue_history', until=lambda n: n == done() >= 12)
+    check_eq(db.scalar('SELECT COUNT(DISTINCT supervisor_id) FROM queue_history'), '2',
+             'supervisors in the history')
+    history_done = done()
     shot = os.environ.get('CLAIMD_SCREENSHOT') or os.path.join(t.tmpdir, 'dashboard.png')
     spec = {'url': url, 'token': token, 'workers': 2, 'dead': dead, 'queue': 'mail',
             'job': job, 'result': '"type": "text/plain"', 'screenshot': shot,
             'running': running, 'schedule': 'nightly', 'cron': '30 2 * * *',
-            'zone': 'Europe/Berlin', 'batch': batch}
+            'zone': 'Europe/Berlin', 'batch': batch, 'history_done': history_done,
+            'limit_queue': 'other'}
     r = subprocess.run([node, os.path.join(BROWSER_DIR, 'dashboard.mjs'), json.dumps(spec)],
                        cwd=BROWSER_DIR, capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, CHROMIUM=chromium))
@@ -79,7 +93,15 @@ def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
     check_eq(seen['adds a schedule and deletes it'], True, 'a schedule added and deleted')
     check_eq(db.scalar("SELECT COUNT(*) FROM schedules"), '1',
              'schedules left: the paused one, not the one the page added and deleted')
+    check(seen['shows the cluster history'] >= history_done,
+          f"the history's done total {seen['shows the cluster history']}, want {history_done} "
+          "(both supervisors' rows)")
+    check_eq(db.scalar("SELECT concurrency FROM key_limits WHERE queue = 'other' AND "
+                       "group_key = 'k1'"), '2', "the key limit set on the queue's page")
+    check_eq(db.scalar("SELECT CONCAT(retry_base_ms, ' ', retry_max_ms) FROM queues "
+                       "WHERE name = 'other'"), '750 60000', "the back-off set on the queue's page")
     check(os.path.getsize(shot) > 10000, 'a screenshot was taken')
+    other.stop()
     check_eq(c.stop(), 0, 'claimd exit code')
 
 

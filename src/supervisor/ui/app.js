@@ -1,6 +1,8 @@
 // claimd's dashboard: reads the HTTP API of the claimd that serves it, once a second, and
-// draws the throughput of its workers, the queues, every supervisor sharing the database and
-// the dead jobs; a job's own page at #job/ID. No library: the chart is a few SVG lines.
+// draws the throughput of its workers, the cluster's history (every supervisor, from the
+// database), the queues, every supervisor sharing the database and the dead jobs; a queue's
+// page at #queue/NAME (its history, limits, back-off), a job's at #job/ID. No library: the
+// charts are a few SVG lines.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -52,7 +54,75 @@ function pill(text, cls) {
   return el('span', { class: 'pill ' + (cls || text) }, text);
 }
 
-// ---- the chart ----
+// ---- the charts ----
+
+function svgEl(tag, attrs, text) {
+  const e = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text != null) e.textContent = text;
+  return e;
+}
+
+// Lines of series (each { cls, values }) over n points on svg (W x H), with a y grid.
+function plot(svg, W, H, series, xLabels) {
+  const top = 10, bottom = 20, left = 40;
+  const n = Math.max(...series.map((s) => s.values.length), 1);
+  const max = Math.max(10, ...series.flatMap((s) => s.values));
+  const nice = Math.pow(10, Math.floor(Math.log10(max)));
+  const ymax = Math.ceil(max / nice) * nice;
+  const x = (i) => left + (W - left) * (n > 1 ? i / (n - 1) : 1);
+  const y = (v) => top + (H - top - bottom) * (1 - v / ymax);
+  svg.replaceChildren();
+  for (let k = 0; k <= 4; k++) {
+    const v = ymax * k / 4;
+    svg.append(svgEl('line', { class: 'grid', x1: left, x2: W, y1: y(v), y2: y(v) }));
+    svg.append(svgEl('text', { class: 'label', x: 2, y: y(v) + 4 }, Number.isInteger(v) ? v : v.toFixed(1)));
+  }
+  svg.append(svgEl('text', { class: 'label', x: left, y: H - 4 }, xLabels[0]));
+  svg.append(svgEl('text', { class: 'label', x: W - 60, y: H - 4 }, xLabels[1]));
+  for (const s of series) {
+    svg.append(svgEl('polyline', { class: s.cls,
+      points: s.values.map((v, i) => x(i).toFixed(1) + ',' + y(v).toFixed(1)).join(' ') }));
+  }
+}
+
+function seconds(v) {
+  if (v == null) return '—';
+  if (v < 1) return Math.round(v * 1000) + ' ms';
+  return (v < 10 ? v.toFixed(2) : Math.round(v)) + ' s';
+}
+
+function hhmm(iso) {
+  return iso ? iso.slice(11, 16) : '';
+}
+
+// The cluster's history (GET /v1/stats) into a History section: done, failed (retried or
+// dead) and dead per step, the totals, run and wait percentiles over the range.
+function drawHistory(sec, h) {
+  const pts = h.points || [];
+  plot(sec.querySelector('.hchart'), 800, 160, [
+    { cls: 'done', values: pts.map((p) => p.done) },
+    { cls: 'failed', values: pts.map((p) => p.failed) },
+    { cls: 'dead', values: pts.map((p) => p.dead) },
+  ], [pts.length ? (h.step >= 86400 ? pts[0].at.slice(5, 10) : hhmm(pts[0].at)) : '',
+    pts.length ? hhmm(pts[pts.length - 1].at) + ' UTC' : '']);
+  const t = h.total;
+  sec.querySelector('.h-step').textContent = h.step >= 3600 ? (h.step / 3600) + ' h' :
+    h.step > 60 ? (h.step / 60) + ' minutes' : 'minute';
+  sec.querySelector('.h-done').textContent = t.done;
+  sec.querySelector('.h-failed').textContent = t.failed;
+  sec.querySelector('.h-dead').textContent = t.dead;
+  sec.querySelector('.h-run').textContent = seconds(t.run.p50) + ' / ' + seconds(t.run.p95);
+  sec.querySelector('.h-wait').textContent = seconds(t.wait.p50) + ' / ' + seconds(t.wait.p95);
+  sec.dataset.points = pts.length;
+  sec.dataset.done = t.done;
+}
+
+function historyPath(sec, queue) {
+  const q = new URLSearchParams({ since: sec.querySelector('.h-range').value });
+  if (queue) q.set('queue', queue);
+  return '/v1/stats?' + q;
+}
 
 function drawChart(stats) {
   const svg = $('chart'), W = 800, H = 200, top = 10, bottom = 20, left = 40;
@@ -106,7 +176,8 @@ async function act(path, method) {
 function drawQueues(queues) {
   const tb = $('queues').tBodies[0];
   tb.replaceChildren(...queues.map((q) => el('tr', { 'data-queue': q.name },
-    el('td', {}, q.name), el('td', {}, q.ready), el('td', {}, q.claimed), el('td', {}, q.done),
+    el('td', {}, el('a', { href: '#queue/' + encodeURIComponent(q.name) }, q.name)),
+    el('td', {}, q.ready), el('td', {}, q.claimed), el('td', {}, q.done),
     el('td', {}, q.dead), el('td', {}, q.oldest_ready_s ? ago(q.oldest_ready_s) : '—'),
     el('td', {}, q.min_interval_ms ? q.min_interval_ms + ' ms apart' : '—'),
     el('td', {}, q.paused ? pill('paused') : pill('running', 'ok')),
@@ -193,13 +264,14 @@ function drawDead(jobs) {
 }
 
 async function refreshOverview() {
-  const [stats, status, queues, svs, dead, health, schedules, batches] = await Promise.all([
+  const [stats, status, queues, svs, dead, health, schedules, batches, hist] = await Promise.all([
     api('/v1/stats?seconds=300'), api('/v1/status'), api('/v1/queues'),
     api('/v1/supervisors'), api('/v1/jobs?state=dead&limit=20'),
     fetch('/healthz').then(async (r) => ({ ok: r.ok, text: (await r.text()).trim() })),
-    api('/v1/schedules'), api('/v1/batches?limit=10'),
+    api('/v1/schedules'), api('/v1/batches?limit=10'), api(historyPath($('history'))),
   ]);
   drawChart(stats);
+  drawHistory($('history'), hist);
   drawQueues(queues);
   drawSchedules(schedules);
   drawBatches(batches);
@@ -210,6 +282,65 @@ async function refreshOverview() {
   const h = $('health');
   h.textContent = health.ok ? 'healthy' : health.text;
   h.className = 'pill ' + (health.ok ? 'ok' : 'bad');
+}
+
+// ---- a queue ----
+
+function ms(v) {
+  return v ? (v >= 1000 && v % 1000 === 0 ? v / 1000 + ' s' : v + ' ms') : '—';
+}
+
+function defs(dl, rows) {
+  dl.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v ?? '—')]));
+}
+
+async function refreshQueue(name) {
+  const path = '/v1/queues/' + encodeURIComponent(name);
+  const [queues, lim, hist] = await Promise.all([api('/v1/queues'), api(path + '/limits'),
+    api(historyPath($('qhistory'), name))]);
+  const q = queues.find((x) => x.name === name) ||
+    { name, ready: 0, claimed: 0, done: 0, dead: 0, paused: false };
+  $('q-name').textContent = name;
+  const st = $('q-state');
+  st.textContent = q.paused ? 'paused' : 'running';
+  st.className = 'pill ' + (q.paused ? 'paused' : 'ok');
+  const tg = $('q-toggle');
+  tg.textContent = q.paused ? 'Resume' : 'Pause';
+  tg.className = q.paused ? 'resume' : 'pause';
+  tg.onclick = () => act(path + (q.paused ? '/resume' : '/pause'), 'POST');
+  defs($('q-counts'), [['ready', q.ready], ['claimed', q.claimed], ['done', q.done],
+    ['dead', el('a', { href: '#jobs?state=dead&queue=' + encodeURIComponent(name) }, q.dead)],
+    ['oldest ready', q.oldest_ready_s ? ago(q.oldest_ready_s) : '—']]);
+  drawHistory($('qhistory'), hist);
+  defs($('q-limits'), [
+    ['rate', lim.min_interval_ms ? 'a start per ' + ms(lim.min_interval_ms) +
+      (lim.burst > 1 ? ', up to ' + lim.burst + ' at once' : '') : 'none'],
+    ['every key', (lim.key_concurrency ? lim.key_concurrency + ' at once' : 'no limit at once') +
+      (lim.key_interval_ms ? ', a start per ' + ms(lim.key_interval_ms) +
+        (lim.key_burst > 1 ? ' (burst ' + lim.key_burst + ')' : '') : '')]]);
+  const tb = $('q-keys').tBodies[0];
+  const own = (v, f) => (v == null ? 'queue\'s' : f(v));
+  tb.replaceChildren(...lim.keys.map((k) => el('tr', { 'data-key': k.key },
+    el('td', {}, k.key), el('td', {}, own(k.concurrency, (v) => v || 'no limit')),
+    el('td', {}, own(k.interval_ms, ms)), el('td', {}, own(k.burst, (v) => v)),
+    el('td', {}, k.running), el('td', {}, k.waiting))));
+  if (!lim.keys.length) tb.append(el('tr', {}, el('td', { colspan: 6 }, 'no key has limits of its own')));
+  defs($('q-backoff'), [['base', ms(q.retry_base_ms)], ['max', ms(q.retry_max_ms)],
+    ['jitter', q.retry_jitter_pct != null ? q.retry_jitter_pct + ' %' : '—']]);
+}
+
+async function post(path, params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== '' && v != null && v !== false) q.set(k, v);
+  try {
+    await api(path + (q.toString() ? '?' + q : ''), { method: 'POST' });
+    showError('');
+    refresh();
+    return true;
+  } catch (e) {
+    showError(e.message);
+    return false;
+  }
 }
 
 // ---- a job ----
@@ -249,21 +380,35 @@ async function refreshJob(id) {
 
 // ---- the page ----
 
+// The page the address names: #job/ID, #queue/NAME, #jobs?filters, else the overview.
 function route() {
-  const m = location.hash.match(/^#job\/(\d+)$/);
-  $('overview').hidden = !!m;
-  $('jobpage').hidden = !m;
-  return m ? m[1] : null;
+  const h = location.hash;
+  let m;
+  const r = (m = h.match(/^#job\/(\d+)$/)) ? { page: 'jobpage', arg: m[1] } :
+    (m = h.match(/^#queue\/(.+)$/)) ? { page: 'queuepage', arg: decodeURIComponent(m[1]) } :
+    (m = h.match(/^#jobs(?:\?(.*))?$/)) && $('jobspage') ? { page: 'jobspage', arg: m[1] || '' } :
+    { page: 'overview', arg: null };
+  for (const id of ['overview', 'jobpage', 'queuepage', 'jobspage'])
+    if ($(id)) $(id).hidden = id !== r.page;
+  $('nav-overview').className = r.page === 'overview' ? 'here' : '';
+  $('nav-jobs').className = r.page === 'jobspage' ? 'here' : '';
+  return r;
 }
+
+const pages = {
+  overview: () => refreshOverview(),
+  jobpage: (id) => refreshJob(id),
+  queuepage: (name) => refreshQueue(name),
+  jobspage: (q) => refreshJobs(q),
+};
 
 let busy = false;
 async function refresh() {
   if (busy || paused) return;
   busy = true;
   try {
-    const id = route();
-    if (id) await refreshJob(id);
-    else await refreshOverview();
+    const r = route();
+    await pages[r.page](r.arg);
     showError('');
     document.body.dataset.loaded = '1';
   } catch (e) {
@@ -304,6 +449,24 @@ $('scheduleform').addEventListener('submit', async (ev) => {
     showError(e.message);
   }
 });
+for (const sel of document.querySelectorAll('.h-range')) sel.addEventListener('change', () => refresh());
+$('limitform').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const ok = await post('/v1/queues/' + encodeURIComponent(route().arg) + '/limit', {
+    group: $('l-each').checked ? '' : $('l-group').value.trim(),
+    each_group: $('l-each').checked ? '1' : '',
+    concurrency: $('l-concurrency').value.trim(), interval: $('l-interval').value.trim(),
+    burst: $('l-burst').value.trim() });
+  if (ok) $('limitform').reset();
+});
+$('backoffform').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const ok = await post('/v1/queues/' + encodeURIComponent(route().arg) + '/backoff', {
+    base: $('b-base').value.trim(), max: $('b-max').value.trim(), jitter: $('b-jitter').value.trim() });
+  if (ok) $('backoffform').reset();
+});
+$('b-reset').addEventListener('click', () =>
+  post('/v1/queues/' + encodeURIComponent(route().arg) + '/backoff', { reset: '1' }));
 $('jobform').addEventListener('submit', (ev) => {
   ev.preventDefault();
   const id = $('jobid').value.trim();
