@@ -14,8 +14,9 @@ from . import stats
 
 NAME = 'dashboard'
 SUMMARY = 'noop jobs/s with the dashboard polled against without; server CPU at 1M rows'
-DASHBOARD_PATHS = ('/v1/stats?seconds=300', '/v1/status', '/v1/queues', '/v1/supervisors',
-                   '/v1/jobs?state=dead&limit=50', '/healthz', '/metrics')
+DASHBOARD_PATHS = ('/v1/stats?seconds=300', '/v1/stats?since=1h', '/v1/status', '/v1/queues',
+                   '/v1/supervisors', '/v1/jobs?state=dead&limit=20', '/v1/schedules',
+                   '/v1/batches?limit=10', '/healthz', '/metrics')
 
 
 def dashboard_poller(b, url, stop, lat, token):
@@ -37,7 +38,7 @@ def dashboard_poller(b, url, stop, lat, token):
 
 def run(b):
     """(a) no-op jobs/s, 2 workers, --batch B, with and without a dashboard and a scrape
-    polling every second (the pages' six requests and /metrics), alternating, 5 rounds:
+    polling every second (the overview's requests and /metrics), alternating, 5 rounds:
     the rows are loaded into a paused queue, claimd starts (and the poller, which has 5 s
     to settle: a dashboard that is open), then the queue is resumed; (b) a table of 1M done
     and 1,000 dead rows: the server's CPU over 40 s of polling, beside 40 s without, and
