@@ -74,7 +74,18 @@ def it_a_keys_rows_run_n_at_once_in_order_across_supervisors(t):
     check_eq(_at_once(rb), 1, "key b's rows at once (a FIFO group)")
     _check_fifo(h, a, 3)
     _check_fifo(h, b, 1)
-    check(len({p for _, _, p in ra}) >= 4, 'key a ran on several workers of both supervisors')
+    # A co-process's supervisor: up its parents (its guard, its worker).
+    mine = {c.pid for c in sups}
+
+    def sup_of(pid):
+        for _ in range(4):
+            pid = (harness.proc_stat(pid) or {}).get('ppid')
+            if pid in mine or not pid:
+                return pid
+        return None
+    ran = {p: sup_of(p) for _, _, p in ra}
+    check(len(ran) >= 2 and set(ran.values()) == mine,
+          f'key a ran on several workers of both supervisors: {ran}')
     check_eq(len(_runs(h, free)), 6, 'rows without a key ran')
     check_eq(db.scalar('SELECT MAX(attempts) FROM work_items'), '1', 'attempts')
     lim = _limits(sups[1], 'default')
@@ -132,8 +143,12 @@ def it_a_keys_rate_allows_a_burst_then_one_start_per_interval(t):
     # The burst: never more than three before the first interval is over; on a loaded
     # machine one of the three may be late (a worker slow to start it), so two at least.
     check(at[3] >= 200 and at[1] < 150, f'three at once, the fourth an interval later: {at} ms')
-    gaps = [b - a for a, b in zip(starts[3:], starts[4:])]
-    check(all(0.2 <= g <= 0.45 for g in gaps), f'then one per 300 ms: {at} ms')
+    # Then one per 300 ms. What is seen is when a handler started, a little after its start
+    # was taken (and the first one's too, by up to a few hundred ms on a loaded machine):
+    # no start comes earlier than the rate allows less that latency, and the six intervals
+    # after the burst take six times 300 ms (below).
+    check(all(s - starts[0] >= (k - 2) * 0.3 - 0.35 for k, s in enumerate(starts) if k >= 3),
+          f'then one per 300 ms, never sooner: {at} ms')
     check(abs((starts[-1] - starts[2]) - 6 * 0.3) < 0.25, f'six intervals after the burst: {at}')
     # Rows whose start was over a second off went back until then: not counted as attempts.
     check_eq(db.scalar('SELECT MAX(attempts) FROM work_items'), '1', 'attempts')
