@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KEY_MAX 512
+#define KEY_MAX 1024   /* a jobs list's filters (cmd.c) */
 
 struct waiter {
 	reading_cb cb;
