@@ -219,7 +219,7 @@ static int bulk_count(const char *path, const char *from, struct ctl_request *re
 	if (r != EXIT_DONE)
 		goto out;
 	if (ctl_reply_parse(reply.data, reply.len, &body, &len) != 1 ||
-	    sscanf(body, "%llu rows", &n) != 1) {
+	    sscanf(body, "%llu row", &n) != 1) {
 		r = show_reply(&reply, false);
 		if (r == EXIT_DONE)
 			r = EXIT_UNREACHABLE;
@@ -230,14 +230,15 @@ static int bulk_count(const char *path, const char *from, struct ctl_request *re
 		goto out;
 	}
 	if (!yes) {
-		fprintf(stderr, "claimctl: %llu rows to %s: go on? [y/N] ", n, req->action);
+		fprintf(stderr, "claimctl: %llu row%s to %s: go on? [y/N] ", n, n == 1 ? "" : "s",
+			req->action);
 		if (!fgets(answer, sizeof(answer), stdin) || (answer[0] != 'y' && answer[0] != 'Y')) {
 			fprintf(stderr, "claimctl: nothing done\n");
 			r = EXIT_DONE;
 			goto out;
 		}
 	} else if (!req->json) {
-		printf("%llu rows to %s\n", n, req->action);
+		printf("%llu row%s to %s\n", n, n == 1 ? "" : "s", req->action);
 		fflush(stdout);
 	}
 	req->confirm = n;

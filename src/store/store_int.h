@@ -353,21 +353,18 @@ uint64_t sq_mono_ms(void);
 
 /* Each failed attempt's error: for the rows this transaction failed (the first %s: the
  * error, an expression on the row; then their ids, and a CASE of their new tokens), their
- * attempts and that error, cut to the column's 1000 characters. */
-#define ATTEMPT_ERROR_ADD \
-	"INSERT IGNORE INTO attempt_errors (item_id, failed_at, attempt, error) " \
-	"SELECT id, NOW(6), attempts, LEFT(%s, 1000) FROM work_items WHERE id IN (%s) " \
-	"AND claim_token = CASE id%s END"
-/* A row's errors but the newest ATTEMPT_ERRORS_KEEP (%llu: its id, twice): a primary-key
- * range of at most that many entries and one more. */
+ * attempts and that error, cut to the column's 1000 characters, into the row's ring of
+ * ATTEMPT_ERRORS_KEEP slots (the slot of the attempt ATTEMPT_ERRORS_KEEP before is taken
+ * over): one statement, by primary key, bounded without a trim. */
 #define ATTEMPT_ERRORS_KEEP 20
-#define ATTEMPT_ERROR_TRIM \
-	"DELETE FROM attempt_errors WHERE item_id = %llu AND failed_at < (SELECT failed_at FROM " \
-	"(SELECT failed_at FROM attempt_errors WHERE item_id = %llu ORDER BY failed_at DESC " \
-	"LIMIT 1 OFFSET 19) AS k)"
-_Static_assert(ATTEMPT_ERRORS_KEEP == 20, "ATTEMPT_ERROR_TRIM's OFFSET");
+#define ATTEMPT_ERROR_ADD \
+	"INSERT INTO attempt_errors (item_id, slot, attempt, failed_at, error) " \
+	"SELECT id, attempts %% 20, attempts, NOW(6), LEFT(%s, 1000) FROM work_items " \
+	"WHERE id IN (%s) AND claim_token = CASE id%s END ON DUPLICATE KEY UPDATE " \
+	"attempt = VALUES(attempt), failed_at = VALUES(failed_at), error = VALUES(error)"
+_Static_assert(ATTEMPT_ERRORS_KEEP == 20, "ATTEMPT_ERROR_ADD's ring");
 
-/* "ATTEMPT_ERROR_ADD; ATTEMPT_ERROR_TRIM..." for the rows refs[0..n) that this transaction
+/* "ATTEMPT_ERROR_ADD;" for the rows refs[0..n) that this transaction
  * failed (token + 1); error: the SQL expression of the error to keep (a column, or a quoted
  * text). */
 void sq_add_attempt_errors(struct store *s, const struct store_ref *refs, size_t n,

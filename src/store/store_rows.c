@@ -114,7 +114,7 @@ int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const c
 	r = sq_run_retry(s, "store_fail", &rr, err, errlen);
 	if (r < 0)
 		return r;
-	/* Statements: START, [GROUP_LOCK], UPDATE, 2 x ATTEMPT_ERROR, [GROUP_NEXT], 3 x DEPS,
+	/* Statements: START, [GROUP_LOCK], UPDATE, ATTEMPT_ERROR_ADD, [GROUP_NEXT], 3 x DEPS,
 	 * SELECT, COMMIT. */
 	u = ref.grouped ? 2 : 1;
 	row = rr.rows[u] > 0 && rr.res ? mysql_fetch_row(rr.res) : NULL;

@@ -297,11 +297,6 @@ void sq_add_attempt_errors(struct store *s, const struct store_ref *refs, size_t
 	} else {
 		sql_add(s, ATTEMPT_ERROR_ADD, error, ids.data, tokens.data);
 		sq_end(s);
-		for (size_t i = 0; i < n; i++) {
-			sql_add(s, ATTEMPT_ERROR_TRIM, (unsigned long long)refs[i].id,
-				(unsigned long long)refs[i].id);
-			sq_end(s);
-		}
 	}
 	buf_free(&ids);
 	buf_free(&tokens);

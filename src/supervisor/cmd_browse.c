@@ -322,11 +322,11 @@ void cmd_bulk_text(const struct ctl_request *req, const struct cmd_result *res,
 				   res->transactions);
 		buf_puts(out, "}\n");
 	} else if (res->confirmed) {
-		buf_printf(out, "%lld rows %s (%llu counted)\n", res->rows, actions[a].done,
-			   (unsigned long long)res->count);
+		buf_printf(out, "%lld row%s %s (%llu counted)\n", res->rows, res->rows == 1 ? "" : "s",
+			   actions[a].done, (unsigned long long)res->count);
 	} else {
-		buf_printf(out, "%llu rows to %s: nothing done without --yes (or confirm=%llu)\n",
-			   (unsigned long long)res->count, actions[a].name,
+		buf_printf(out, "%llu row%s to %s: nothing done without --yes (or confirm=%llu)\n",
+			   (unsigned long long)res->count, res->count == 1 ? "" : "s", actions[a].name,
 			   (unsigned long long)res->count);
 	}
 }
