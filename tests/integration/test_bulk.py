@@ -115,6 +115,27 @@ def it_cancels_running_rows_and_discards_waiting_ones(t):
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
+def it_discard_cancels_the_rows_that_waited_for_the_rows_it_deletes(t):
+    db = t.database()
+    parents = db.insert_items(3, payload="'parent'", queue="'work'", run_at='NOW(6) + INTERVAL 1 HOUR')
+    child = db.insert_item('child', queue="'other'")
+    runs = db.insert_item('runs anyway', queue="'other'")
+    db.execute(f'INSERT INTO work_deps (parent_id, child_id) VALUES ({parents[0]}, {child})')
+    db.execute(f"INSERT INTO work_deps (parent_id, child_id, on_dead) VALUES ({parents[1]}, {runs}, 'run'), "
+               f"({parents[2]}, {runs}, 'run')")
+    check_eq(db.row(runs, 'waiting_for')[0], '2', 'the row waits for two parents')
+    c = t.claimd(db, '--workers', '1', '--queue', 'elsewhere', '--handler', 'noop')
+    c.wait_ready()
+    r = c.ctl('bulk', 'discard', '--queue', 'work', '--yes')
+    check_eq((r.returncode, r.stdout), (0, '3 rows to discard\n3 rows discarded (3 counted)\n'),
+             f'discard ({r.stderr})')
+    check_eq(db.row(child), ('dead', '0', f'cancelled: row {parents[0]}, which it waited for, is dead'),
+             'the row that waited for a discarded row (on dead: cancel)')
+    check_eq(db.row(runs, 'state, waiting_for, visible_at IS NOT NULL'), ('ready', '0', '1'),
+             'the row that waited for two (on dead: run): counted off once each, released')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
 def it_refuses_bad_requests(t):
     db = t.database()
     c = _http(t, db, '--workers', '1', '--queue', 'elsewhere', '--handler', 'noop')
