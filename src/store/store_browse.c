@@ -211,6 +211,14 @@ int store_job_extra_get(struct store *s, uint64_t id, struct store_job_extra *re
 
 /* ---- bulk actions ---- */
 
+/* A span of ids by primary key, whatever the filter's conditions after it (%llu: the span's
+ * bottom and top): there is no index on state, group_key or last_error, and one on queue
+ * would walk a queue's rows in its order. The chunk's rows are read without locks. */
+#define BULK_COUNT \
+	"SELECT COUNT(*) FROM work_items FORCE INDEX (PRIMARY) WHERE id >= %llu AND id < %llu"
+#define BULK_CHUNK \
+	"SELECT id, queue FROM work_items FORCE INDEX (PRIMARY) WHERE id >= %llu AND id < %llu"
+
 unsigned store_bulk_states(enum store_bulk_action a)
 {
 	switch (a) {
@@ -247,8 +255,7 @@ int store_bulk_count(struct store *s, const struct store_filter *f, uint64_t lo,
 	if (r < 0 || (r = check_span("store_bulk_count", lo, hi, err, errlen)) < 0)
 		return r;
 	sq_reset(s);
-	sql_add(s, "SELECT COUNT(*) FROM work_items FORCE INDEX (PRIMARY) WHERE id >= %llu AND "
-		"id < %llu", (unsigned long long)lo, (unsigned long long)hi);
+	sql_add(s, BULK_COUNT, (unsigned long long)lo, (unsigned long long)hi);
 	if ((r = sq_add_filter(s, "bulk", f, err, errlen)) < 0)
 		return r;
 	if ((r = select_one(s, "store_bulk_count", &res, err, errlen)) < 0)
@@ -273,8 +280,7 @@ static int chunk_ids(struct store *s, const struct store_filter *f, uint64_t lo,
 	int r, n = 0;
 
 	sq_reset(s);
-	sql_add(s, "SELECT id, queue FROM work_items FORCE INDEX (PRIMARY) WHERE id >= %llu AND "
-		"id < %llu", (unsigned long long)lo, (unsigned long long)hi);
+	sql_add(s, BULK_CHUNK, (unsigned long long)lo, (unsigned long long)hi);
 	if ((r = sq_add_filter(s, "bulk", f, err, errlen)) < 0)
 		return r;
 	sql_add(s, " ORDER BY id DESC LIMIT %u", STORE_BULK_CHUNK);
