@@ -67,8 +67,8 @@ static void copy_text(char *dst, size_t cap, const char *src)
 static int read_errors(struct store *s, uint64_t id, struct store_job_extra *x, char *err,
 		       size_t errlen)
 {
+	MYSQL_ROW row = NULL;
 	MYSQL_RES *res;
-	MYSQL_ROW row;
 	int r;
 
 	sq_reset(s);
