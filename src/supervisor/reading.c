@@ -143,9 +143,13 @@ void reading_stale(struct reading *r)
 
 void reading_flush(struct reading *r)
 {
-	struct waiter *list = r->waiting;
-	size_t n = r->nwaiting;
+	struct waiter *list;
+	size_t n;
 
+	if (!r)
+		return;   /* cmds_new's failure path frees what it made so far */
+	list = r->waiting;
+	n = r->nwaiting;
 	r->waiting = NULL;
 	r->nwaiting = r->capwaiting = 0;
 	for (size_t i = 0; i < n; i++)

@@ -48,7 +48,7 @@ void reading_get(struct reading *r, const void *key, reading_cb cb, void *data);
 /* The next reading_get reads again. */
 void reading_stale(struct reading *r);
 
-/* Answer everyone waiting with -ECANCELED. At stop. */
+/* Answer everyone waiting with -ECANCELED. At stop. Accepts NULL. */
 void reading_flush(struct reading *r);
 
 #endif
