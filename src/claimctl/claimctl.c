@@ -154,10 +154,11 @@ static int show_reply(struct buf *reply, bool json)
 }
 
 /* Sends request (one line) to the supervisor at path (from: where the path came from, NULL
- * for --control) and prints its reply. Returns the exit code. */
-static int ask(const char *path, const char *from, const struct buf *request, bool json)
+ * for --control) and reads its reply into reply (initialised). Returns EXIT_DONE, or
+ * EXIT_UNREACHABLE (said). */
+static int exchange(const char *path, const char *from, const struct buf *request,
+		    struct buf *reply)
 {
-	struct buf reply;
 	int fd = connect_to(path, from), r;
 
 	if (fd < 0)
@@ -168,15 +169,83 @@ static int ask(const char *path, const char *from, const struct buf *request, bo
 		return EXIT_UNREACHABLE;
 	}
 	shutdown(fd, SHUT_WR);
-	buf_init(&reply);
-	r = read_all(fd, &reply, REPLY_MAX);
+	r = read_all(fd, reply, REPLY_MAX);
 	close(fd);
 	if (r < 0) {
 		fprintf(stderr, "claimctl: reading the answer: %s\n", strerror(-r));
-		r = EXIT_UNREACHABLE;
-	} else {
-		r = show_reply(&reply, json);
+		return EXIT_UNREACHABLE;
 	}
+	return EXIT_DONE;
+}
+
+/* Sends request and prints its reply. Returns the exit code. */
+static int ask(const char *path, const char *from, const struct buf *request, bool json)
+{
+	struct buf reply;
+	int r;
+
+	buf_init(&reply);
+	r = exchange(path, from, request, &reply);
+	if (r == EXIT_DONE)
+		r = show_reply(&reply, json);
+	buf_free(&reply);
+	return r;
+}
+
+/* bulk without a confirm: the count first (printed), then with --yes, or the answer y on a
+ * terminal, the same request confirming that count (*req changed so). Returns -1 to go on
+ * and send *req, or the exit code. */
+static int bulk_count(const char *path, const char *from, struct ctl_request *req, bool yes)
+{
+	struct ctl_request count = *req;
+	struct buf request, reply;
+	const char *body;
+	char err[512], answer[16];
+	unsigned long long n;
+	size_t len;
+	int r;
+
+	count.json = false;
+	count.have &= ~(1ull << CTL_F_JSON);
+	buf_init(&request);
+	buf_init(&reply);
+	r = ctl_encode(&count, &request, err, sizeof(err));
+	if (r < 0) {
+		say("%s", r == -ENOMEM ? "out of memory" : err);
+		r = EXIT_USAGE;
+		goto out;
+	}
+	r = exchange(path, from, &request, &reply);
+	if (r != EXIT_DONE)
+		goto out;
+	if (ctl_reply_parse(reply.data, reply.len, &body, &len) != 1 ||
+	    sscanf(body, "%llu row", &n) != 1) {
+		r = show_reply(&reply, false);
+		if (r == EXIT_DONE)
+			r = EXIT_UNREACHABLE;
+		goto out;
+	}
+	if (!yes && !(isatty(0) && isatty(2))) {
+		r = show_reply(&reply, false);   /* the count, and that nothing was done */
+		goto out;
+	}
+	if (!yes) {
+		fprintf(stderr, "claimctl: %llu row%s to %s: go on? [y/N] ", n, n == 1 ? "" : "s",
+			req->action);
+		if (!fgets(answer, sizeof(answer), stdin) || (answer[0] != 'y' && answer[0] != 'Y')) {
+			fprintf(stderr, "claimctl: nothing done\n");
+			r = EXIT_DONE;
+			goto out;
+		}
+	} else if (!req->json) {
+		printf("%llu row%s to %s\n", n, n == 1 ? "" : "s", req->action);
+		fflush(stdout);
+	}
+	req->confirm = n;
+	req->have |= 1ull << CTL_F_CONFIRM;
+	r = -1;
+out:
+	buf_free(&request);
 	buf_free(&reply);
 	return r;
 }
@@ -289,7 +358,7 @@ static int claimctl(int argc, char **argv, char **rest)
 	enum config_control_from from = CONFIG_FROM_DEFAULT;
 	struct ctl_request req;
 	struct buf request, payload;
-	bool json = false, named = false;
+	bool json = false, named = false, yes = false;
 	int nrest = 0, r;
 
 	/* claimctl's own options, anywhere; the rest is the command and its arguments. */
@@ -320,6 +389,15 @@ static int claimctl(int argc, char **argv, char **rest)
 		return run_claimd(rest[0][0] == 'd' ? doctor : migrate, control, config, json,
 				  nrest - 1, rest + 1);
 	}
+	/* bulk's --yes is claimctl's: the count it is shown is confirmed. */
+	for (int i = 1; !strcmp(rest[0], "bulk") && i < nrest; i++) {
+		if (strcmp(rest[i], "--yes"))
+			continue;
+		yes = true;
+		memmove(rest + i, rest + i + 1, (size_t)(nrest - i - 1) * sizeof(*rest));
+		nrest--;
+		i--;
+	}
 	if (json)
 		rest[nrest++] = "--json";
 	if (ctl_from_argv(nrest, rest, &req, err, sizeof(err)) < 0) {
@@ -346,6 +424,16 @@ static int claimctl(int argc, char **argv, char **rest)
 		say("%s (or give --control PATH)", err);
 		buf_free(&payload);
 		return EXIT_USAGE;
+	}
+	if (yes && ctl_has(&req, CTL_F_CONFIRM)) {
+		say("bulk takes --yes or --confirm N, not both");
+		buf_free(&payload);
+		return EXIT_USAGE;
+	}
+	if (req.verb == CTL_BULK && !ctl_has(&req, CTL_F_CONFIRM) &&
+	    (r = bulk_count(control, named ? NULL : from_hint[from], &req, yes)) >= 0) {
+		buf_free(&payload);
+		return r;
 	}
 	buf_init(&request);
 	r = ctl_encode(&req, &request, err, sizeof(err));

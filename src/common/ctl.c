@@ -40,7 +40,7 @@ const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 			     CTL_PRIORITY_MAX, AT(priority) },
 	[CTL_F_GROUP] = { "group", "--group", "KEY", T_TEXT, CLI_NUMBER, 1, CTL_KEY_MAX,
 			  AT(group) },
-	[CTL_F_ID] = { "id", NULL, "ID", T_UINT, CLI_NUMBER, 1, UINT64_MAX, AT(id) },
+	[CTL_F_ID] = { "id", "--id", "ID", T_UINT, CLI_NUMBER, 1, UINT64_MAX, AT(id) },
 	[CTL_F_DEAD] = { "dead", "--dead", NULL, T_FLAG, CLI_NUMBER, 0, 1, AT(dead) },
 	[CTL_F_INTERVAL] = { "interval_ms", "--interval", "DUR", T_UINT, CLI_DURATION_MS, 0,
 			     24u * 3600u * 1000u, AT(interval_ms) },
@@ -83,6 +83,12 @@ const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 			  AT(since_ms) },
 	[CTL_F_STEP] = { "step_ms", "--step", "DUR", T_UINT, CLI_DURATION, 60000, 86400000,
 			 AT(step_ms) },
+	[CTL_F_ERROR] = { "error", "--error", "TEXT", T_TEXT, CLI_NUMBER, 1, CTL_ERROR_MAX,
+			  AT(error) },
+	[CTL_F_ACTION] = { "action", NULL, "retry|discard|cancel", T_TEXT, CLI_NUMBER, 1, 7,
+			   AT(action) },
+	[CTL_F_CONFIRM] = { "confirm", "--confirm", "N", T_UINT, CLI_NUMBER, 0, UINT64_MAX,
+			    AT(confirm) },
 };
 
 int ctl_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -123,7 +129,38 @@ static int check_jobs(const struct ctl_request *r, char *err, size_t errlen)
 
 	if (!ctl_has(r, CTL_F_STATE) || row_state_parse(r->state, &st))
 		return 0;
-	return ctl_fail(err, errlen, "jobs: state '%s' is not " ROW_STATE_LIST, r->state);
+	if (!strcmp(r->state, "any"))
+		return 0;
+	return ctl_fail(err, errlen, "%s: state '%s' is not " ROW_STATE_LIST ", or any",
+			ctl_verbs[r->verb].name, r->state);
+}
+
+/* bulk: a known action, and a state it acts on. */
+static int check_bulk(const struct ctl_request *r, char *err, size_t errlen)
+{
+	static const struct { const char *action, *states; } acts[] = {
+		{ "retry", "dead any" },
+		{ "discard", "ready dead any" },
+		{ "cancel", "ready claimed dead any" },
+	};
+	int rc = check_jobs(r, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
+		const char *st = ctl_has(r, CTL_F_STATE) ? r->state : "any", *p;
+		if (strcmp(r->action, acts[i].action))
+			continue;
+		p = strstr(acts[i].states, st);
+		if (p && (p == acts[i].states || p[-1] == ' ') &&
+		    (p[strlen(st)] == ' ' || !p[strlen(st)]))
+			return 0;
+		return ctl_fail(err, errlen, "bulk: %s acts on %s rows, not %s ones", r->action,
+				i == 0 ? "dead" : i == 1 ? "ready and dead" : "ready, claimed and dead",
+				st);
+	}
+	return ctl_fail(err, errlen, "bulk: action '%s' is not retry, discard or cancel",
+			r->action);
 }
 
 static int check_schedule(const struct ctl_request *r, char *err, size_t errlen)
@@ -273,10 +310,15 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 			      "supervisors", "every claimd sharing the database, as it last\n"
 			      "said of itself (lost: not heard from for 15 s)", NULL },
 	[CTL_JOBS] = { "jobs", BIT(CTL_F_STATE) | BIT(CTL_F_QUEUE) | BIT(CTL_F_LIMIT) |
-		       BIT(CTL_F_BEFORE) | BIT(CTL_F_JSON), 0, { 0 }, 0, NULL,
-		       "jobs [--state STATE] [--queue NAME] [--limit N] [--before ID]",
-		       "the newest rows in a state (dead when not given), of one queue or all,\n"
-		       "with ids below --before; at most --limit (1..200, default 50)", check_jobs },
+		       BIT(CTL_F_BEFORE) | BIT(CTL_F_JSON) | BIT(CTL_F_ID) | BIT(CTL_F_GROUP) |
+		       BIT(CTL_F_DEDUPE) | BIT(CTL_F_ERROR), 0, { 0 }, 0, NULL,
+		       "jobs [--state STATE] [--queue NAME] [--id ID] [--group KEY] [--dedupe KEY]\n"
+		       "[--error TEXT] [--limit N] [--before ID]",
+		       "the newest rows in a state (ready, claimed, done, dead or any; dead when\n"
+		       "not given, any with --id, --group, --dedupe or --error), of one queue or\n"
+		       "all, whose last_error has TEXT (any case), with ids below --before; at\n"
+		       "most --limit (1..200, default 50) from the newest 100,000 ids below\n"
+		       "--before: a short page ends with where the next one starts", check_jobs },
 	[CTL_RELOAD] = { "reload", BIT(CTL_F_JSON), 0, { 0 }, 0, NULL, "reload",
 			 "read the settings again (config file, environment, command line) and\n"
 			 "apply what can change live, as SIGHUP does", NULL },
@@ -330,6 +372,18 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 			"failed and dead, and the run and wait times' 50th, 95th and 99th\n"
 			"percentiles (each the upper bound of its histogram bucket); of one queue\n"
 			"or all. Kept for --keep-history, written every --history-flush", check_stats },
+	[CTL_BULK] = { "bulk", BIT(CTL_F_ACTION) | BIT(CTL_F_STATE) | BIT(CTL_F_QUEUE) |
+		       BIT(CTL_F_ID) | BIT(CTL_F_GROUP) | BIT(CTL_F_DEDUPE) | BIT(CTL_F_ERROR) |
+		       BIT(CTL_F_CONFIRM) | BIT(CTL_F_JSON), BIT(CTL_F_ACTION), { CTL_F_ACTION },
+		       1, NULL,
+		       "bulk retry|discard|cancel [--state STATE] [--queue NAME] [--id ID]\n"
+		       "[--group KEY] [--dedupe KEY] [--error TEXT] [--yes | --confirm N]",
+		       "act on every row the filters pick (as jobs has them; the action's states\n"
+		       "when --state is not given): retry puts dead rows back, discard deletes\n"
+		       "ready and dead rows, cancel deletes those and stops claimed ones (they end\n"
+		       "dead, \"cancelled\"); 500 rows a transaction. Prints how many rows it\n"
+		       "would act on and does nothing, unless --yes (or --confirm with that count);\n"
+		       "on a terminal it asks", check_bulk },
 };
 
 const char *ctl_verb_name(enum ctl_verb v)

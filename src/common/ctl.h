@@ -13,7 +13,7 @@
  *     verb     = "status" / "add" / "retry" / "pause" / "resume" / "limit" / "job" /
  *                "cancel" / "queues" / "supervisors" / "jobs" / "reload" / "workers" /
  *                "schedule" / "schedules" / "unschedule" / "batch" / "batches" /
- *                "limits" / "backoff" / "stats"
+ *                "limits" / "backoff" / "stats" / "bulk"
  *     field    = name "=" value                    ; each name at most once
  *     name     = 1*( %x61-7A / "_" )               ; lower-case letters and '_'
  *     value    = *( unreserved / pct-encoded )     ; RFC 3986 percent-encoding of any bytes
@@ -54,10 +54,17 @@
  *                                                  one (it ends dead, "cancelled")
  *     queues   json:flag                           every queue's counts and settings
  *     supervisors json:flag                        every supervisor sharing the database
- *     jobs     state:text(15) (ready, claimed, done or dead; dead when not given)
+ *     jobs     state:text(15) (ready, claimed, done, dead or any; dead when not given,
+ *              any when id, group, dedupe or error is)
  *              queue:text(64)  limit:uint(1..200)  before:uint(1..)  json:flag
- *                                                  the newest rows in that state (ids
- *                                                  below before), at most limit (50)
+ *              id:uint(1..)  group:text(255)  dedupe:text(255)  error:text(200) (in
+ *              last_error)                         the newest rows the filters pick (ids
+ *                                                  below before), at most limit (50), from
+ *                                                  one span of ids (store_jobs_find)
+ *     bulk     action*:text(7) (retry, discard or cancel)  the filters as jobs has them
+ *              (state any when not given)  confirm:uint   the rows the filters pick that
+ *                                                  the action applies to, counted; with
+ *                                                  confirm equal to that count, acted on
  *     reload                                       read the settings again (as SIGHUP)
  *     workers  count*:uint(1..1024)                grow or shrink the pool to count
  *     schedule name*:text(128) cron*:text(255) zone:text(64) (an IANA time zone, UTC when
@@ -100,7 +107,10 @@
  * schedule's object, or an error when there is none); unschedule, "1" or "0" schedules
  * deleted; backoff, "queue NAME retry_base_ms B retry_max_ms M retry_jitter_pct J" as the
  * queue has them now ("-" where not set; with json=1 an object, null there); stats, a table
- * of the steps and their total (json=1: one object, openapi.json's History). A request that does not follow the grammar gets an error
+ * of the steps and their total (json=1: one object, openapi.json's History); bulk, "N rows
+ * to ACTION" and what confirms it, or "N rows ACTIONed" (json=1: {"action":..,"count":N,
+ * "confirmed":false} or with "confirmed":true and "acted":M); a confirm that is not the count
+ * is an error naming the count now. A request that does not follow the grammar gets an error
  * reply naming what is wrong; nothing is done for it. */
 #ifndef CLAIMD_CTL_H
 #define CLAIMD_CTL_H
@@ -123,6 +133,7 @@
 #define CTL_CRON_MAX 255
 #define CTL_ZONE_MAX 64
 #define CTL_BACKOFF_MAX_MS 604800000u                /* a queue's retry base and max: 7 days */
+#define CTL_ERROR_MAX 200                            /* text looked for in last_error */
 
 enum ctl_verb {
 	CTL_STATUS,
@@ -146,6 +157,7 @@ enum ctl_verb {
 	CTL_LIMITS,
 	CTL_BACKOFF,
 	CTL_STATS,
+	CTL_BULK,
 	CTL_VERB_COUNT,
 };
 
@@ -188,6 +200,9 @@ enum ctl_field {
 	CTL_F_TO,
 	CTL_F_SINCE,
 	CTL_F_STEP,
+	CTL_F_ERROR,
+	CTL_F_ACTION,
+	CTL_F_CONFIRM,
 	CTL_FIELD_COUNT,
 };
 _Static_assert(CTL_FIELD_COUNT <= 64, "a field is a bit of ctl_request.have");
@@ -213,6 +228,8 @@ struct ctl_request {
 	bool reset;
 	const char *from, *to;                  /* stats */
 	uint32_t since_ms, step_ms;
+	const char *error, *action;             /* jobs, bulk: filters; bulk's action */
+	uint64_t confirm;                       /* bulk: the count it was shown */
 };
 
 static inline bool ctl_has(const struct ctl_request *r, enum ctl_field f)

@@ -23,6 +23,13 @@ bool row_state_parse(const char *s, enum row_state *ret)
 	return false;
 }
 
+unsigned row_state_bit(const char *s)
+{
+	enum row_state st;
+
+	return row_state_parse(s, &st) ? ROW_STATE_BIT(st) : 0;
+}
+
 bool row_state_final(enum row_state s)
 {
 	return s == ROW_DONE || s == ROW_DEAD;

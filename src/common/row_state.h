@@ -24,6 +24,13 @@ bool row_state_parse(const char *s, enum row_state *ret);
 /* Whether a row in s has ended (done or dead): nothing will run it again unless retried. */
 bool row_state_final(enum row_state s);
 
+/* A set of states as bits: ROW_STATE_BIT(ROW_DEAD) | ...; ROW_STATE_ALL every one. */
+#define ROW_STATE_BIT(s) (1u << (s))
+#define ROW_STATE_ALL ((1u << ROW_STATE_COUNT) - 1)
+
+/* The bit of the state s names, 0 when it names none. */
+unsigned row_state_bit(const char *s);
+
 /* "ready, claimed, done or dead", for messages. */
 #define ROW_STATE_LIST "ready, claimed, done or dead"
 

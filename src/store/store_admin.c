@@ -549,6 +549,8 @@ int store_prune(struct store *s, unsigned keep_done_s, unsigned keep_dead_s, uin
 	sq_end(s);
 	sql_add(s, PRUNE_EDGES, a, b);
 	sq_end(s);
+	sql_add(s, PRUNE_ERRORS, a, b);
+	sq_end(s);
 	sql_add(s, PRUNE_NEXT, keep, b);
 	r = sq_run(s, "store_prune", &rr, err, errlen);
 	if (r < 0)

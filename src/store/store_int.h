@@ -37,6 +37,11 @@
 #define PRUNE_EDGES \
 	QUIET "DELETE d FROM work_deps d LEFT JOIN work_items p ON p.id = d.parent_id " \
 	"WHERE @claimd_pruner = 1 AND d.parent_id >= %llu AND d.parent_id < %llu AND p.id IS NULL"
+/* The errors of the rows that span deleted (sql/migrations/011_job_browser.sql), and of rows
+ * deleted there with plain SQL: by attempt_errors' primary key. */
+#define PRUNE_ERRORS \
+	QUIET "DELETE e FROM attempt_errors e LEFT JOIN work_items w ON w.id = e.item_id " \
+	"WHERE @claimd_pruner = 1 AND e.item_id >= %llu AND e.item_id < %llu AND w.id IS NULL"
 #define PRUNE_NEXT \
 	"SELECT id, created_at < NOW(6) - INTERVAL %u SECOND FROM work_items " \
 	"WHERE @claimd_pruner = 1 AND id >= %llu ORDER BY id LIMIT 1"
@@ -323,6 +328,9 @@ void sq_add_deps_done(struct store *s, const struct store_ref *refs, size_t n);
 void sq_add_deps_dead(struct store *s, const struct store_ref *refs, size_t n);
 /* The same for row id, if this transaction deleted it (@claimd_deleted > 0). */
 void sq_add_deps_gone(struct store *s, uint64_t id);
+/* The same for the rows of ids ("1,2,3") that this transaction deleted, named in
+ * @claimd_gone (a GROUP_CONCAT of their ids). */
+void sq_add_deps_gone_ids(struct store *s, const char *ids);
 /* str[0..len) quoted (any bytes), or NULL when str is NULL. */
 void sq_add_text(struct store *s, const char *str, size_t len);
 /* A last_error text: cut to 4000 bytes on a character boundary, quoted; NULL stays NULL. */
@@ -340,5 +348,31 @@ bool sq_parse_u64(const char *p, unsigned long len, uint64_t *ret);
 
 /* The monotonic clock, in ms. */
 uint64_t sq_mono_ms(void);
+
+/* ---- the job browser (store_sql.c; sql/migrations/011_job_browser.sql) ---- */
+
+/* Each failed attempt's error: for the rows this transaction failed (the first %s: the
+ * error, an expression on the row; then their ids, and a CASE of their new tokens), their
+ * attempts and that error, cut to the column's 1000 characters, into the row's ring of
+ * ATTEMPT_ERRORS_KEEP slots (the slot of the attempt ATTEMPT_ERRORS_KEEP before is taken
+ * over): one statement, by primary key, bounded without a trim. */
+#define ATTEMPT_ERRORS_KEEP 20
+#define ATTEMPT_ERROR_ADD \
+	"INSERT INTO attempt_errors (item_id, slot, attempt, failed_at, error) " \
+	"SELECT id, attempts %% 20, attempts, NOW(6), LEFT(%s, 1000) FROM work_items " \
+	"WHERE id IN (%s) AND claim_token = CASE id%s END ON DUPLICATE KEY UPDATE " \
+	"attempt = VALUES(attempt), failed_at = VALUES(failed_at), error = VALUES(error)"
+_Static_assert(ATTEMPT_ERRORS_KEEP == 20, "ATTEMPT_ERROR_ADD's ring");
+
+/* "ATTEMPT_ERROR_ADD;" for the rows refs[0..n) that this transaction
+ * failed (token + 1); error: the SQL expression of the error to keep (a column, or a quoted
+ * text). */
+void sq_add_attempt_errors(struct store *s, const struct store_ref *refs, size_t n,
+			   const char *error);
+/* " AND <condition>" for each of f's (store_filter) conditions, on work_items' columns.
+ * Returns 0, or -EINVAL with err filled (op names the caller) when f is not a valid filter. */
+struct store_filter;   /* store_browse.h */
+int sq_add_filter(struct store *s, const char *op, const struct store_filter *f, char *err,
+		  size_t errlen);
 
 #endif

@@ -1,6 +1,7 @@
 /* store_jobs — rows and queues as an operator asks about them: one row by id (read it,
  * cancel it) and every queue's counts and settings. */
 #include "store/store.h"
+#include "store/store_browse.h"
 #include "store/store_int.h"
 
 #include <errno.h>
@@ -176,6 +177,90 @@ int store_jobs_list(struct store *s, const char *state, const char *queue, uint6
 	return 0;
 }
 
+int store_jobs_top(struct store *s, uint64_t *ret, char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_jobs_top", NULL, 0, NULL, err, errlen);
+	MYSQL_ROW row;
+	struct run rr;
+	uint64_t v = 0;
+
+	if (r < 0)
+		return r;
+	sq_reset(s);
+	sql_add(s, "SELECT MAX(id) FROM work_items");
+	r = sq_run(s, "store_jobs_top", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	if (row && row[0] && !sq_parse_u64(row[0], strlen(row[0]), &v))
+		r = sq_fail_msg(-EIO, err, errlen, "store_jobs_top: bad value in the result");
+	mysql_free_result(rr.res);
+	if (r == 0)
+		*ret = v ? v + 1 : 0;
+	return r;
+}
+
+/* A filter that one index finds the rows of, whatever the span: an id, or a queue's dedupe
+ * key (dedupe_idx). */
+static bool is_lookup(const struct store_filter *f)
+{
+	return f->id || (f->dedupe && f->queue);
+}
+
+int store_jobs_find(struct store *s, const struct store_filter *f, uint64_t before,
+		    unsigned limit, struct store_job **ret, size_t *ret_n, uint64_t *ret_next,
+		    char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_jobs_find", NULL, 0, f->queue, err, errlen);
+	struct store_job *jobs = NULL;
+	uint64_t top = before, floor = 0;
+	size_t n = 0;
+	struct run rr;
+
+	if (r < 0)
+		return r;
+	if (limit == 0 || limit > STORE_LIST_MAX)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_jobs_find: 1..%d rows",
+				   STORE_LIST_MAX);
+	if (!is_lookup(f) && !top && (r = store_jobs_top(s, &top, err, errlen)) < 0)
+		return r;
+	if (!is_lookup(f))
+		floor = top > STORE_BROWSE_SPAN ? top - STORE_BROWSE_SPAN : 0;
+	sq_reset(s);
+	/* By primary key, from the top down: the scan stops at the page's last row or the
+	 * span's bottom, whichever comes first (an index on queue would make it walk that
+	 * queue's rows whatever the order). */
+	sql_add(s, "SELECT " JOB_COLUMNS " FROM work_items%s WHERE TRUE", LIST_ROW,
+		is_lookup(f) ? "" : " FORCE INDEX (PRIMARY)");
+	if ((r = sq_add_filter(s, "jobs", f, err, errlen)) < 0)
+		return r;
+	if (before)
+		sql_add(s, " AND id < %llu", (unsigned long long)before);
+	if (!is_lookup(f))
+		sql_add(s, " AND id >= %llu AND id < %llu", (unsigned long long)floor,
+			(unsigned long long)top);
+	sql_add(s, " ORDER BY id DESC LIMIT %u", limit);
+	r = sq_run(s, "store_jobs_find", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	if (!rr.res)
+		return sq_fail_msg(-EIO, err, errlen, "store_jobs_find: no result");
+	jobs = calloc(mysql_num_rows(rr.res) + 1, sizeof(*jobs));
+	r = jobs ? 1 : -ENOMEM;
+	while (r == 1 && (r = take_job(rr.res, &jobs[n])) == 1)
+		n++;
+	mysql_free_result(rr.res);
+	if (r < 0) {
+		store_jobs_free(jobs, n + 1);
+		return sq_fail_msg(r, err, errlen, "store_jobs_find: %s",
+				   r == -ENOMEM ? "out of memory" : "bad value in the result");
+	}
+	*ret = jobs;
+	*ret_n = n;
+	*ret_next = n == limit ? jobs[n - 1].id : floor > 1 ? floor : 0;
+	return 0;
+}
+
 void store_jobs_free(struct store_job *jobs, size_t n)
 {
 	for (size_t i = 0; jobs && i < n; i++)
@@ -211,6 +296,9 @@ int store_cancel(struct store *s, uint64_t id, const char *reason, char ret_stat
 	sql_add(s, "DELETE FROM work_items WHERE %s", which);
 	sq_end(s);
 	sql_add(s, "SET @claimd_deleted = ROW_COUNT()");
+	sq_end(s);
+	sql_add(s, "DELETE FROM attempt_errors WHERE item_id = %llu AND @claimd_deleted > 0",
+		(unsigned long long)id);
 	sq_end(s);
 	sql_add(s, GROUP_HEAL, scope);
 	sq_end(s);

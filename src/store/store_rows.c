@@ -104,6 +104,7 @@ int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const c
 	sql_add_finish(s, retry_ms, error, false);
 	sq_add_fence(s, &ref, 1);
 	sq_end(s);
+	sq_add_attempt_errors(s, &ref, 1, "last_error");
 	if (ref.grouped)
 		sq_add_group_next(s, &ref, 1, false);
 	sq_add_deps_dead(s, &ref, 1);
@@ -113,7 +114,8 @@ int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const c
 	r = sq_run_retry(s, "store_fail", &rr, err, errlen);
 	if (r < 0)
 		return r;
-	/* Statements: START, [GROUP_LOCK], UPDATE, [GROUP_NEXT], 3 x DEPS, SELECT, COMMIT. */
+	/* Statements: START, [GROUP_LOCK], UPDATE, ATTEMPT_ERROR_ADD, [GROUP_NEXT], 3 x DEPS,
+	 * SELECT, COMMIT. */
 	u = ref.grouped ? 2 : 1;
 	row = rr.rows[u] > 0 && rr.res ? mysql_fetch_row(rr.res) : NULL;
 	r = rr.rows[u] == 0 ? 0 : !row || !row[0] ? -EIO : strcmp(row[0], "dead") == 0 ? 2 :
@@ -123,6 +125,19 @@ int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const c
 		sq_fail_msg(r, err, errlen, "store_fail: row %llu changed but its state is unexpected",
 			 (unsigned long long)ref.id);
 	return r;
+}
+
+/* A release that counts the attempt failed it: its reason is the attempt's error (a row that
+ * went dead for a cancel has the cancel's in last_error). */
+static void add_release_errors(struct store *s, const struct store_ref *refs, size_t n,
+			       const char *reason)
+{
+	char clean[1001], quoted[2 * sizeof(clean) + 3], expr[sizeof(quoted) + 48];
+
+	sq_quote(s->conn, quoted, clean,
+		 sq_utf8_sanitize(reason ? reason : "released", clean, sizeof(clean) - 1));
+	snprintf(expr, sizeof(expr), "IF(state = 'dead', last_error, %s)", quoted);
+	sq_add_attempt_errors(s, refs, n, expr);
 }
 
 int store_release(struct store *s, const struct store_ref *refs, size_t n, bool count_attempt,
@@ -156,6 +171,7 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 	sql_add_finish(s, 0, reason, true);
 	sq_add_fence(s, refs, n);
 	sq_end(s);
+	add_release_errors(s, refs, n, reason);
 	sq_add_group_next(s, refs, n, true);
 	sq_add_deps_dead(s, refs, n);
 	sql_add(s, "COMMIT");

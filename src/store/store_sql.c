@@ -2,8 +2,10 @@
  * updates of a claimed row (store_rows.c) share: the fence, the FIFO group lock and hand-over,
  * an error text. See store_int.h. */
 #include "store/store.h"
+#include "store/store_browse.h"
 #include "store/store_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +177,20 @@ void sq_add_deps_gone(struct store *s, uint64_t id)
 	add_dead(s, anchor, ids);
 }
 
+void sq_add_deps_gone_ids(struct store *s, const char *ids)
+{
+	struct buf anchor;
+
+	buf_init(&anchor);
+	buf_printf(&anchor, "SELECT DISTINCT d.parent_id, d.parent_id FROM work_deps d WHERE "
+		   "d.parent_id IN (%s) AND FIND_IN_SET(d.parent_id, @claimd_gone) > 0", ids);
+	if (buf_failed(&anchor))
+		s->sql.failed = true;
+	else
+		add_dead(s, anchor.data, ids);
+	buf_free(&anchor);
+}
+
 void sq_add_text(struct store *s, const char *str, size_t len)
 {
 	char *q;
@@ -265,4 +281,83 @@ void sq_add_results(struct store *s, const struct store_ref *refs, size_t n)
 void sq_add_progress(struct store *s, const struct store_ref *refs, size_t n)
 {
 	add_case(s, "progress", refs, n, progress_of);
+}
+
+/* ---- the job browser ---- */
+
+void sq_add_attempt_errors(struct store *s, const struct store_ref *refs, size_t n,
+			   const char *error)
+{
+	struct buf ids, tokens;
+
+	buf_init(&ids);
+	buf_init(&tokens);
+	if (!ids_and_tokens(refs, n, &ids, &tokens)) {
+		s->sql.failed = true;
+	} else {
+		sql_add(s, ATTEMPT_ERROR_ADD, error, ids.data, tokens.data);
+		sq_end(s);
+	}
+	buf_free(&ids);
+	buf_free(&tokens);
+}
+
+/* " AND name = 'value'" when value is set (at most max bytes). */
+static int add_equal(struct store *s, const char *op, const char *name, const char *value,
+		     size_t max, char *err, size_t errlen)
+{
+	size_t len = value ? strlen(value) : 0;
+	char q[2 * 255 + 3];
+
+	if (!value)
+		return 0;
+	if (len == 0 || len > max || max > 255)
+		return sq_fail_msg(-EINVAL, err, errlen, "%s: %s must be 1..%zu bytes", op, name,
+				   max);
+	sq_quote(s->conn, q, value, len);
+	sql_add(s, " AND %s = %s", name, q);
+	return 0;
+}
+
+int sq_add_filter(struct store *s, const char *op, const struct store_filter *f, char *err,
+		  size_t errlen)
+{
+	char pattern[2 * STORE_FILTER_ERROR_MAX + 3], q[2 * sizeof(pattern) + 3];
+	size_t n = 0, len;
+	int r;
+
+	if (f->states & ~ROW_STATE_ALL)
+		return sq_fail_msg(-EINVAL, err, errlen, "%s: unknown state bits", op);
+	if (f->states && f->states != ROW_STATE_ALL) {
+		sql_add(s, " AND state IN (");
+		for (unsigned i = 0; i < ROW_STATE_COUNT; i++)
+			if (f->states & ROW_STATE_BIT(i))
+				sql_add(s, "%s'%s'", n++ ? ", " : "", row_state_name(i));
+		sql_add(s, ")");
+	}
+	if (f->id)
+		sql_add(s, " AND id = %llu", (unsigned long long)f->id);
+	if ((r = add_equal(s, op, "queue", f->queue, STORE_QUEUE_MAX, err, errlen)) < 0 ||
+	    (r = add_equal(s, op, "group_key", f->group, STORE_GROUP_KEY_MAX, err, errlen)) < 0 ||
+	    (r = add_equal(s, op, "dedupe_key", f->dedupe, STORE_DEDUPE_KEY_MAX, err, errlen)) < 0)
+		return r;
+	if (!f->error)
+		return 0;
+	len = strlen(f->error);
+	if (len == 0 || len > STORE_FILTER_ERROR_MAX)
+		return sq_fail_msg(-EINVAL, err, errlen, "%s: the error text must be 1..%d bytes",
+				   op, STORE_FILTER_ERROR_MAX);
+	/* LIKE '%text%' with the text's own '%', '_' and the escape '!' taken literally ('!'
+	 * rather than '\', which NO_BACKSLASH_ESCAPES would change). */
+	n = 0;
+	pattern[n++] = '%';
+	for (size_t i = 0; i < len; i++) {
+		if (f->error[i] == '%' || f->error[i] == '_' || f->error[i] == '!')
+			pattern[n++] = '!';
+		pattern[n++] = f->error[i];
+	}
+	pattern[n++] = '%';
+	sq_quote(s->conn, q, pattern, n);
+	sql_add(s, " AND last_error LIKE %s ESCAPE '!'", q);
+	return 0;
 }

@@ -116,6 +116,24 @@ static void query_value(struct buf *b, const char *s)
 	}
 }
 
+/* The job browser's filters of a jobs request, as its query has them ("&group=..."). */
+static void jobs_filter_query(struct buf *b, const struct ctl_request *req)
+{
+	static const struct { enum ctl_field f; const char *name; } texts[] = {
+		{ CTL_F_GROUP, "group" }, { CTL_F_DEDUPE, "dedupe" }, { CTL_F_ERROR, "error" },
+	};
+	const char *const values[] = { req->group, req->dedupe, req->error };
+
+	if (ctl_has(req, CTL_F_ID))
+		buf_printf(b, "&id=%llu", (unsigned long long)req->id);
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		if (!ctl_has(req, texts[i].f))
+			continue;
+		buf_printf(b, "&%s=", texts[i].name);
+		query_value(b, values[i]);
+	}
+}
+
 /* A full page of a list (jobs, batches: the newest first) has a next one: a Link header
  * (RFC 8288) to it, the same request with before= the last id of this one. */
 static void link_next(struct http_request *r, const struct ctl_request *req,
@@ -125,8 +143,8 @@ static void link_next(struct http_request *r, const struct ctl_request *req,
 	uint64_t last;
 	struct buf b;
 
-	if (req->verb == CTL_JOBS && res->njobs > 0 && res->njobs >= limit)
-		last = res->jobs[res->njobs - 1].id;
+	if (req->verb == CTL_JOBS && res->next > 0)
+		last = res->next;   /* a full page, or a span that ran out first */
 	else if (req->verb == CTL_BATCHES && res->nbatches > 0 && res->nbatches >= limit)
 		last = res->batches[res->nbatches - 1].id;
 	else
@@ -134,12 +152,15 @@ static void link_next(struct http_request *r, const struct ctl_request *req,
 	buf_init(&b);
 	buf_puts(&b, req->verb == CTL_JOBS ? "</v1/jobs?" : "</v1/batches?");
 	if (req->verb == CTL_JOBS) {
+		bool finds = ctl_has(req, CTL_F_ID) || ctl_has(req, CTL_F_GROUP) ||
+			     ctl_has(req, CTL_F_DEDUPE) || ctl_has(req, CTL_F_ERROR);
 		buf_puts(&b, "state=");
-		query_value(&b, ctl_has(req, CTL_F_STATE) ? req->state : "dead");
+		query_value(&b, ctl_has(req, CTL_F_STATE) ? req->state : finds ? "any" : "dead");
 		if (ctl_has(req, CTL_F_QUEUE)) {
 			buf_puts(&b, "&queue=");
 			query_value(&b, req->queue);
 		}
+		jobs_filter_query(&b, req);
 		buf_puts(&b, "&");
 	}
 	buf_printf(&b, "limit=%u&before=%llu>; rel=\"next\"", limit, (unsigned long long)last);
@@ -159,6 +180,15 @@ static void on_done(void *data, const struct ctl_request *req, const struct cmd_
 	if ((req->verb == CTL_JOB || req->verb == CTL_BATCH) && api_watch_job(call, res))
 		return;
 	buf_init(&b);
+	if (req->verb == CTL_BULK && res->rc == -ESTALE) {
+		/* A confirm that is not the count: the count now, to confirm again. */
+		buf_puts(&b, "{\"error\":");
+		buf_json_str(&b, res->err);
+		buf_printf(&b, ",\"count\":%llu}\n", (unsigned long long)res->count);
+		api_respond_buf(r, 409, &b);
+		free(call);
+		return;
+	}
 	if (res->rc < 0) {
 		http_respond_error(r, api_status_of(res->rc), res->err);
 		free(call);
@@ -376,7 +406,7 @@ static void stats(struct api_host *h, struct http_request *r)
 enum route_kind { R_HEALTHZ, R_METRICS, R_STATS, R_BATCH, R_STATUS, R_SUPERVISORS, R_QUEUES,
 		  R_JOBS, R_ADD, R_PAUSE, R_RESUME, R_JOB, R_EVENTS, R_RETRY, R_SCHEDULES,
 		  R_SCHEDULE, R_SCHEDULE_PAUSE, R_SCHEDULE_RESUME, R_BATCH_LIST, R_BATCH_GET,
-		  R_BATCH_EVENTS, R_LIMIT, R_LIMITS, R_OPENAPI, R_BACKOFF };
+		  R_BATCH_EVENTS, R_LIMIT, R_LIMITS, R_OPENAPI, R_BACKOFF, R_BULK };
 
 #define READ "GET, HEAD"
 
@@ -403,6 +433,7 @@ static const struct route routes[] = {
 	{ { "v1", "queues", "*", "limits" }, READ, "queue.limits", R_LIMITS },
 	{ { "v1", "queues", "*", "backoff" }, "POST", "queue.backoff", R_BACKOFF },
 	{ { "v1", "jobs" }, READ, "jobs", R_JOBS },
+	{ { "v1", "jobs", "bulk" }, "POST", "jobs.bulk", R_BULK },
 	{ { "v1", "jobs", "*" }, READ ", DELETE", "job", R_JOB },
 	{ { "v1", "jobs", "*", "events" }, READ, "job.events", R_EVENTS },
 	{ { "v1", "jobs", "*", "retry" }, "POST", "job.retry", R_RETRY },
@@ -542,6 +573,7 @@ void api_handle(void *data, struct http_request *r)
 	case R_SUPERVISORS: run(h, call, CTL_SUPERVISORS, pn, pv, 1, false); break;
 	case R_QUEUES: run(h, call, CTL_QUEUES, pn, pv, 1, false); break;
 	case R_JOBS: run(h, call, CTL_JOBS, pn, pv, 1, false); break;
+	case R_BULK: run(h, call, CTL_BULK, pn, pv, 1, false); break;
 	/* with a queue or an id in the path */
 	case R_ADD: run(h, call, CTL_ADD, pn, pv, 2, true); break;
 	case R_PAUSE: run(h, call, CTL_PAUSE, pn, pv, 2, false); break;

@@ -40,6 +40,7 @@ void cmd_finish(struct call *call)
 	free(call->scheds);
 	free(call->batches);
 	store_limits_clear(&call->limits);
+	store_job_extra_clear(&call->extra);
 	free(call);
 }
 
@@ -109,31 +110,53 @@ static void free_queues(void *value, size_t n)
 
 static const struct reading_ops queues_ops = { read_queues, free_queues, 0 };
 
-/* Which rows a jobs request lists (compared as bytes: zero it first). */
+/* Which rows a jobs request lists (compared as bytes: zero it first); a text that is not
+ * given is "" and its has_ bit clear. */
 struct jobs_key {
-	char state[16];
-	char queue[STORE_QUEUE_MAX + 1];
-	bool any_queue;
-	uint64_t before;
+	unsigned states;
+	char queue[STORE_QUEUE_MAX + 1], group[CTL_KEY_MAX + 1], dedupe[CTL_KEY_MAX + 1];
+	char error[CTL_ERROR_MAX + 1];
+	bool has_queue, has_group, has_dedupe, has_error;
+	uint64_t id, before;
 	unsigned limit;
+};
+
+/* A page of rows and where the next one starts. */
+struct jobs_page {
+	struct store_job *jobs;
+	uint64_t next;
 };
 
 static int read_jobs(struct store *s, const void *key, void **ret, size_t *ret_n, char *err,
 		     size_t errlen)
 {
 	const struct jobs_key *k = key;
-	struct store_job *jobs;
-	int r = store_jobs_list(s, k->state, k->any_queue ? NULL : k->queue, k->before, k->limit,
-				&jobs, ret_n, err, errlen);
+	struct store_filter f = { .states = k->states, .queue = k->has_queue ? k->queue : NULL,
+				  .group = k->has_group ? k->group : NULL,
+				  .dedupe = k->has_dedupe ? k->dedupe : NULL,
+				  .error = k->has_error ? k->error : NULL, .id = k->id };
+	struct jobs_page *p = calloc(1, sizeof(*p));
+	int r;
 
-	if (r >= 0)
-		*ret = jobs;
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r = store_jobs_find(s, &f, k->before, k->limit, &p->jobs, ret_n, &p->next, err, errlen);
+	if (r < 0)
+		free(p);
+	else
+		*ret = p;
 	return r;
 }
 
 static void free_jobs(void *value, size_t n)
 {
-	store_jobs_free(value, n);
+	struct jobs_page *p = value;
+
+	if (p)
+		store_jobs_free(p->jobs, n);
+	free(p);
 }
 
 static const struct reading_ops jobs_ops = { read_jobs, free_jobs, sizeof(struct jobs_key) };
@@ -141,24 +164,44 @@ static const struct reading_ops jobs_ops = { read_jobs, free_jobs, sizeof(struct
 static void jobs_read(void *data, int rc, const char *err, const void *value, size_t n)
 {
 	struct call *call = data;
+	const struct jobs_page *p = value;
 
 	call->res.rc = rc;
 	snprintf(call->res.err, sizeof(call->res.err), "%s", err);
-	call->res.jobs = value;
-	call->res.njobs = n;
+	call->res.jobs = p ? p->jobs : NULL;
+	call->res.njobs = p ? n : 0;
+	call->res.next = p ? p->next : 0;
 	cmd_finish(call);
 }
+
+/* A text filter into the key: text[] and its has_ bit. */
+#define KEY_TEXT(k, field, value) \
+	do { \
+		if (value) { \
+			snprintf((k).field, sizeof((k).field), "%s", (value)); \
+			(k).has_##field = true; \
+		} \
+	} while (0)
 
 static void jobs_now(struct call *call)
 {
 	const struct ctl_request *q = call->req;
+	struct store_filter f;
 	struct jobs_key k;
 
 	memset(&k, 0, sizeof(k));
-	snprintf(k.state, sizeof(k.state), "%s", ctl_has(q, CTL_F_STATE) ? q->state : "dead");
-	k.any_queue = !ctl_has(q, CTL_F_QUEUE);
-	if (!k.any_queue)
-		snprintf(k.queue, sizeof(k.queue), "%s", q->queue);
+	if (cmd_filter_of(q, &f) < 0) {
+		call->res.rc = -EINVAL;
+		snprintf(call->res.err, sizeof(call->res.err), "jobs: bad state");
+		cmd_finish(call);
+		return;
+	}
+	k.states = f.states;
+	KEY_TEXT(k, queue, f.queue);
+	KEY_TEXT(k, group, f.group);
+	KEY_TEXT(k, dedupe, f.dedupe);
+	KEY_TEXT(k, error, f.error);
+	k.id = f.id;
 	k.before = q->before;
 	k.limit = ctl_has(q, CTL_F_LIMIT) ? q->limit : 50;
 	reading_get(call->cmds->jobs, &k, jobs_read, call);
@@ -310,20 +353,23 @@ static int job_db(struct call *call, struct store *s, char *err, size_t errlen)
 {
 	int r = store_job_get(s, call->req->id, &call->row, err, errlen);
 
+	if (r > 0)
+		r = store_job_extra_get(s, call->req->id, &call->extra, err, errlen);
 	return r == 0 ? no_row(call, err, errlen) : r;
 }
 
 static void job_after(struct call *call)
 {
 	call->res.job = &call->row;
+	call->res.extra = &call->extra;
 }
 
 static void job_text(const struct ctl_request *req, const struct cmd_result *res, struct buf *out)
 {
 	if (req->json)
-		render_job_json(res->job, out);
+		cmd_job_page_json(res->job, res->extra, out);
 	else
-		render_job_text(res->job, out);
+		cmd_job_page_text(res->job, res->extra, out);
 }
 
 static int cancel_db(struct call *call, struct store *s, char *err, size_t errlen)
@@ -443,10 +489,13 @@ static void summary_text(const struct ctl_request *req, const struct cmd_result 
 static void jobs_text(const struct ctl_request *req, const struct cmd_result *res,
 		      struct buf *out)
 {
-	if (req->json)
+	if (req->json) {
 		render_jobs_json(res->jobs, res->njobs, out);
-	else
-		render_jobs_text(res->jobs, res->njobs, out);
+		return;
+	}
+	render_jobs_text(res->jobs, res->njobs, out);
+	if (res->next)
+		buf_printf(out, "next: --before %llu\n", (unsigned long long)res->next);
 }
 
 /* ---- the table ---- */
@@ -478,6 +527,7 @@ static const struct cmd_def defs[CTL_VERB_COUNT] = {
 	[CTL_BATCHES] = { .db = cmd_batch_db, .after = cmd_batch_after, .text = cmd_batch_text },
 	[CTL_BACKOFF] = { .db = backoff_db, .after = backoff_after, .text = backoff_text },
 	[CTL_STATS] = { .now = cmd_stats_now, .text = cmd_stats_text },
+	[CTL_BULK] = { .now = cmd_bulk_now, .text = cmd_bulk_text },
 };
 
 static int call_run(struct dbq_job *j, struct store *s, char *err, size_t errlen)

@@ -15,6 +15,7 @@
 #include "common/config.h"
 #include "common/ctl.h"
 #include "store/store.h"
+#include "store/store_browse.h"
 #include "supervisor/dbq.h"
 #include "supervisor/status.h"
 
@@ -23,7 +24,8 @@ struct history_window;
 struct cmd_result {
 	int rc;                       /* < 0: failed, err says why: -EINVAL a bad request,
 				       * -ENOENT no such row, -EBUSY a row in the wrong state,
-				       * -ENOMEM, -ECANCELED (stopping), other: the database */
+				       * -ENOMEM, -ECANCELED (stopping), -ESTALE a bulk
+				       * confirm that is not the count, other: the database */
 	char err[STORE_ERR_MAX];
 	uint64_t id;                  /* add: the new row, or the row holding the dedupe key */
 	bool duplicate;               /* add: a row held the dedupe key; nothing was added */
@@ -50,6 +52,11 @@ struct cmd_result {
 	const struct history_window *window;       /* stats: what it covers (callback only) */
 	const struct store_history_row *history;   /* stats: its steps with rows (callback only) */
 	size_t nhistory;
+	uint64_t next;                 /* jobs: the next page's before (0: none) */
+	const struct store_job_extra *extra;  /* job: the page's parts (callback only) */
+	uint64_t count;                /* bulk: the rows the filters pick (-ESTALE: now) */
+	bool confirmed;                /* bulk: acted on (rows: how many) */
+	unsigned transactions;         /* bulk: the chunks that acted on rows */
 };
 
 /* One batch's JSON object and a newline (the batch verb's, and its event stream's). */

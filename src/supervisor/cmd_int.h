@@ -26,6 +26,20 @@ struct cmds {
 	} batch[CMD_ADDS_PIPES];
 };
 
+/* A bulk action in flight (cmd_browse.c): the spans of ids walked down from the top, first
+ * counting, then (confirmed) acting. */
+struct cmd_bulk {
+	struct store_filter filter;    /* as the request gives it */
+	struct store_filter counted;   /* narrowed to the action's states */
+	size_t action;                 /* in cmd_browse.c's table */
+	bool started, acting;
+	uint64_t top;                  /* one past the highest id when it started */
+	uint64_t lo, hi;               /* the span at hand: [lo, hi) */
+	uint64_t count, acted;
+	unsigned transactions;         /* chunks that acted on rows */
+	char reason[160];              /* a cancel's */
+};
+
 /* One request in flight. */
 struct call {
 	struct dbq_job job;        /* used when the verb needs the database */
@@ -43,6 +57,8 @@ struct call {
 	size_t nbatches;
 	struct store_limits limits;    /* limit, limits */
 	struct history_window window;  /* stats: the key of its reading */
+	struct store_job_extra extra;  /* job */
+	struct cmd_bulk bulk;          /* bulk */
 };
 
 /* Answer the call (its done callback) and free it. */
@@ -101,5 +117,19 @@ extern const struct reading_ops cmd_history_ops;
 void cmd_stats_now(struct call *call);
 void cmd_stats_text(const struct ctl_request *req, const struct cmd_result *res,
 		    struct buf *out);
+/* ---- cmd_browse.c ---- */
+
+/* The filters of a jobs or bulk request (their strings point into it); the state dead for
+ * a jobs request that names neither id, group, dedupe nor error, else any. Returns 0 or
+ * -EINVAL (a state the grammar should have refused). */
+int cmd_filter_of(const struct ctl_request *q, struct store_filter *f);
+/* A job page: the row as job has it (render_job_text, render_job_json) and x's parts. */
+void cmd_job_page_text(const struct store_job *j, const struct store_job_extra *x,
+		       struct buf *out);
+void cmd_job_page_json(const struct store_job *j, const struct store_job_extra *x,
+		       struct buf *out);
+void cmd_bulk_now(struct call *call);
+void cmd_bulk_text(const struct ctl_request *req, const struct cmd_result *res,
+		   struct buf *out);
 
 #endif

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KEY_MAX 512
+#define KEY_MAX 1024   /* a jobs list's filters (cmd.c) */
 
 struct waiter {
 	reading_cb cb;
@@ -149,9 +149,13 @@ void reading_stale(struct reading *r)
 
 void reading_flush(struct reading *r)
 {
-	struct waiter *list = r->waiting;
-	size_t n = r->nwaiting;
+	struct waiter *list;
+	size_t n;
 
+	if (!r)
+		return;   /* cmds_new's failure path frees what it made so far */
+	list = r->waiting;
+	n = r->nwaiting;
 	r->waiting = NULL;
 	r->nwaiting = r->capwaiting = 0;
 	for (size_t i = 0; i < n; i++)

@@ -51,7 +51,7 @@ uint64_t reading_age_ms(const struct reading *r);
 /* The next reading_get reads again. */
 void reading_stale(struct reading *r);
 
-/* Answer everyone waiting with -ECANCELED. At stop. */
+/* Answer everyone waiting with -ECANCELED. At stop. Accepts NULL. */
 void reading_flush(struct reading *r);
 
 #endif

@@ -176,6 +176,12 @@ static void text_line(struct buf *b, const char *name, const char *value)
 
 void render_job_text(const struct store_job *j, struct buf *b)
 {
+	render_job_text_fields(j, b);
+	render_job_text_payload(j, b);
+}
+
+void render_job_text_fields(const struct store_job *j, struct buf *b)
+{
 	buf_printf(b, "%-13s %llu\n%-13s %s\n%-13s %s\n%-13s %u of %u\n%-13s %d\n", "id",
 		   (unsigned long long)j->id, "queue", j->queue, "state", j->state, "attempts",
 		   j->attempts, j->max_attempts, "priority", j->priority);
@@ -208,6 +214,10 @@ void render_job_text(const struct store_job *j, struct buf *b)
 	if (j->result)
 		buf_printf(b, "%-13s %zu bytes%s%s\n", "result", j->result_len,
 			   j->result_type[0] ? " of " : "", j->result_type);
+}
+
+void render_job_text_payload(const struct store_job *j, struct buf *b)
+{
 	if (j->payload && json_utf8_valid(j->payload, preview_len(j))) {
 		buf_append(b, j->payload, preview_len(j));
 		buf_puts(b, "\n");

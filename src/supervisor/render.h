@@ -9,6 +9,9 @@
 #include "store/store.h"
 
 void render_job_text(const struct store_job *j, struct buf *out);
+/* Its two parts: the "name: value" lines, and the payload's start (when it is text). */
+void render_job_text_fields(const struct store_job *j, struct buf *out);
+void render_job_text_payload(const struct store_job *j, struct buf *out);
 /* One JSON object: every field of struct store_job; times as the server's text or null; the
  * payload's start as "payload" when it is UTF-8, else "payload_b64", with "payload_bytes"
  * (the whole payload's size) and "payload_truncated"; "result" as the JSON value it is (with

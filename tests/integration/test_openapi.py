@@ -111,6 +111,22 @@ def it_serves_a_valid_description_that_every_answer_follows(t):
         check(not link or link.endswith('>; rel="next"'), f'the Link header: {link}')
     check_eq(pages, [dead3[:0:-1], dead3[:1]], 'two pages, newest first, through the Link')
     api('get', '/v1/jobs?state=nonsense', '/v1/jobs')                          # 400
+    # The job browser: filters, the job page with its errors, dependencies and batch.
+    api('get', '/v1/jobs?group=u7&state=any', '/v1/jobs')
+    api('get', '/v1/jobs?error=failing&limit=5', '/v1/jobs')
+    api('get', f"/v1/jobs?id={added['id']}", '/v1/jobs')
+    api('get', '/v1/jobs?error=', '/v1/jobs')                                  # 400
+    st, page = api('get', f"/v1/jobs/{dead['id']}", job)
+    check_eq(len(page['attempt_errors']), 1, f'the dead row\'s page: {page}')
+    st, page = api('get', f"/v1/jobs/{graph['jobs'][1]['id']}", job)
+    check(page['parents'] and page['batch'], f'a batch member\'s page: {page}')
+    bulk = '/v1/jobs/bulk'
+    st, counted = api('post', '/v1/jobs/bulk?action=discard&queue=old%20q', bulk)
+    check_eq((st, counted['count']), (200, 3), f'bulk: the count {counted}')
+    api('post', '/v1/jobs/bulk?action=discard&queue=old%20q&confirm=4', bulk)   # 409
+    st, done = api('post', '/v1/jobs/bulk?action=discard&queue=old%20q&confirm=3', bulk)
+    check_eq((st, done.get('acted')), (200, 3), f'bulk: discarded {done}')
+    api('post', '/v1/jobs/bulk?action=retry&state=ready', bulk)                 # 400
     api('post', f"/v1/jobs/{added['id']}/retry", '/v1/jobs/{id}/retry')         # 409: done
     api('post', f"/v1/jobs/{dead['id']}/retry", '/v1/jobs/{id}/retry')
     st, later = api('post', '/v1/queues/default/jobs?delay=1h', jobs, b'cancel me')

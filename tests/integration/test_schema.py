@@ -160,6 +160,30 @@ def it_prune_statements_are_primary_key_ranges(t):
                  f'{name} access ({text})')
 
 
+def it_job_browser_statements_read_a_span_of_ids_or_look_up_by_key(t):
+    # The job browser (store_browse.c): counting and chunking a bulk action read one span of
+    # the primary key whatever the filter (no index on state, group_key or last_error); a job
+    # page reads attempt_errors, work_deps and batches by their keys.
+    db = t.database()
+    fill(db)
+    where = (" AND state IN ('dead') AND queue = 'default' AND group_key = 'g' AND "
+             "last_error LIKE '%%disk!_full%%' ESCAPE '!'")
+    for name, query in (('BULK_COUNT', c_macro('BULK_COUNT') % (1000, 6000) + where),
+                        ('BULK_CHUNK', c_macro('BULK_CHUNK') % (1000, 6000) + where +
+                         ' ORDER BY id DESC LIMIT 500')):
+        node = table_node(json.loads(db.scalar('EXPLAIN FORMAT=JSON ' + query.replace('%%', '%'))))
+        t.note(f'{name}: {node.get("access_type")} on {node.get("key")}')
+        check_eq((node.get('access_type'), node.get('key')), ('range', 'PRIMARY'), f'{name} access')
+    for name in ('PAGE_PARENTS', 'PAGE_CHILDREN', 'PAGE_ROW'):
+        macro = c_macro(name)
+        query = macro % ((45000, 101) if macro.count('%d') == 2 else 45000)
+        tables = [(n['table_name'], n['access_type']) for n in
+                  _table_nodes(json.loads(db.scalar('EXPLAIN FORMAT=JSON ' + query.replace('%%', '%'))))]
+        t.note(f'{name}: {tables}')
+        scans = [(n, a) for n, a in tables if not n.startswith('<') and a in ('ALL', 'index')]
+        check(not scans, f'{name} scans a whole table or index: {tables}')
+
+
 def it_fence_update_uses_the_primary_key_for_one_and_many_rows(t):
     # The fence store.c's sql_add_fence writes; a one-element "(id, token) IN ((x, y))"
     # would be a full index scan.
