@@ -131,8 +131,10 @@ static int check_jobs(const struct ctl_request *r, char *err, size_t errlen)
 		return 0;
 	if (!strcmp(r->state, "any"))
 		return 0;
-	return ctl_fail(err, errlen, "%s: state '%s' is not " ROW_STATE_LIST ", or any",
-			ctl_verbs[r->verb].name, r->state);
+	return ctl_fail(err, errlen, "%s: state '%s' is not %s, %s, %s, %s or any",
+			ctl_verbs[r->verb].name, r->state, row_state_name(ROW_READY),
+			row_state_name(ROW_CLAIMED), row_state_name(ROW_DONE),
+			row_state_name(ROW_DEAD));
 }
 
 /* bulk: a known action, and a state it acts on. */

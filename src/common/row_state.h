@@ -31,7 +31,4 @@ bool row_state_final(enum row_state s);
 /* The bit of the state s names, 0 when it names none. */
 unsigned row_state_bit(const char *s);
 
-/* "ready, claimed, done or dead", for messages. */
-#define ROW_STATE_LIST "ready, claimed, done or dead"
-
 #endif
