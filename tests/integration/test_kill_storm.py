@@ -52,6 +52,8 @@ def _storm(t, db, c, n, every=0.1, timeout=120):
     seconds, until no row is ready or claimed; then wait for all n done. Returns the kills."""
     rnd = random.Random(13)
     kills, first_done = 0, {}
+    # Asked from the start (slow to start under a sanitizer on a busy machine).
+    wait_for(lambda: os.path.exists(c.control), 30, f'{c.name}: its control socket')
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         s = db.states()
