@@ -9,7 +9,8 @@
 //   node dashboard.mjs '{"url":..., "token":..., "workers":2, "dead":ID, "queue":NAME,
 //                        "job":ID, "result":TEXT, "screenshot":PATH, "schedule":NAME,
 //                        "cron":EXPR, "zone":ZONE, "batch":ID, "history_done":N,
-//                        "limit_queue":NAME}'
+//                        "limit_queue":NAME, "filter":{state,queue,error}, "picked":[IDS],
+//                        "failing":ID, "shots":DIR}  (shots: a screenshot of each page there)'
 // Prints one JSON line of what it saw; exits 1 with the reason on stderr when a step fails.
 import { chromium } from 'playwright-core';
 
@@ -152,6 +153,7 @@ try {
       await key.waitFor({ timeout: 10000 });
       const cells = await key.locator('td').allTextContents();
       if (cells[1] !== '2') throw new Error('key row: ' + cells.join(' | '));
+      if (args.shots) await page.screenshot({ path: args.shots + '/queue.png', fullPage: true });
       await page.fill('#b-base', '750ms');
       await page.fill('#b-max', '1m');
       await page.click('#backoffform button[type="submit"]');
@@ -160,6 +162,41 @@ try {
       await page.click('a[href="#"]');
       await page.waitForSelector('#overview:not([hidden])', { timeout: 10000 });
       return true;
+    });
+  }
+  if (args.filter) {
+    await step('filters jobs', async () => {
+      await page.click('#nav-jobs');
+      await page.waitForSelector('#jobspage:not([hidden])', { timeout: 10000 });
+      await page.selectOption('#f-state', args.filter.state);
+      await page.fill('#f-queue', args.filter.queue);
+      await page.fill('#f-error', args.filter.error);
+      await page.click('#filterform button[type="submit"]');
+      await page.waitForFunction((n) => document.querySelectorAll('#jobs tbody tr[data-id]').length === n,
+        args.picked.length, { timeout: 10000 });
+      if (args.shots) await page.screenshot({ path: args.shots + '/jobs.png', fullPage: true });
+      return (await page.locator('#jobs tbody tr[data-id]').evaluateAll(
+        (trs) => trs.map((tr) => Number(tr.dataset.id))));
+    });
+    await step('retries the picked rows in bulk', async () => {
+      let asked = '';
+      page.once('dialog', (d) => { asked = d.message(); d.accept(); });
+      await page.click('button.bulk[data-action="retry"]');
+      await page.waitForSelector('#bulk-said[data-acted]', { timeout: 15000 });
+      if (!asked.includes(String(args.picked.length))) throw new Error('the confirmation asked: ' + asked);
+      await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr[data-id]').length === 0,
+        null, { timeout: 10000 });
+      return Number(await page.locator('#bulk-said').getAttribute('data-acted'));
+    });
+  }
+  if (args.failing) {
+    await step("shows a job's failed attempts", async () => {
+      await page.goto(args.url + '/#job/' + args.failing);
+      await page.waitForFunction(() => document.querySelectorAll('#job-attempts tr[data-attempt]').length === 2,
+        null, { timeout: 10000 });
+      if (args.shots) await page.screenshot({ path: args.shots + '/job.png', fullPage: true });
+      return page.locator('#job-attempts tr[data-attempt]').evaluateAll(
+        (trs) => trs.map((tr) => [tr.cells[0].textContent, tr.cells[2].textContent]));
     });
   }
   await step('shows a job', async () => {

@@ -38,7 +38,13 @@ async function api(path, options) {
     throw new Error('this claimd needs its token');
   }
   const body = await r.json().catch(() => ({}));
-  if (!r.ok) throw new Error(body.error || ('HTTP ' + r.status));
+  if (!r.ok) {
+    const e = new Error(body.error || ('HTTP ' + r.status));
+    e.status = r.status;
+    e.body = body;
+    throw e;
+  }
+  if (options && options.withLink) return { body, link: r.headers.get('Link') };
   return body;
 }
 
@@ -261,6 +267,7 @@ function drawDead(jobs) {
     el('td', {}, el('button', { class: 'retry', onclick: () => act('/v1/jobs/' + j.id + '/retry', 'POST') }, 'Retry'),
       ' ', el('button', { class: 'discard', onclick: () => act('/v1/jobs/' + j.id, 'DELETE') }, 'Discard')))));
   if (!jobs.length) tb.append(el('tr', {}, el('td', { colspan: 6 }, 'no dead jobs')));
+  else tb.append(el('tr', {}, el('td', { colspan: 6 }, el('a', { href: '#jobs?state=dead' }, 'every dead job, filters, bulk actions →'))));
 }
 
 async function refreshOverview() {
@@ -343,6 +350,80 @@ async function post(path, params) {
   }
 }
 
+// ---- the job browser ----
+
+const FILTERS = ['state', 'queue', 'group', 'dedupe', 'error', 'id'];
+
+// The filters in the address (#jobs?state=dead&queue=mail), as the API takes them.
+function filtersOf(query) {
+  const q = new URLSearchParams(query), f = new URLSearchParams();
+  for (const k of FILTERS) if (q.get(k)) f.set(k, q.get(k));
+  return { filters: f, before: q.get('before') };
+}
+
+let shownFilters = null;   // the form shows these (it is not redrawn while being typed in)
+
+async function refreshJobs(query) {
+  const { filters, before } = filtersOf(query);
+  if (shownFilters !== filters.toString()) {
+    shownFilters = filters.toString();
+    for (const k of FILTERS) $('f-' + k).value = filters.get(k) || '';
+    $('bulk-said').textContent = '';
+  }
+  const q = new URLSearchParams(filters);
+  q.set('limit', '50');
+  if (before) q.set('before', before);
+  const { body: jobs, link } = await api('/v1/jobs?' + q, { withLink: true });
+  const tb = $('jobs').tBodies[0];
+  tb.replaceChildren(...jobs.map((j) => el('tr', { 'data-id': j.id },
+    el('td', {}, el('a', { href: '#job/' + j.id }, j.id)),
+    el('td', {}, el('a', { href: '#queue/' + encodeURIComponent(j.queue) }, j.queue)),
+    el('td', {}, pill(j.state)), el('td', {}, j.attempts + '/' + j.max_attempts),
+    el('td', {}, j.group || '—'), el('td', {}, j.created_at || '—'),
+    el('td', {}, j.finished_at || '—'),
+    el('td', { class: 'err', title: j.last_error || '' }, j.last_error || '—'))));
+  if (!jobs.length) tb.append(el('tr', {}, el('td', { colspan: 8 }, 'no rows picked')));
+  // the next page: the Link header's before= (a short page may have more past its span)
+  const m = link && link.match(/before=(\d+)/);
+  const next = $('jobs-next');
+  next.hidden = !m;
+  if (m) {
+    const nq = new URLSearchParams(filters);
+    nq.set('before', m[1]);
+    next.href = '#jobs?' + nq;
+  }
+  document.body.dataset.jobs = jobs.length;
+}
+
+// A bulk action on what the filters pick: the count first, then a confirmation of that
+// count; the API refuses (409) when the rows picked changed in between.
+async function bulk(action) {
+  const { filters } = filtersOf(location.hash.replace(/^#jobs\??/, ''));
+  const q = new URLSearchParams(filters);
+  q.set('action', action);
+  const said = $('bulk-said');
+  try {
+    const first = await api('/v1/jobs/bulk?' + q, { method: 'POST' });
+    if (!first.count) {
+      said.textContent = 'no rows to ' + action;
+      return;
+    }
+    if (!confirm(action[0].toUpperCase() + action.slice(1) + ' ' + first.count + ' rows?')) {
+      said.textContent = 'nothing done';
+      return;
+    }
+    q.set('confirm', first.count);
+    const done = await api('/v1/jobs/bulk?' + q, { method: 'POST' });
+    said.textContent = done.acted + ' rows: ' + action + (action === 'retry' ? ' (put back)' :
+      action === 'discard' ? ' (deleted)' : ' (deleted, or stopped where they run)');
+    said.dataset.acted = done.acted;
+    showError('');
+    refresh();
+  } catch (e) {
+    showError(e.status === 409 ? 'the rows picked changed (' + e.body.count + ' now): try again' : e.message);
+  }
+}
+
 // ---- a job ----
 
 function show(pre, value) {
@@ -369,6 +450,18 @@ async function refreshJob(id) {
   show($('job-result'), j.result !== null ? j.result : j.result_b64 ? '(base64) ' + j.result_b64 : null);
   show($('job-payload'), j.payload !== undefined ? j.payload : '(base64) ' + j.payload_b64);
   show($('job-error'), j.last_error);
+  const at = $('job-attempts').tBodies[0];
+  at.replaceChildren(...(j.attempt_errors || []).map((a) => el('tr', { 'data-attempt': a.attempt },
+    el('td', {}, a.attempt), el('td', {}, a.failed_at), el('td', { class: 'err', title: a.error || '' }, a.error || '—'))));
+  if (!(j.attempt_errors || []).length) at.append(el('tr', {}, el('td', { colspan: 3 }, 'none')));
+  const links = (l, more) => (l && l.length ? el('span', {}, ...l.flatMap((x) => [
+    el('a', { href: '#job/' + x.id }, x.id), ' ', pill(x.state || 'gone'), ' ']),
+  more ? '…' : '') : '—');
+  defs($('job-deps'), [['waits for', links(j.parents, j.parents_more)],
+    ['waiting for', j.waiting_for], ['waited for by', links(j.children, j.children_more)]]);
+  const b = j.batch;
+  $('job-batch').replaceChildren(b ? 'batch ' + b.id + ' (' + (b.description || 'no description') +
+    '): ' + b.done + ' done, ' + b.dead + ' dead, ' + (b.ready + b.claimed) + ' left of ' + b.size : '—');
   const acts = $('job-actions');
   acts.replaceChildren();
   if (j.state === 'dead')
@@ -450,6 +543,14 @@ $('scheduleform').addEventListener('submit', async (ev) => {
   }
 });
 for (const sel of document.querySelectorAll('.h-range')) sel.addEventListener('change', () => refresh());
+$('filterform').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const q = new URLSearchParams();
+  for (const k of FILTERS) if ($('f-' + k).value.trim()) q.set(k, $('f-' + k).value.trim());
+  location.hash = '#jobs' + (q.toString() ? '?' + q : '');
+});
+for (const b of document.querySelectorAll('button.bulk'))
+  b.addEventListener('click', () => bulk(b.dataset.action));
 $('limitform').addEventListener('submit', async (ev) => {
   ev.preventDefault();
   const ok = await post('/v1/queues/' + encodeURIComponent(route().arg) + '/limit', {
