@@ -391,7 +391,7 @@ int store_dedupe_expire(struct store *s, unsigned limit, char *err, size_t errle
 struct store_job {
 	uint64_t id;
 	char queue[STORE_QUEUE_MAX + 1];
-	char state[16];
+	enum row_state state;
 	uint32_t attempts, max_attempts;
 	int priority;
 	int64_t period_s;           /* -1: not recurring */

@@ -53,7 +53,8 @@ static int take_job(MYSQL_RES *res, struct store_job *j)
 	if (!sq_parse_u64(row[0], len[0], &j->id))
 		return -EIO;
 	text(j->queue, sizeof(j->queue), row[1]);
-	text(j->state, sizeof(j->state), row[2]);
+	if (!row_state_parse(row[2], &j->state))
+		return -EIO;
 	j->attempts = (uint32_t)num_or(row[3], len[3], 0);
 	j->max_attempts = (uint32_t)num_or(row[4], len[4], 0);
 	j->priority = (int)num_or(row[5], len[5], 0);

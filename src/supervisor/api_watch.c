@@ -402,7 +402,7 @@ void api_watch_changed(struct api_host *h)
 
 static bool finished(const struct store_job *j)
 {
-	return over(j->state);
+	return row_state_final(j->state);
 }
 
 static bool batch_over(const struct store_batch *b)

@@ -256,7 +256,7 @@ static int retry_db(struct call *call, struct store *s, char *err, size_t errlen
 		return no_row(call, err, errlen);
 	if (r > 0) {
 		snprintf(err, errlen, "row %llu is %s: only a dead row can be retried",
-			 (unsigned long long)q->id, call->row.state);
+			 (unsigned long long)q->id, row_state_name(call->row.state));
 		r = -EBUSY;
 	}
 	return r;

@@ -7,6 +7,7 @@
 #ifndef CLAIMD_CMD_H
 #define CLAIMD_CMD_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -61,6 +62,8 @@ struct cmd_result {
 
 /* One batch's JSON object and a newline (the batch verb's, and its event stream's). */
 void cmd_batch_json(const struct store_batch *b, struct buf *out);
+/* The same object (jansson; the caller owns it), NULL when out of memory. */
+json_t *cmd_batch_object(const struct store_batch *b);
 
 typedef void (*cmd_done_cb)(void *data, const struct ctl_request *req,
 			    const struct cmd_result *res);

@@ -61,9 +61,14 @@ static const struct entity_field batch_fields[] = {
 };
 static const struct entity batch_entity = ENTITY(batch_fields, struct store_batch);
 
+json_t *cmd_batch_object(const struct store_batch *b)
+{
+	return entity_json(&batch_entity, b);
+}
+
 void cmd_batch_json(const struct store_batch *b, struct buf *out)
 {
-	entity_dump(entity_json(&batch_entity, b), out);
+	entity_dump(cmd_batch_object(b), out);
 }
 
 void cmd_batch_text(const struct ctl_request *req, const struct cmd_result *res,

@@ -6,6 +6,7 @@
 #include "supervisor/cmd_int.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "common/json.h"
 #include "common/log.h"
+#include "supervisor/entity.h"
 #include "supervisor/render.h"
 
 /* ---- filters ---- */
@@ -98,60 +100,47 @@ void cmd_job_page_text(const struct store_job *j, const struct store_job_extra *
 	render_job_text_payload(j, out);
 }
 
-static void link_list_json(struct buf *out, const char *name, const struct store_job_link *l,
-			   size_t n, bool more)
+/* Each failed attempt's error (json: the page's "attempt_errors"). */
+static const struct entity_field error_fields[] = {
+	{ "attempt", NULL, 0, ENTITY_U32, ENTITY_ALWAYS,
+	  offsetof(struct store_attempt_error, attempt), 0, NULL },
+	{ "failed_at", NULL, 0, ENTITY_STR, ENTITY_ALWAYS,
+	  offsetof(struct store_attempt_error, failed_at), 0, NULL },
+	{ "error", NULL, 0, ENTITY_PSTR, ENTITY_ALWAYS,
+	  offsetof(struct store_attempt_error, error), 0, NULL },
+};
+static const struct entity error_entity = ENTITY(error_fields, struct store_attempt_error);
+
+static json_t *links_json(const struct store_job_link *l, size_t n)
 {
-	buf_printf(out, ",\"%s\":[", name);
-	for (size_t i = 0; i < n; i++) {
-		buf_printf(out, "%s{\"id\":%llu,\"state\":", i ? "," : "", (unsigned long long)l[i].id);
-		if (l[i].state[0])
-			buf_json_str(out, l[i].state);
-		else
-			buf_puts(out, "null");
-		buf_printf(out, ",\"on_dead\":\"%s\"}", l[i].on_dead_run ? "run" : "cancel");
-	}
-	buf_printf(out, "],\"%s_more\":%s", name, more ? "true" : "false");
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n; i++)
+		json_array_append_new(a, json_pack("{s:I,s:o,s:s}", "id", (json_int_t)l[i].id,
+						   "state", l[i].state[0] ? json_string(l[i].state) :
+						   json_null(), "on_dead",
+						   l[i].on_dead_run ? "run" : "cancel"));
+	return a;
 }
 
-/* The row's object as render_job_json has it, with the page's fields before its closing
- * brace. */
+/* The row's object (render_job_object), and the page's parts. */
 void cmd_job_page_json(const struct store_job *j, const struct store_job_extra *x,
 		       struct buf *out)
 {
-	size_t start = out->len;
+	json_t *o = render_job_object(j);
 
-	render_job_json(j, out);
-	if (!x || buf_failed(out))
-		return;
-	/* "...}\n": the brace and the newline go, and come back after the page's fields. */
-	while (out->len > start && out->data[out->len - 1] != '}')
-		out->len--;
-	if (out->len == start)
-		return;
-	out->len--;
-	buf_puts(out, ",\"attempt_errors\":[");
-	for (size_t i = 0; i < x->nerrors; i++) {
-		const struct store_attempt_error *e = &x->errors[i];
-		buf_printf(out, "%s{\"attempt\":%u,\"failed_at\":", i ? "," : "", e->attempt);
-		buf_json_str(out, e->failed_at);
-		buf_puts(out, ",\"error\":");
-		if (e->error)
-			render_json_bytes(out, e->error, strlen(e->error));
-		else
-			buf_puts(out, "null");
-		buf_puts(out, "}");
+	if (o && x) {
+		json_object_set_new(o, "attempt_errors",
+				    entity_json_array(&error_entity, x->errors, x->nerrors));
+		json_object_set_new(o, "parents", links_json(x->parents, x->nparents));
+		json_object_set_new(o, "parents_more", json_boolean(x->more_parents));
+		json_object_set_new(o, "children", links_json(x->children, x->nchildren));
+		json_object_set_new(o, "children_more", json_boolean(x->more_children));
+		json_object_set_new(o, "waiting_for", json_integer(x->waiting_for));
+		json_object_set_new(o, "batch", x->has_batch ? cmd_batch_object(&x->batch) :
+				    json_null());
 	}
-	buf_puts(out, "]");
-	link_list_json(out, "parents", x->parents, x->nparents, x->more_parents);
-	link_list_json(out, "children", x->children, x->nchildren, x->more_children);
-	buf_printf(out, ",\"waiting_for\":%u,\"batch\":", x->waiting_for);
-	if (x->has_batch) {
-		cmd_batch_json(&x->batch, out);
-		out->len -= out->len && out->data[out->len - 1] == '\n';
-	} else {
-		buf_puts(out, "null");
-	}
-	buf_puts(out, "}\n");
+	entity_dump(o, out);
 }
 
 /* ---- bulk actions ---- */

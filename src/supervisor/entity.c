@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/row_state.h"
 #include "common/utf8.h"
 
 typedef const char *cstr;  /* for AT(rec, f, cstr) */
@@ -73,6 +74,8 @@ static double magnitude(const struct entity_field *f, const void *rec)
 		return AT(rec, f, double);
 	case ENTITY_BOOL:
 		return AT(rec, f, bool);
+	case ENTITY_STATE:
+		return 1;
 	}
 	return 0;
 }
@@ -108,6 +111,8 @@ static json_t *value_json(const struct entity_field *f, const void *rec)
 		return json_real(rounded(AT(rec, f, double), f->prec));
 	case ENTITY_BOOL:
 		return json_boolean(AT(rec, f, bool));
+	case ENTITY_STATE:
+		return json_string(row_state_name(AT(rec, f, enum row_state)));
 	case ENTITY_JSON: {
 		const char *s = AT(rec, f, cstr);
 		json_t *v = *s == '{' || *s == '[' ? json_loads(s, 0, NULL) : NULL;
@@ -160,7 +165,7 @@ static void bool_text(const char *words, bool v, char *out, size_t outlen)
 /* The field's value as text into out ("-" for none). */
 static const char *value_text(const struct entity_field *f, json_t *v, char *out, size_t outlen)
 {
-	bool text = f->type == ENTITY_STR || f->type == ENTITY_PSTR;
+	bool text = f->type == ENTITY_STR || f->type == ENTITY_PSTR || f->type == ENTITY_STATE;
 	bool number = !text && f->type != ENTITY_BOOL && f->type != ENTITY_JSON;
 
 	/* what another claimd wrote may differ: a value of another type is none */
@@ -265,6 +270,25 @@ void entity_text_fields(const struct entity *e, const void *rec, struct buf *b)
 	}
 	if (!o)
 		buf_puts(b, "(out of memory)\n");
+	json_decref(o);
+}
+
+void entity_text_lines(const struct entity *e, const void *rec, struct buf *b)
+{
+	json_t *o = entity_json(e, rec);
+	char text[1200];
+
+	for (size_t i = 0; o && i < e->nfields; i++) {
+		const struct entity_field *f = &e->fields[i];
+		json_t *v = json_object_get(o, f->name);
+		if (json_is_null(v) || (json_is_string(v) && !*json_string_value(v)))
+			continue;
+		buf_printf(b, "%-13s ", f->name);
+		/* one line: its line breaks would look like more fields */
+		for (const char *p = value_text(f, v, text, sizeof(text)); *p; p++)
+			buf_append(b, *p == '\n' || *p == '\r' ? " " : p, 1);
+		buf_puts(b, "\n");
+	}
 	json_decref(o);
 }
 

@@ -22,6 +22,7 @@ enum entity_type {
 	ENTITY_SIZE,    /* size_t */
 	ENTITY_REAL,    /* double, shown to prec decimals */
 	ENTITY_BOOL,    /* bool: true/false, text yes/no */
+	ENTITY_STATE,   /* enum row_state: its name */
 	ENTITY_JSON,    /* char * of JSON text claimd wrote (a supervisor's pool): put in as the
 			 * value it is, else as a string */
 };
@@ -72,6 +73,9 @@ void entity_text_row_json(const struct entity *e, json_t *obj, const char *inden
 
 /* One record as "name: value" lines, every field (its JSON name; none as "-"). */
 void entity_text_fields(const struct entity *e, const void *rec, struct buf *b);
+/* Its fields with a value as "name         value" lines (the name padded to 13), in order;
+ * none left out (a job's page). */
+void entity_text_lines(const struct entity *e, const void *rec, struct buf *b);
 
 /* v compact and a newline onto b (null when v is NULL: out of memory); v is released. */
 void entity_dump(json_t *v, struct buf *b);

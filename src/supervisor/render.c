@@ -25,44 +25,59 @@ void render_json_bytes(struct buf *b, const void *s, size_t n)
 	free(tmp);
 }
 
-static void json_time(struct buf *b, const char *name, const char *t)
-{
-	buf_printf(b, ",\"%s\":", name);
-	if (*t)
-		buf_json_str(b, t);
-	else
-		buf_puts(b, "null");
-}
+/* ---- a job ---- */
 
-static void json_text_or_null(struct buf *b, const char *name, const char *t)
-{
-	json_time(b, name, t ? t : "");
-}
+#define JF(name, head, width, type, none, member) \
+	{ name, head, width, ENTITY_##type, ENTITY_##none, offsetof(struct store_job, member), 0, \
+	  NULL }
 
-/* ,"name":<value>: s[0..n) as it is when json says it is JSON and it parses as one value
+/* A row's fields as they are; its payload, result and progress are added by job_object (as
+ * the JSON value, text or base64 they are). */
+static const struct entity_field job_fields[] = {
+	JF("id", "ID", -10, U64, ALWAYS, id),
+	JF("queue", "QUEUE", -16, STR, ALWAYS, queue),
+	JF("state", "STATE", -8, STATE, ALWAYS, state),
+	JF("attempts", "ATTEMPTS", 8, U32, ALWAYS, attempts),
+	JF("max_attempts", "MAX", 4, U32, ALWAYS, max_attempts),
+	JF("priority", NULL, 0, INT, ALWAYS, priority),
+	JF("period_s", NULL, 0, I64, NEG, period_s),
+	JF("timeout_s", NULL, 0, I64, NEG, timeout_s),
+	JF("created_at", NULL, 0, STR, ZERO, created_at),
+	JF("run_at", NULL, 0, STR, ZERO, run_at),
+	JF("visible_at", NULL, 0, STR, ZERO, visible_at),
+	JF("claimed_at", NULL, 0, STR, ZERO, claimed_at),
+	JF("claimed_by", NULL, 0, STR, ZERO, claimed_by),
+	JF("finished_at", "FINISHED", -27, STR, ZERO, finished_at),
+	JF("group", NULL, 0, STR, ZERO, group_key),
+	JF("group_seq", NULL, 0, U64, ZERO, group_seq),
+	JF("dedupe", NULL, 0, STR, ZERO, dedupe_key),
+	JF("content_type", NULL, 0, STR, ZERO, content_type),
+	JF("traceparent", NULL, 0, STR, ZERO, traceparent),
+	JF("result_type", NULL, 0, STR, ZERO, result_type),
+	JF("last_error", "LAST_ERROR", -1, PSTR, ALWAYS, last_error),
+};
+static const struct entity job_entity = ENTITY(job_fields, struct store_job);
+
+/* name: s[0..n) as the JSON value it is when json says it is JSON and it parses as one value
  * (a row may have been written by anyone), else as a string when it is UTF-8, else as
  * "name_b64"; null when s is NULL. */
-static void json_value(struct buf *b, const char *name, const void *s, size_t n, bool json)
+static void set_value(json_t *o, const char *name, const void *s, size_t n, bool json)
 {
 	json_t *v = json && s ? json_loadb(s, n, JSON_DECODE_ANY, NULL) : NULL;
+	char key[40];
 
-	if (!s) {
-		buf_printf(b, ",\"%s\":null", name);
-	} else if (v) {
-		buf_printf(b, ",\"%s\":", name);
-		buf_append(b, s, n);
-	} else if (json_utf8_valid(s, n)) {
-		buf_printf(b, ",\"%s\":", name);
-		render_json_bytes(b, s, n);
-	} else {
+	if (!v && s)
+		v = json_stringn(s, n);   /* NULL unless it is UTF-8 */
+	if (!v && s) {
 		char *tmp = malloc(JSON_BASE64_LEN(n));
-		buf_printf(b, ",\"%s\":null,\"%s_b64\":\"", name, name);
+		snprintf(key, sizeof(key), "%s_b64", name);
+		json_object_set_new(o, name, json_null());
 		if (tmp)
-			buf_append(b, tmp, json_base64(s, n, tmp));
-		buf_puts(b, "\"");
+			json_object_set_new(o, key, json_stringn(tmp, json_base64(s, n, tmp)));
 		free(tmp);
+		return;
 	}
-	json_decref(v);
+	json_object_set_new(o, name, v ? v : json_null());
 }
 
 /* The bytes of the payload's preview to show: all of them, but when the preview was cut in
@@ -80,98 +95,65 @@ static size_t preview_len(const struct store_job *j)
 	return n;
 }
 
-static void job_object(const struct store_job *j, struct buf *b)
+json_t *render_job_object(const struct store_job *j)
 {
+	json_t *o = entity_json(&job_entity, j);
 	size_t preview = preview_len(j);
 
-	buf_printf(b, "{\"id\":%llu,\"queue\":", (unsigned long long)j->id);
-	buf_json_str(b, j->queue);
-	buf_printf(b, ",\"state\":\"%s\",\"attempts\":%u,\"max_attempts\":%u,\"priority\":%d",
-		   j->state, j->attempts, j->max_attempts, j->priority);
-	if (j->period_s >= 0)
-		buf_printf(b, ",\"period_s\":%lld", (long long)j->period_s);
-	else
-		buf_puts(b, ",\"period_s\":null");
-	if (j->timeout_s >= 0)
-		buf_printf(b, ",\"timeout_s\":%lld", (long long)j->timeout_s);
-	else
-		buf_puts(b, ",\"timeout_s\":null");
-	json_time(b, "run_at", j->run_at);
-	json_time(b, "visible_at", j->visible_at);
-	json_time(b, "created_at", j->created_at);
-	json_time(b, "claimed_at", j->claimed_at);
-	json_time(b, "finished_at", j->finished_at);
-	json_text_or_null(b, "claimed_by", j->claimed_by);
-	json_text_or_null(b, "group", j->group_key);
-	if (j->group_key[0])
-		buf_printf(b, ",\"group_seq\":%llu", (unsigned long long)j->group_seq);
-	json_text_or_null(b, "dedupe", j->dedupe_key);
-	buf_puts(b, ",\"last_error\":");
-	if (j->last_error)
-		render_json_bytes(b, j->last_error, strlen(j->last_error));
-	else
-		buf_puts(b, "null");
-	json_text_or_null(b, "content_type", j->content_type);
-	json_text_or_null(b, "traceparent", j->traceparent);
+	if (!o)
+		return NULL;
 	if (!j->payload || json_utf8_valid(j->payload, preview)) {
-		buf_puts(b, ",\"payload\":");
-		render_json_bytes(b, j->payload ? j->payload : (const unsigned char *)"", preview);
+		json_object_set_new(o, "payload", json_stringn(j->payload ? (const char *)j->payload :
+							       "", j->payload ? preview : 0));
 	} else {
 		char *tmp = malloc(JSON_BASE64_LEN(j->payload_len));
-		buf_puts(b, ",\"payload_b64\":\"");
 		if (tmp)
-			buf_append(b, tmp, json_base64(j->payload, j->payload_len, tmp));
-		buf_puts(b, "\"");
+			json_object_set_new(o, "payload_b64",
+					    json_stringn(tmp, json_base64(j->payload, j->payload_len,
+									  tmp)));
 		free(tmp);
 	}
-	buf_printf(b, ",\"payload_bytes\":%llu,\"payload_truncated\":%s",
-		   (unsigned long long)j->payload_size,
-		   j->payload_size > j->payload_len ? "true" : "false");
-	json_value(b, "result", j->result, j->result_len,
-		   !strcmp(j->result_type, "application/json"));
-	json_text_or_null(b, "result_type", j->result_type);
-	json_value(b, "progress", j->progress, j->progress ? strlen(j->progress) : 0, true);
-	buf_puts(b, "}");
+	json_object_set_new(o, "payload_bytes", json_integer((json_int_t)j->payload_size));
+	json_object_set_new(o, "payload_truncated", json_boolean(j->payload_size > j->payload_len));
+	set_value(o, "result", j->result, j->result_len, !strcmp(j->result_type, "application/json"));
+	set_value(o, "progress", j->progress, j->progress ? strlen(j->progress) : 0, true);
+	return o;
 }
 
 void render_job_json(const struct store_job *j, struct buf *b)
 {
-	job_object(j, b);
-	buf_puts(b, "\n");
+	entity_dump(render_job_object(j), b);
 }
 
 void render_jobs_json(const struct store_job *jobs, size_t n, struct buf *b)
 {
-	buf_puts(b, "[");
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			buf_puts(b, ",");
-		job_object(&jobs[i], b);
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n; i++) {
+		json_t *o = render_job_object(&jobs[i]);
+		if (!o || json_array_append_new(a, o) < 0) {
+			json_decref(a);
+			a = NULL;
+		}
 	}
-	buf_puts(b, "]\n");
+	entity_dump(a, b);
 }
 
 void render_jobs_text(const struct store_job *jobs, size_t n, struct buf *b)
 {
-	buf_printf(b, "%-10s %-16s %-8s %-9s %-26s %s\n", "ID", "QUEUE", "STATE", "ATTEMPTS",
-		   "FINISHED", "LAST_ERROR");
+	entity_text_head(&job_entity, "", b);
 	for (size_t i = 0; i < n; i++) {
-		const struct store_job *j = &jobs[i];
-		buf_printf(b, "%-10llu %-16s %-8s %4u/%-4u %-26s ", (unsigned long long)j->id,
-			   j->queue, j->state, j->attempts, j->max_attempts,
-			   j->finished_at[0] ? j->finished_at : "-");
-		/* The start of the error, on one line. */
+		/* the start of the error, on one line */
+		struct store_job j = jobs[i];
+		char err[81] = "-";
 		size_t k = 0;
-		for (const char *p = j->last_error ? j->last_error : "-"; *p && k < 80; p++, k++)
-			buf_append(b, *p == '\n' || *p == '\r' || *p == '\t' ? " " : p, 1);
-		buf_puts(b, "\n");
+		for (const char *p = j.last_error; p && *p && k < 80; p++)
+			err[k++] = *p == '\n' || *p == '\r' || *p == '\t' ? ' ' : *p;
+		if (k)
+			err[k] = '\0';
+		j.last_error = err;
+		entity_text_row(&job_entity, &j, "", b);
 	}
-}
-
-static void text_line(struct buf *b, const char *name, const char *value)
-{
-	if (value && *value)
-		buf_printf(b, "%-13s %s\n", name, value);
 }
 
 void render_job_text(const struct store_job *j, struct buf *b)
@@ -182,35 +164,11 @@ void render_job_text(const struct store_job *j, struct buf *b)
 
 void render_job_text_fields(const struct store_job *j, struct buf *b)
 {
-	buf_printf(b, "%-13s %llu\n%-13s %s\n%-13s %s\n%-13s %u of %u\n%-13s %d\n", "id",
-		   (unsigned long long)j->id, "queue", j->queue, "state", j->state, "attempts",
-		   j->attempts, j->max_attempts, "priority", j->priority);
-	if (j->period_s >= 0)
-		buf_printf(b, "%-13s %lld s\n", "period", (long long)j->period_s);
-	if (j->timeout_s >= 0)
-		buf_printf(b, "%-13s %lld s\n", "timeout", (long long)j->timeout_s);
-	text_line(b, "created_at", j->created_at);
-	text_line(b, "run_at", j->run_at);
-	text_line(b, "visible_at", j->visible_at);
-	text_line(b, "claimed_at", j->claimed_at);
-	text_line(b, "claimed_by", j->claimed_by);
-	text_line(b, "finished_at", j->finished_at);
-	if (j->group_key[0])
-		buf_printf(b, "%-13s %s #%llu\n", "group", j->group_key,
-			   (unsigned long long)j->group_seq);
-	text_line(b, "dedupe", j->dedupe_key);
-	if (j->last_error) {
-		/* One line: the error's line breaks would look like more fields. */
-		buf_printf(b, "%-13s ", "last_error");
-		for (const char *p = j->last_error; *p; p++)
-			buf_append(b, *p == '\n' || *p == '\r' ? " " : p, 1);
-		buf_puts(b, "\n");
-	}
+	entity_text_lines(&job_entity, j, b);
 	buf_printf(b, "%-13s %llu bytes%s\n", "payload", (unsigned long long)j->payload_size,
 		   j->payload_size > j->payload_len ? " (the start below)" : "");
-	text_line(b, "content_type", j->content_type);
-	text_line(b, "traceparent", j->traceparent);
-	text_line(b, "progress", j->progress);
+	if (j->progress)
+		buf_printf(b, "%-13s %s\n", "progress", j->progress);
 	if (j->result)
 		buf_printf(b, "%-13s %zu bytes%s%s\n", "result", j->result_len,
 			   j->result_type[0] ? " of " : "", j->result_type);

@@ -3,20 +3,25 @@
 #ifndef CLAIMD_RENDER_H
 #define CLAIMD_RENDER_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "common/buf.h"
 #include "store/store.h"
 
-void render_job_text(const struct store_job *j, struct buf *out);
-/* Its two parts: the "name: value" lines, and the payload's start (when it is text). */
-void render_job_text_fields(const struct store_job *j, struct buf *out);
-void render_job_text_payload(const struct store_job *j, struct buf *out);
-/* One JSON object: every field of struct store_job; times as the server's text or null; the
- * payload's start as "payload" when it is UTF-8, else "payload_b64", with "payload_bytes"
+/* A row's JSON object (jansson; the caller owns it): the fields of render.c's job table, then
+ * the payload's start as "payload" when it is UTF-8, else "payload_b64", with "payload_bytes"
  * (the whole payload's size) and "payload_truncated"; "result" as the JSON value it is (with
  * result_type application/json), else a string, else "result_b64"; "progress" likewise;
- * null for none. */
+ * null for none. NULL when out of memory. */
+json_t *render_job_object(const struct store_job *j);
+
+void render_job_text(const struct store_job *j, struct buf *out);
+/* Its two parts: a line per field with a value (the job table's, then the payload's size,
+ * progress, result), and the payload's start (when it is text). */
+void render_job_text_fields(const struct store_job *j, struct buf *out);
+void render_job_text_payload(const struct store_job *j, struct buf *out);
+/* render_job_object, compact, and a newline. */
 void render_job_json(const struct store_job *j, struct buf *out);
 
 /* The queues (store_queue), described once in render.c's queue table: a text table; a JSON
