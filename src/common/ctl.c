@@ -89,6 +89,8 @@ const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 			   AT(action) },
 	[CTL_F_CONFIRM] = { "confirm", "--confirm", "N", T_UINT, CLI_NUMBER, 0, UINT64_MAX,
 			    AT(confirm) },
+	[CTL_F_AFTER] = { "after", "--after", "NAME", T_TEXT, CLI_NUMBER, 1, CTL_SCHEDULE_NAME_MAX,
+			  AT(after) },
 };
 
 int ctl_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -343,10 +345,12 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 			   "(an IANA name; UTC by default), once across every claimd; --catch-up: what\n"
 			   "ticks missed while no claimd ran get (one row, a row each, none)",
 			   check_schedule },
-	[CTL_SCHEDULES] = { "schedules", BIT(CTL_F_NAME) | BIT(CTL_F_JSON), 0, { CTL_F_NAME }, 1,
-			    NULL, "schedules [NAME]",
-			    "every schedule (or the one named): its expression, zone, next and\n"
-			    "last tick, and why it cannot run if it cannot", NULL },
+	[CTL_SCHEDULES] = { "schedules", BIT(CTL_F_NAME) | BIT(CTL_F_AFTER) | BIT(CTL_F_LIMIT) |
+			    BIT(CTL_F_JSON), 0, { CTL_F_NAME }, 1, NULL,
+			    "schedules [NAME] [--after NAME] [--limit N]",
+			    "the schedules by name (or the one named): expression, zone, next and\n"
+			    "last tick, and why one cannot run if it cannot; at most --limit (1..200,\n"
+			    "default 100) after --after", NULL },
 	[CTL_UNSCHEDULE] = { "unschedule", BIT(CTL_F_NAME) | BIT(CTL_F_JSON), BIT(CTL_F_NAME),
 			     { CTL_F_NAME }, 1, NULL, "unschedule NAME",
 			     "delete a schedule (the rows it added stay)", NULL },

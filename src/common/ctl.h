@@ -203,6 +203,7 @@ enum ctl_field {
 	CTL_F_ERROR,
 	CTL_F_ACTION,
 	CTL_F_CONFIRM,
+	CTL_F_AFTER,
 	CTL_FIELD_COUNT,
 };
 _Static_assert(CTL_FIELD_COUNT <= 64, "a field is a bit of ctl_request.have");
@@ -229,6 +230,7 @@ struct ctl_request {
 	const char *from, *to;                  /* stats */
 	uint32_t since_ms, step_ms;
 	const char *error, *action;             /* jobs, bulk: filters; bulk's action */
+	const char *after;                      /* schedules: the page after this name */
 	uint64_t confirm;                       /* bulk: the count it was shown */
 };
 

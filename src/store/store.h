@@ -651,10 +651,10 @@ int store_schedule_delete(struct store *s, const char *name, char *err, size_t e
 /* Pause or resume schedule name. Returns 1, 0 when there is none, or a negative error. */
 int store_schedule_set_paused(struct store *s, const char *name, bool paused, char *err,
 			      size_t errlen);
-/* Schedule name, or every schedule (name NULL) by name, into a malloc'd array. Returns 0 or
- * a negative error. */
-int store_schedules(struct store *s, const char *name, struct store_schedule **ret,
-		    size_t *ret_n, char *err, size_t errlen);
+/* Schedule name, or (name NULL) the schedules by name after after (NULL: from the first), at
+ * most limit (0: every one), into a malloc'd array. Returns 0 or a negative error. */
+int store_schedules(struct store *s, const char *name, const char *after, unsigned limit,
+		    struct store_schedule **ret, size_t *ret_n, char *err, size_t errlen);
 
 /* The tick arithmetic, which the store does not know: the first tick of expression cron in
  * zone strictly after after (UTC seconds) into *ret. Returns 0, -ENOENT when it never fires

@@ -179,8 +179,8 @@ static int take_schedule(MYSQL_ROW row, unsigned long *len, struct store_schedul
 	return 0;
 }
 
-int store_schedules(struct store *s, const char *name, struct store_schedule **ret,
-		    size_t *ret_n, char *err, size_t errlen)
+int store_schedules(struct store *s, const char *name, const char *after, unsigned limit,
+		    struct store_schedule **ret, size_t *ret_n, char *err, size_t errlen)
 {
 	char q[2 * STORE_SCHEDULE_NAME_MAX + 3];
 	struct store_schedule *out;
@@ -189,15 +189,21 @@ int store_schedules(struct store *s, const char *name, struct store_schedule **r
 	size_t n = 0;
 	int r = sq_check(s, "store_schedules", NULL, 0, NULL, err, errlen);
 
-	if (r < 0 || (name && (r = check_name("store_schedules", name, err, errlen)) < 0))
+	if (r < 0 || (name && (r = check_name("store_schedules", name, err, errlen)) < 0) ||
+	    (after && (r = check_name("store_schedules", after, err, errlen)) < 0))
 		return r;
 	sq_reset(s);
 	sql_add(s, "SELECT " SCHEDULE_COLUMNS " FROM schedules");
 	if (name) {
 		sq_quote(s->conn, q, name, strlen(name));
 		sql_add(s, " WHERE name = %s", q);
+	} else if (after) {
+		sq_quote(s->conn, q, after, strlen(after));
+		sql_add(s, " WHERE name > %s", q);
 	}
 	sql_add(s, " ORDER BY name");
+	if (!name && limit)
+		sql_add(s, " LIMIT %u", limit);
 	r = sq_run(s, "store_schedules", &rr, err, errlen);
 	if (r < 0)
 		return sq_final(r);

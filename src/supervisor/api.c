@@ -134,8 +134,9 @@ static void jobs_filter_query(struct buf *b, const struct ctl_request *req)
 	}
 }
 
-/* A full page of a list (jobs, batches: the newest first) has a next one: a Link header
- * (RFC 8288) to it, the same request with before= the last id of this one. */
+/* A full page of a list (jobs, batches: the newest first; schedules: by name) has a next
+ * one: a Link header (RFC 8288) to it, the same request with before= the last id of this
+ * one (schedules: after= its last name). */
 static void link_next(struct http_request *r, const struct ctl_request *req,
 		      const struct cmd_result *res)
 {
@@ -143,6 +144,19 @@ static void link_next(struct http_request *r, const struct ctl_request *req,
 	uint64_t last;
 	struct buf b;
 
+	if (req->verb == CTL_SCHEDULES && !ctl_has(req, CTL_F_NAME)) {
+		unsigned page = ctl_has(req, CTL_F_LIMIT) ? req->limit : CMD_SCHEDULES_PAGE;
+		if (res->nschedules == 0 || res->nschedules < page)
+			return;
+		buf_init(&b);
+		buf_printf(&b, "</v1/schedules?limit=%u&after=", page);
+		query_value(&b, res->schedules[res->nschedules - 1].name);
+		buf_puts(&b, ">; rel=\"next\"");
+		if (!buf_failed(&b))
+			http_add_header(r, "Link", b.data);
+		buf_free(&b);
+		return;
+	}
 	if (req->verb == CTL_JOBS && res->next > 0)
 		last = res->next;   /* a full page, or a span that ran out first */
 	else if (req->verb == CTL_BATCHES && res->nbatches > 0 && res->nbatches >= limit)

@@ -69,6 +69,7 @@ typedef void (*cmd_done_cb)(void *data, const struct ctl_request *req,
 			    const struct cmd_result *res);
 
 #define CMD_ADDS_PIPES 2   /* add transactions in flight at once */
+#define CMD_SCHEDULES_PAGE 100   /* schedules listed without --limit */
 
 /* What the commands need of the supervisor. */
 struct cmd_host {

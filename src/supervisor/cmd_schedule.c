@@ -24,7 +24,10 @@ static enum store_catch_up catch_up_of(const char *s)
 static int read_back(struct call *call, struct store *s, const char *name, char *err,
 		     size_t errlen)
 {
-	int r = store_schedules(s, name, &call->scheds, &call->nscheds, err, errlen);
+	const struct ctl_request *q = call->req;
+	int r = store_schedules(s, name, !name && ctl_has(q, CTL_F_AFTER) ? q->after : NULL,
+				name ? 0 : ctl_has(q, CTL_F_LIMIT) ? q->limit : CMD_SCHEDULES_PAGE,
+				&call->scheds, &call->nscheds, err, errlen);
 
 	if (r == 0 && name && call->nscheds == 0) {
 		snprintf(err, errlen, "no schedule '%s'", name);

@@ -505,17 +505,20 @@ class Claimd:
                      timeout, f'{self.name}: the http listening line')
         return m.group(1)
 
-    def api(self, method, path, body=None, timeout=20, headers=None):
+    def api(self, method, path, body=None, timeout=20, headers=None, answer_headers=None):
         """One request to its HTTP API with its token (and headers): (status, the JSON
-        answer, or the text when it is not JSON)."""
+        answer, or the text when it is not JSON); the answer's headers into the dict
+        answer_headers, if given."""
         req = urllib.request.Request(self.http_url() + path, data=body, method=method,
                                      headers=dict(headers or {}, Authorization=f'Bearer '
                                                   f'{self.http_token()}'))
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:
-                status, raw = r.status, r.read()
+                status, raw, got = r.status, r.read(), r.headers
         except urllib.error.HTTPError as e:
-            status, raw = e.code, e.read()
+            status, raw, got = e.code, e.read(), e.headers
+        if answer_headers is not None:
+            answer_headers.update({k: v for k, v in got.items()})
         try:
             return status, json.loads(raw)
         except ValueError:

@@ -158,6 +158,7 @@ def it_serves_a_valid_description_that_every_answer_follows(t):
     api('get', '/v1/schedules/nightly', sched)
     api('get', '/v1/schedules/none', sched)                                    # 404
     api('get', '/v1/schedules', '/v1/schedules')
+    api('get', '/v1/schedules?limit=1&after=a', '/v1/schedules')
     api('post', '/v1/schedules/nightly/pause', '/v1/schedules/{name}/pause')
     api('post', '/v1/schedules/nightly/resume', '/v1/schedules/{name}/resume')
     api('delete', '/v1/schedules/nightly', sched)

@@ -6,6 +6,7 @@ delete them."""
 
 import datetime
 import json
+import re
 import time
 import urllib.request
 from zoneinfo import ZoneInfo
@@ -199,6 +200,22 @@ def it_is_managed_over_http_and_claimctl(t):
     check_eq((st, [s['paused'] for s in body]), (200, [False]), 'GET /v1/schedules')
     st, body = c.api('PUT', '/v1/schedules/x?cron=nope', b'')
     check_eq(st, 400, f'a bad expression over HTTP: {body}')
+    # A page at a time, by name, with a next link (and claimctl --after).
+    for name in ('p-a', 'p-b', 'p-c', 'p-d'):
+        check_eq(c.ctl('schedule', name, '--cron', '@daily', 'x').returncode, 0, f'schedule {name}')
+    pages, path = [], '/v1/schedules?limit=2'
+    while path and len(pages) < 5:
+        got = {}
+        st, body = c.api('GET', path, answer_headers=got)
+        check_eq(st, 200, f'GET {path}: {body}')
+        pages.append([s['name'] for s in body])
+        m = re.match(r'<([^>]+)>; rel="next"$', got.get('Link', ''))
+        path = m.group(1) if m else None
+    check_eq(pages, [['nightly', 'p-a'], ['p-b', 'p-c'], ['p-d']], 'the pages, by their Link')
+    r = c.ctl('schedules', '--after', 'p-a', '--limit', '2', '--json')
+    check_eq([s['name'] for s in json.loads(r.stdout)], ['p-b', 'p-c'], 'claimctl schedules --after')
+    for name in ('p-a', 'p-b', 'p-c', 'p-d'):
+        c.ctl('unschedule', name)
     st, _ = c.api('DELETE', '/v1/schedules/nightly')
     check_eq(st, 200, 'DELETE')
     st, _ = c.api('GET', '/v1/schedules/nightly')
