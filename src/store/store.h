@@ -263,7 +263,9 @@ void store_set_claim_hook(struct store *s,
  * after the request, which never ran, gives its attempt back), it becomes
  * 'dead' (visible_at NULL, finished_at NOW(6)); otherwise 'ready', visible at
  * NOW(6) + retry_ms. error (may be NULL) is stored in last_error, cut to 4000 bytes on a
- * character boundary, bytes that are not UTF-8 replaced by '?'.
+ * character boundary, bytes that are not UTF-8 replaced by '?'. A row that went dead with
+ * ref.dependents (its claim's has_dependents) ends, or counts off, the rows that wait for it
+ * in the same transaction; without, none is looked for.
  * Returns 1 if applied and the row is now ready, 2 if applied and the row is now dead,
  * 0 if fenced out, or a negative error. */
 int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const char *error,

@@ -107,14 +107,18 @@ int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const c
 	sq_add_attempt_errors(s, &ref, 1, "last_error");
 	if (ref.grouped)
 		sq_add_group_next(s, &ref, 1, false);
-	sq_add_deps_dead(s, &ref, 1);
+	/* Only a row with children (its claim read has_dependents; a running row cannot get a
+	 * new one) carries the three statements that end or count off its children: they
+	 * cost ~1.5 ms of the server's time however empty. */
+	if (ref.dependents)
+		sq_add_deps_dead(s, &ref, 1);
 	sql_add(s, "SELECT state FROM work_items WHERE id = %llu", (unsigned long long)ref.id);
 	sq_end(s);
 	sql_add(s, "COMMIT");
 	r = sq_run_retry(s, "store_fail", &rr, err, errlen);
 	if (r < 0)
 		return r;
-	/* Statements: START, [GROUP_LOCK], UPDATE, ATTEMPT_ERROR_ADD, [GROUP_NEXT], 3 x DEPS,
+	/* Statements: START, [GROUP_LOCK], UPDATE, ATTEMPT_ERROR_ADD, [GROUP_NEXT], [3 x DEPS],
 	 * SELECT, COMMIT. */
 	u = ref.grouped ? 2 : 1;
 	row = rr.rows[u] > 0 && rr.res ? mysql_fetch_row(rr.res) : NULL;
