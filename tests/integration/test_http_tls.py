@@ -190,6 +190,7 @@ def it_keeps_its_certificate_when_a_reload_reads_no_certificate(t):
     port = int(wait_for(lambda: re.search(r'listening on https://[0-9.]+:(\d+)/', c.log()), 10,
                         'the https line').group(1))
     token = c.http_token()
+    c.wait_ready()   # /healthz answers 200 only once the pool is at strength
     with open(cert, 'w') as f:
         f.write('-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n')
     r = c.ctl('reload')
