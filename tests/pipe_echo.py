@@ -3,6 +3,9 @@
 answers one JSON reply per line on stdout, and logs to the file named by its argument:
 
     boot 0 0 <time> <pid>                          when it starts
+    ready 0 0 <time> <pid>                         when it wrote {"ready":true}: with a second
+                                                   argument ready=MS, MS after its start
+                                                   (ready=never: it never does)
     start <id> <attempt> <time> <pid> <queue> <group> <seq> <max_attempts> <deadline_ms> <hex>
     end <id> <attempt> <time> <pid> <reply>
 
@@ -116,6 +119,11 @@ def handle(req):
 
 def main():
     log('boot', 0, 0, f'{time.time():.6f}', os.getpid())
+    ready = sys.argv[2][len('ready='):] if len(sys.argv) > 2 else None
+    if ready and ready != 'never':
+        time.sleep(int(ready) / 1000)
+        log('ready', 0, 0, f'{time.time():.6f}', os.getpid())
+        reply({'ready': True})
     for line in sys.stdin.buffer:
         req = json.loads(line)
         if not req.get('cancel'):   # one item at a time: a cancel is not acted on

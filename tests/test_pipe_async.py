@@ -45,6 +45,7 @@ class CoProcess:
         self.lines = queue.Queue()
         self.raw = []
         threading.Thread(target=self._read, daemon=True).start()
+        self.hello = self.next()   # its first line, before any request: {"ready":true}
 
     def _read(self):
         for line in self.p.stdout:
@@ -107,8 +108,10 @@ class PipeAsync(unittest.TestCase):
                 f.close()
             except (OSError, ValueError):
                 pass
-        # every line it ever wrote to stdout is a reply or a progress line
-        for line in self.c.raw:
+        # its first line said it was ready; every other line it ever wrote to stdout is a
+        # reply or a progress line
+        self.assertEqual(self.c.hello, {'ready': True})
+        for line in self.c.raw[1:]:
             msg = json.loads(line)
             self.assertIsInstance(msg.get('id'), int, line)
             self.assertTrue('progress' in msg or isinstance(msg.get('ok'), bool), line)

@@ -95,7 +95,32 @@ static const struct bad {
 	{ "{\"id\":7,\"ok\":false,\"retry_in_ms\":1.5}", 0, "\"retry_in_ms\" is not" },
 	{ "{\"id\":7,\"ok\":false,\"retry_in_ms\":\"5\"}", 0, "\"retry_in_ms\" is not" },
 	{ "{\"id\":7,\"progress\":null}", 0, "no boolean \"ok\" (nor a \"progress\")" },
+	/* the ready line is true and has no id */
+	{ "{\"ready\":false}", 0, "no \"id\"" },
+	{ "{\"ready\":1}", 0, "no \"id\"" },
+	{ "{\"ready\":true,\"id\":7}", 0, "no boolean \"ok\"" },
+	{ "{\"ready\":true}x", 0, "not a JSON object" },
 };
+
+/* The ready line, alone or with fields it ignores; with an id it is a reply like another. */
+static void test_ready(void)
+{
+	static const char *const lines[] = {
+		"{\"ready\":true}", " { \"ready\" : true }\r", "{\"ready\":true,\"pid\":42}",
+	};
+	struct pipe_reply reply;
+
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		int r = pipe_reply_parse(lines[i], strlen(lines[i]), &reply);
+		CHECK(r == 0 && reply.ready && reply.id == 0 && !reply.progress && !reply.text,
+		      "'%s': %d ready %d", lines[i], r, reply.ready);
+		pipe_reply_clear(&reply);
+	}
+	CHECK(pipe_reply_parse("{\"ready\":true,\"id\":7,\"ok\":true}", 31, &reply) == 0 &&
+	      !reply.ready && reply.id == 7 && reply.res.status == HANDLER_OK,
+	      "a reply with \"ready\" in it is a reply");
+	pipe_reply_clear(&reply);
+}
 
 static void test_good(void)
 {
@@ -109,6 +134,7 @@ static void test_good(void)
 		if (r < 0)
 			continue;
 		CHECK(reply.progress == g->progress, "'%s': progress %d", g->line, reply.progress);
+		CHECK(!reply.ready, "'%s': read as the ready line", g->line);
 		CHECK(reply.id == (g->id ? g->id : 7), "'%s': id %llu", g->line,
 		      (unsigned long long)reply.id);
 		CHECK(g->text ? reply.text && !strcmp(reply.text, g->text) &&
@@ -244,11 +270,13 @@ int main(void)
 	test_long_reply();
 	test_limits();
 	test_refuse();
+	test_ready();
 	if (failures) {
 		printf("%d check(s) failed\n", failures);
 		return 1;
 	}
-	printf("ok - pipe_reply: %zu good, %zu bad replies, prefixes, size cap, refused\n",
+	printf("ok - pipe_reply: %zu good, %zu bad replies, prefixes, size cap, refused, "
+	       "ready\n",
 	       sizeof(goods) / sizeof(goods[0]), sizeof(bads) / sizeof(bads[0]));
 	return 0;
 }

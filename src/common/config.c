@@ -81,6 +81,9 @@ const struct option_def config_defs[] = {
 	  A_RESTART, "HTTP connections at once from one client address (default 32)" },
 	{ "exec-result", K_FLAG, NULL, AT(exec_result), 0, 1, A_WORKERS,
 	  "an exec: handler's stdout (at most 64 KiB) is the row's result" },
+	{ "pipe-ready", K_FLAG, NULL, AT(pipe_ready), 0, 1, A_WORKERS,
+	  "a pipe: co-process is started with its worker and writes {\"ready\":true} when it\n"
+	  "can take items; the worker claims none before" },
 	{ "lease", K_DURATION, "DUR", AT(lease_ms), 1000, UINT_MAX, A_WORKERS,
 	  "claim lease, renewed while a handler runs (default 30s, at least 1s)" },
 	{ "timeout", K_DURATION, "DUR", AT(timeout_ms), 1, UINT_MAX, A_WORKERS,

@@ -80,6 +80,7 @@ struct config {
 	unsigned http_max_conns;
 	unsigned http_max_conns_per_ip;
 	bool exec_result;   /* an exec: handler's stdout is the row's result */
+	bool pipe_ready;    /* a pipe: co-process says {"ready":true} before it is sent work */
 	char user[64];      /* drop to this user after start-up ("" = stay) */
 	bool allow_root;    /* handlers may run as root */
 	bool migrate;       /* --migrate: bring the schema up to date and exit */

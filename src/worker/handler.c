@@ -70,7 +70,8 @@ int handler_new(uv_loop_t *loop, const char *spec, const struct handler_opts *op
 	struct handler *h = calloc(1, sizeof(*h));
 	struct handler_env env = {
 		.loop = loop, .concurrency = opts->concurrency, .kill_grace_ms = opts->kill_grace_ms,
-		.exec_result = opts->exec_result, .scoreboard = opts->scoreboard,
+		.exec_result = opts->exec_result, .pipe_ready = opts->pipe_ready,
+		.scoreboard = opts->scoreboard,
 		.lease_ok_ns = opts->lease_ok_ns, .hooks = opts->hooks,
 	};
 	const char *arg;
@@ -159,6 +160,11 @@ unsigned handler_running(const struct handler *h)
 size_t handler_queued(const struct handler *h)
 {
 	return h->kind->queued(h->impl);
+}
+
+bool handler_ready(const struct handler *h)
+{
+	return !h->kind->ready || h->kind->ready(h->impl);
 }
 
 unsigned handler_concurrency(const struct handler *h)

@@ -14,7 +14,9 @@
  *                      for last_error. Exit 0 is success. Each process runs in its own process
  *                      group and is killed (SIGKILL) if the worker dies. Up to `concurrency`
  *                      processes at once.
- *   pipe:/path args    one long-lived co-process per worker, started on the first item, no
+ *   pipe:/path args    one long-lived co-process per worker, started on the first item (with
+ *                      pipe_ready: at once, again whenever gone, and sent nothing before its
+ *                      {"ready":true} line), no
  *                      shell, own process group, dies with the worker; one JSON request line
  *                      per item on its stdin, up to `concurrency` outstanding, answered by id
  *                      in any order on its stdout (handler_pipe.h has the protocol).
@@ -43,6 +45,7 @@ struct handler_opts {
 	unsigned kill_grace_ms;   /* a stop (SIGTERM, a cancel line, the cancelled flag) to the
 				   * end (SIGKILL, the co-process stopped, the worker's exit) */
 	bool exec_result;         /* exec: its stdout is the result (else inherited) */
+	bool pipe_ready;          /* pipe: started at once, ready when it says so (handler_ready) */
 	/* Where each running item is written (entries [0, concurrency)); NULL: nowhere. */
 	struct sb_slot *scoreboard;
 	/* Until when (uv_hrtime) the leases of the items held are surely the worker's: an item
@@ -93,6 +96,11 @@ bool handler_cancel(struct handler *h, struct handler_job *job);
 /* Items running now, and queued (not started). */
 unsigned handler_running(const struct handler *h);
 size_t handler_queued(const struct handler *h);
+
+/* Whether it can take items now: false only for a pipe: kind with pipe_ready whose
+ * co-process has not written its ready line (yet, or since it was started again); the
+ * ready hook tells when it turns true. */
+bool handler_ready(const struct handler *h);
 
 /* How many items it runs at once: opts.concurrency, or 1 for a so: plugin that does not say
  * it is thread-safe. */

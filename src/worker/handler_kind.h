@@ -26,6 +26,7 @@ struct handler_env {
 	unsigned concurrency;
 	unsigned kill_grace_ms;
 	bool exec_result;             /* exec: stdout is the result */
+	bool pipe_ready;              /* pipe: wait for the co-process's ready line */
 	struct sb_slot *scoreboard;   /* never NULL: handler.c gives a private one if need be */
 	const uint64_t *lease_ok_ns;  /* NULL: no check */
 	struct handler_hooks hooks;
@@ -51,6 +52,8 @@ struct handler_kind {
 	size_t (*queued)(const void *h);
 	/* NULL: env->concurrency. */
 	unsigned (*concurrency)(const void *h);
+	/* As handler_ready; NULL: always. */
+	bool (*ready)(const void *h);
 };
 
 extern const struct handler_kind handler_exec;

@@ -4,7 +4,9 @@
  * item_enter() along the table below. The items of a co-process we stop are reported once it
  * is gone, and the next co-process is started only then, so two never overlap. Jobs are
  * started, and items stopped before they were sent reported, from a 0 ms timer (the kick),
- * never from inside submit. */
+ * never from inside submit. With env->pipe_ready a co-process runs whether items wait or not
+ * (started with the worker, again whenever one is gone) and is sent nothing before its ready
+ * line, which pipe_ready_now reports to the worker, so it claims nothing before either. */
 #include "worker/handler_pipe.h"
 
 #include <assert.h>
@@ -25,6 +27,7 @@
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 10000
+#define READY_NOTICE_MS 5000   /* pipe_ready: a co-process silent this long is noticed */
 
 enum item_state {
 	ITEM_FREE,        /* the slot holds no job */
@@ -72,10 +75,13 @@ struct handler_pipe {
 	struct item *items;        /* by slot */
 	uv_timer_t kick;           /* 0 ms: report ITEM_ENDING, start queued jobs, a co-process */
 	uv_timer_t start_timer;    /* the back-off before the next co-process */
+	uv_timer_t ready_timer;    /* pipe_ready: the notice of a co-process not ready yet */
 	int open_handles;
 	bool closing;              /* pipe_free was called: its memory goes with its handles */
+	bool stopping;             /* stop_all was called: no co-process for an empty queue */
 	struct pipe_coproc *cp;    /* the co-process, until it is gone */
 	bool cp_replied;           /* it sent a reply (its start-up went well) */
+	bool cp_ready;             /* pipe_ready: it wrote its ready line */
 	enum cp_stop stop;
 	uint64_t stop_item;
 	char stop_why[HANDLER_ERR_MAX + 1];
@@ -85,6 +91,7 @@ struct handler_pipe {
 
 static void kick(struct handler_pipe *p);
 static void on_kick(uv_timer_t *t);
+static void coproc_ready(struct handler_pipe *p);
 static void on_item_timer(uv_timer_t *t);
 
 static void item_enter(struct item *it, enum item_state to)
@@ -127,6 +134,12 @@ static void item_report_text(struct item *it, int status, const char *what)
 }
 
 #define OUTSTANDING (B(ITEM_SENT) | B(ITEM_CANCELLING))   /* the co-process owes a reply */
+
+/* The co-process takes requests: it runs, and with pipe_ready it has said it is ready. */
+static bool sendable(const struct handler_pipe *p)
+{
+	return pipe_coproc_usable(p->cp) && (!p->env.pipe_ready || p->cp_ready);
+}
 
 /* The first item in one of states (a mask of B(state)) with this id (any: 0, which no item
  * has), or NULL. */
@@ -232,6 +245,8 @@ static void on_cp_gone(struct pipe_coproc *cp)
 			p->not_before = uv_now(p->env.loop) + backoff_next(&p->backoff);
 	}
 	p->cp = NULL;
+	p->cp_ready = false;
+	uv_timer_stop(&p->ready_timer);
 	stop_outstanding(p);   /* all first: a done hook called below finds them taken */
 	for (unsigned i = 0; i < p->slots.n && !p->closing; i++) {
 		struct item *it = &p->items[i];
@@ -272,9 +287,14 @@ static void on_cp_line(struct pipe_coproc *cp, const char *line, size_t len)
 	struct pipe_reply reply;
 	struct item *it = NULL;
 	char what[120];
+	int r = pipe_reply_parse(line, len, &reply);
 
-	if (pipe_reply_parse(line, len, &reply) == 0 &&
-	    (reply.id == 0 || !(it = find(p, OUTSTANDING, reply.id)))) {
+	if (r == 0 && reply.ready) {
+		pipe_reply_clear(&reply);
+		coproc_ready(p);
+		return;
+	}
+	if (r == 0 && (reply.id == 0 || !(it = find(p, OUTSTANDING, reply.id)))) {
 		if (find(p, OUTSTANDING, 0))
 			snprintf(what, sizeof(what), "wrong id %llu (no item outstanding has it)",
 				 (unsigned long long)reply.id);
@@ -383,7 +403,7 @@ static void item_start(struct handler_pipe *p, struct handler_job *job)
 {
 	int slot = handler_util_slot_take(&p->slots);
 	struct item *it = &p->items[slot];
-	bool usable = pipe_coproc_usable(p->cp);
+	bool usable = sendable(p);
 
 	job->kslot = (unsigned)slot;
 	job->kstarted_ns = uv_hrtime();
@@ -399,7 +419,51 @@ static void item_start(struct handler_pipe *p, struct handler_job *job)
 		item_enter(it, ITEM_WAITING);
 }
 
-/* Items wait and no co-process is there: start one (after the back-off) and send them. */
+/* The items waiting for a co-process, to it, in one write. */
+static void send_waiting(struct handler_pipe *p)
+{
+	pipe_coproc_cork(p->cp);
+	for (unsigned i = 0; i < p->slots.n && pipe_coproc_usable(p->cp); i++)
+		if (p->items[i].state == ITEM_WAITING)
+			item_send(&p->items[i]);
+	uncork(p);
+}
+
+static void notice(struct handler_pipe *p, const char *text)
+{
+	if (p->env.hooks.notice)
+		p->env.hooks.notice(p->env.hooks.data, text);
+}
+
+/* Its ready line: what waits is sent, and the worker may claim. Without pipe_ready, or from
+ * a co-process that said it already, the line means nothing. (The back-off is reset by a
+ * reply, not by this line: one that says it is ready and dies still backs off.) */
+static void coproc_ready(struct handler_pipe *p)
+{
+	if (!p->env.pipe_ready || p->cp_ready || !pipe_coproc_usable(p->cp))
+		return;
+	p->cp_ready = true;
+	uv_timer_stop(&p->ready_timer);
+	send_waiting(p);
+	if (p->env.hooks.ready)
+		p->env.hooks.ready(p->env.hooks.data);
+}
+
+static void on_ready_timer(uv_timer_t *t)
+{
+	struct handler_pipe *p = t->data;
+	char text[300];
+
+	if (!pipe_coproc_usable(p->cp) || p->cp_ready)
+		return;
+	snprintf(text, sizeof(text), "the co-process %s (pid %d) has not written {\"ready\":true} "
+		 "in %d s (--pipe-ready): its worker claims nothing until it does",
+		 p->args.argv[0], (int)pipe_coproc_pgid(p->cp), READY_NOTICE_MS / 1000);
+	notice(p, text);
+}
+
+/* Items wait (or, with pipe_ready, none is there) and no co-process is: start one (after the
+ * back-off) and send them, at once or once it is ready. */
 static void coproc_start(struct handler_pipe *p)
 {
 	struct pipe_coproc_hooks h = {
@@ -420,15 +484,20 @@ static void coproc_start(struct handler_pipe *p)
 		for (unsigned i = 0; i < p->slots.n && !p->closing; i++)
 			if (p->items[i].state == ITEM_WAITING)
 				item_report_text(&p->items[i], HANDLER_FAILED, what);
+		if (p->env.pipe_ready) {   /* no item to fail: told, and tried again later */
+			notice(p, what);
+			p->not_before = now + backoff_next(&p->backoff);
+			kick(p);
+		}
 		return;
 	}
 	p->cp_replied = false;
+	p->cp_ready = false;
 	p->stop = CP_STOP_NONE;
-	pipe_coproc_cork(p->cp);
-	for (unsigned i = 0; i < p->slots.n && pipe_coproc_usable(p->cp); i++)
-		if (p->items[i].state == ITEM_WAITING)
-			item_send(&p->items[i]);
-	uncork(p);
+	if (p->env.pipe_ready)
+		uv_timer_start(&p->ready_timer, on_ready_timer, READY_NOTICE_MS, 0);
+	else
+		send_waiting(p);
 }
 
 /* Report the items stopped before they were sent, start queued jobs while a slot is free,
@@ -455,8 +524,8 @@ static void pump(struct handler_pipe *p)
 	}
 	if (corked && p->cp)
 		uncork(p);
-	if (!p->closing && !p->cp && find(p, B(ITEM_WAITING), 0) &&
-	    !uv_is_active((uv_handle_t *)&p->start_timer))
+	if (!p->closing && !p->cp && !uv_is_active((uv_handle_t *)&p->start_timer) &&
+	    (find(p, B(ITEM_WAITING), 0) || (p->env.pipe_ready && !p->stopping)))
 		coproc_start(p);
 }
 
@@ -523,14 +592,17 @@ static int pipe_make(const struct handler_env *env, const char *arg, void **ret,
 	/* Timers on a loop that runs cannot fail to initialise (uv_timer_init returns 0). */
 	uv_timer_init(env->loop, &p->kick);
 	uv_timer_init(env->loop, &p->start_timer);
-	p->kick.data = p->start_timer.data = p;
-	p->open_handles = 2;
+	uv_timer_init(env->loop, &p->ready_timer);
+	p->kick.data = p->start_timer.data = p->ready_timer.data = p;
+	p->open_handles = 3;
 	for (unsigned i = 0; i < p->slots.n; i++) {
 		p->items[i].p = p;
 		uv_timer_init(env->loop, &p->items[i].timer);
 		p->items[i].timer.data = &p->items[i];
 		p->open_handles++;
 	}
+	if (env->pipe_ready)
+		kick(p);   /* its co-process, once the loop runs */
 	*ret = p;
 	return 0;
 fail:
@@ -561,6 +633,7 @@ static void pipe_free(void *h)
 	}
 	uv_close((uv_handle_t *)&p->kick, on_handle_closed);
 	uv_close((uv_handle_t *)&p->start_timer, on_handle_closed);
+	uv_close((uv_handle_t *)&p->ready_timer, on_handle_closed);
 }
 
 static int pipe_submit(void *h, struct handler_job *job)
@@ -589,6 +662,7 @@ static void pipe_stop_all(void *h, enum handler_stop why)
 {
 	struct handler_pipe *p = h;
 
+	p->stopping = true;
 	for (unsigned i = 0; i < p->slots.n; i++) {
 		struct item *it = &p->items[i];
 		if (it->state == ITEM_WAITING) {
@@ -635,10 +709,18 @@ static size_t pipe_queued(const void *h)
 	return p->queue.n;
 }
 
+static bool pipe_ready_now(const void *h)
+{
+	const struct handler_pipe *p = h;
+
+	return !p->env.pipe_ready || sendable(p);
+}
+
 const struct handler_kind handler_pipe = {
 	.prefix = "pipe:", .takes_arg = true,
 	.check = pipe_check, .make = pipe_make, .free = pipe_free, .submit = pipe_submit,
 	.withdraw = pipe_withdraw, .stop_all = pipe_stop_all, .cancel = pipe_cancel,
 	.running = pipe_running,
 	.queued = pipe_queued,
+	.ready = pipe_ready_now,
 };

@@ -1,8 +1,9 @@
 /* handler_pipe — the pipe: kind: one long-lived co-process per worker, fed its items as
  * newline-delimited JSON, up to --concurrency of them outstanding at once.
  *
- * The co-process (pipe:/path args: split on spaces, no shell) is started on the first item,
- * through proc_spawn_io: its own process group under a guard, killed when the worker dies,
+ * The co-process (pipe:/path args: split on spaces, no shell) is started on the first item
+ * (with env->pipe_ready: when the kind is made, again whenever one is gone, and sent nothing
+ * until it writes {"ready":true}; handler_ready is false until then), through proc_spawn_io: its own process group under a guard, killed when the worker dies,
  * this process's environment without any CLAIMD_* variable. Per item it reads one line on
  * its stdin:
  *

@@ -63,6 +63,10 @@ static int take(json_t *obj, const char *line, size_t len, struct pipe_reply *re
 	json_t *result = member(obj, "result"), *progress = member(obj, "progress");
 	struct handler_result *res = &ret->res;
 
+	if (!id && json_is_true(json_object_get(obj, "ready"))) {
+		ret->ready = true;
+		return 0;
+	}
 	if (!json_is_integer(id) || json_integer_value(id) < 0)
 		return bad_reply(ret, line, len, "no \"id\" that is a non-negative integer");
 	ret->id = (uint64_t)json_integer_value(id);

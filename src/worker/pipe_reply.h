@@ -17,6 +17,11 @@
  *     {"id":N,"progress":P}   P any JSON value but null, at most PIPE_PROGRESS_MAX bytes
  *                             compact (a fraction, a count, an object); no "ok"
  *
+ * And once, when it can take items (the worker waits for it with --pipe-ready, and ignores
+ * it without):
+ *
+ *     {"ready":true}          no "id"
+ *
  * A result or progress over its limit makes the line a bad reply. Pure: no I/O, does not
  * log. */
 #ifndef CLAIMD_PIPE_REPLY_H
@@ -36,6 +41,7 @@
 struct pipe_reply {
 	uint64_t id;                /* the item it is for */
 	bool progress;              /* a progress report, not the reply */
+	bool ready;                 /* the ready line: no id, nothing else */
 	struct handler_result res;  /* the reply; its result points into text */
 	char *text;                 /* malloc'd compact JSON of "result" or "progress", or NULL */
 	size_t text_len;

@@ -33,7 +33,7 @@ static const char *const wstate_names[WS_COUNT] = {
 
 /* What may follow what. Any state may end in WS_EXIT (the supervisor's channel closed). */
 static const unsigned may_follow[WS_COUNT] = {
-	[WS_START] = B(WS_CONNECT) | B(WS_WANT) | B(WS_DRAIN),
+	[WS_START] = B(WS_CONNECT) | B(WS_FULL) | B(WS_WANT) | B(WS_DRAIN),
 	[WS_CONNECT] = B(WS_FULL) | B(WS_WANT) | B(WS_DRAIN),
 	[WS_FULL] = B(WS_WANT) | B(WS_CONNECT) | B(WS_DRAIN),
 	[WS_WANT] = B(WS_CLAIM) | B(WS_CONNECT) | B(WS_DRAIN),

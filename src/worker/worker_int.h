@@ -30,7 +30,8 @@
 enum wstate {
 	WS_START,     /* connecting to the database for the first time */
 	WS_CONNECT,   /* a database call failed: waiting for the back-off, then reconnecting */
-	WS_FULL,      /* holding as many rows as it should: no claim wanted until some end */
+	WS_FULL,      /* holding as many rows as it should (or its handler takes none yet, a
+		       * pipe: co-process not ready): no claim wanted until that changes */
 	WS_WANT,      /* room for more: a claim permit is asked for (WANT) */
 	WS_SLEEP,     /* the last claim found nothing: asleep until the supervisor wakes us */
 	WS_CLAIM,     /* holding a permit: claim now, and answer it (CLAIMED) */

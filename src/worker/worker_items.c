@@ -126,7 +126,8 @@ unsigned worker_room(struct worker *w, bool commit)
 	uint64_t now = uv_hrtime(), quiet = now - w->last_done_ns;
 	struct prefetch pf = w->pf;
 
-	if (w->stopping || (held > 0 && batch_lease_lapsed(&w->b, now)))
+	if (w->stopping || !handler_ready(w->handler) ||
+	    (held > 0 && batch_lease_lapsed(&w->b, now)))
 		return 0;
 	/* Every item at once running, none ended for longer than the average says: they take
 	 * at least that long, and the estimate is read as if one had. */

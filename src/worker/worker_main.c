@@ -110,6 +110,18 @@ static const struct chan_ops worker_chan_ops = {
 
 /* ---- set-up ---- */
 
+/* The handler can take items now (worker_room asks it): claim. */
+static void on_handler_ready(void *data)
+{
+	worker_kick(data);
+}
+
+static void on_handler_notice(void *data, const char *text)
+{
+	(void)data;
+	log_warn("%s", text);
+}
+
 static int worker_init(struct worker *w, const struct config *cfg)
 {
 	char err[512] = "", host[64] = "";
@@ -148,9 +160,10 @@ static int worker_init(struct worker *w, const struct config *cfg)
 	}
 	struct handler_opts ho = {
 		.concurrency = cfg->concurrency, .kill_grace_ms = cfg->kill_grace_ms,
-		.exec_result = cfg->exec_result, .scoreboard = w->board,
+		.exec_result = cfg->exec_result, .pipe_ready = cfg->pipe_ready, .scoreboard = w->board,
 		.lease_ok_ns = &w->b.lease_ok_ns,
-		.hooks = { .done = worker_on_done, .progress = worker_on_progress, .data = w },
+		.hooks = { .done = worker_on_done, .progress = worker_on_progress,
+			   .ready = on_handler_ready, .notice = on_handler_notice, .data = w },
 	};
 	r = handler_new(&w->loop, cfg->handler, &ho, &w->handler, err, sizeof(err));
 	if (r < 0) {

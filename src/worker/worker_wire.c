@@ -31,7 +31,8 @@ void worker_log_item(void *data, const struct outcome *x, unsigned outcome)
 }
 
 /* What the state means on the wire: asleep (room, and nothing to claim) is idle; waiting
- * for a permit with nothing held too; holding rows or claiming is busy. */
+ * for a permit with nothing held too; a handler that takes no items yet, nothing held, is
+ * starting; holding rows or claiming is busy. */
 static uint8_t wire_state(const struct worker *w)
 {
 	if (w->stopping)
@@ -45,6 +46,9 @@ static uint8_t wire_state(const struct worker *w)
 		return PROTO_W_IDLE;
 	case WS_WANT:
 		return items_held(&w->items) > 0 ? PROTO_W_BUSY : PROTO_W_IDLE;
+	case WS_FULL:
+		return items_held(&w->items) == 0 && !handler_ready(w->handler) ?
+		       PROTO_W_STARTING : PROTO_W_BUSY;
 	default:
 		return PROTO_W_BUSY;
 	}

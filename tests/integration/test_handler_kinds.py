@@ -251,6 +251,44 @@ def it_pipe_coprocess_dies_with_its_worker(t):
     wait_for(lambda: not pid_running(boot.pid), 5, f'co-process {boot.pid} gone with worker {worker}')
 
 
+def it_pipe_ready_claims_nothing_before_the_coprocess_says_so(t):
+    db = t.database()
+    db.insert_items(5)
+    h, spec = t.pipe_echo()
+    c = t.claimd(db, '--workers', '1', '--handler', spec + ' ready=1000', '--pipe-ready')
+    boot = wait_for(lambda: h.events('boot'), 15, 'the co-process to start (no item yet)')[0]
+    seen = set()
+    wait_for(lambda: seen.add(c.status()['workers'][0]['state']) or h.events('ready'), 15,
+             'its ready line')
+    check('starting' in seen, f'the worker\'s states before the ready line: {seen!r}')
+    ready = h.events('ready')[0]
+    _finished(db, 5)
+    first = float(db.scalar('SELECT UNIX_TIMESTAMP(MIN(claimed_at)) FROM work_items'))
+    check(first >= ready.time - 0.005, f'a row was claimed at {first:.3f}, before the ready line '
+          f'at {ready.time:.3f} (the co-process started at {boot.time:.3f})')
+    check_eq({e.pid for e in h.starts()}, {boot.pid}, 'the co-process that ran the items')
+    # Gone with no item waiting: another is started at once, and claims wait for its line.
+    os.kill(boot.pid, signal.SIGKILL)
+    wait_for(lambda: len(h.events('ready')), 15, 'the next co-process ready', until=lambda n: n == 2)
+    more = db.insert_items(2)
+    _finished(db, 7)
+    second = h.events('boot')[1].pid
+    check_eq({e.pid for e in h.starts() if e.id in more}, {second}, 'the next co-process\'s items')
+    check_eq(c.status()['workers'][0]['restarts'], 0, 'worker restarts')
+
+
+def it_pipe_ready_says_so_when_the_coprocess_never_does(t):
+    db = t.database()
+    db.insert_items(2)
+    h, spec = t.pipe_echo()
+    c = t.claimd(db, '--workers', '1', '--handler', spec + ' ready=never', '--pipe-ready')
+    wait_for(lambda: 'has not written {"ready":true} in 5 s (--pipe-ready)' in c.log(), 15,
+             'the notice of a co-process that is not ready')
+    check_eq(db.states()['ready'], 2, 'rows claimed meanwhile (none)')
+    check_eq(c.status()['workers'][0]['state'], 'starting', 'the worker\'s state')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
 # ---------------------------------------------------------------------------------------------
 # so:
 

@@ -32,6 +32,14 @@ def handler_spec(bench, kind, sleep_ms=0):
     raise BenchError('no such handler kind: %s' % kind)
 
 
+def handler_args(bench, kind, sleep_ms=0):
+    """claimd's flags for a kind: --handler SPEC, and for pipe: --pipe-ready (the shipped
+    co-processes write the ready line, so a worker claims nothing while its interpreter
+    starts, as a user of them would run it)."""
+    return ['--handler', handler_spec(bench, kind, sleep_ms)] + (
+        ['--pipe-ready'] if kind.startswith('pipe') else [])
+
+
 def accepts(binary, *flags):
     """None if this claimd accepts the flags (it exits 2 on an option it does not know, before
     --version), else why not."""

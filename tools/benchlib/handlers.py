@@ -2,13 +2,14 @@
 beside the peers, in rounds within one run, each round running every side once (in the
 reverse order every other round) so that the machine's drift falls on all alike; ratios are
 taken within the run. claimd runs 2 workers at its defaults: so: (tools/bench_plugin.so,
-returning at once), pipe: with the shipped Node and Python asyncio co-processes, exec:
+returning at once), pipe: with the shipped Node and Python asyncio co-processes (with
+--pipe-ready, as they are documented to run), exec:
 /bin/true, noop (the machinery, one line), the --baseline build's noop, and pipe: Node with
 --concurrency 10 where this claimd accepts it. The peers: BullMQ 2 x concurrency 10, pg-boss
 2 x batch 10, graphile-worker 2 x concurrency 10."""
 
 from .common import BenchError, fmt_int, log, md_table, print_table
-from .claimd import accepts, handler_spec
+from .claimd import accepts, handler_args
 from . import peers as peers_mod
 from . import stats
 
@@ -19,10 +20,10 @@ PEER_CONCURRENCY = 10
 # side -> (label, handler kind or peer, extra claimd flags)
 CLAIMD_SIDES = (
     ('so', 'claimd so: (bench_plugin, returns at once), 2 workers, defaults', 'so', []),
-    ('pipe_node', 'claimd pipe: Node co-process (pipe-async.mjs), 2 workers, defaults',
-     'pipe-node', []),
+    ('pipe_node', 'claimd pipe: Node co-process (pipe-async.mjs), 2 workers, defaults '
+     '(+ --pipe-ready)', 'pipe-node', []),
     ('pipe_python', 'claimd pipe: Python asyncio co-process (pipe-async.py), 2 workers, '
-     'defaults', 'pipe-python', []),
+     'defaults (+ --pipe-ready)', 'pipe-python', []),
     ('exec', 'claimd exec:/bin/true, 2 workers, defaults', 'exec', []),
     ('noop', 'claimd noop (the machinery), 2 workers, defaults', 'noop', []),
     ('baseline', 'the --baseline build: noop, 2 workers, defaults', 'noop', []),
@@ -65,7 +66,7 @@ def run_side(b, peers, key, rnd):
     if key in PEER_SIDES:
         return peers.run(key, n, PEER_CONCURRENCY, 0)
     kind, extra = next((k, e) for s, _, k, e in CLAIMD_SIDES if s == key)
-    args = ['--handler', handler_spec(b, kind), '--workers', str(WORKERS), *extra]
+    args = [*handler_args(b, kind), '--workers', str(WORKERS), *extra]
     return b.drain('handlers-%s' % key, args, n, rep=rnd,
                    binary=b.baseline.claimd if key == 'baseline' else None)
 

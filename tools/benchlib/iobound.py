@@ -1,6 +1,6 @@
 """Section iobound: I/O-bound jobs, 4,000 that each wait 50 ms without CPU, claimd with 2
 workers x --concurrency 50 (so: tools/bench_plugin.so sleep_ms=50; pipe: the shipped Python
-asyncio and Node co-processes, told by the payload {"sleep_ms":50}; exec:/bin/sleep 0.05 as
+asyncio and Node co-processes with --pipe-ready, told by the payload {"sleep_ms":50}; exec:/bin/sleep 0.05 as
 a line of information) beside BullMQ 2 x concurrency 50, pg-boss 2 x batch 50 and
 graphile-worker 2 x concurrency 50, alternating in rounds. During claimd's runs, every
 0.2 s: the VmRSS (and Pss) of claimd's own processes summed (supervisor, fork server,
@@ -12,7 +12,7 @@ the figure the option is measured against."""
 import os
 
 from .common import BenchError, claimd_processes, fmt_int, log, md_table, memory_mib, print_table
-from .claimd import accepts, handler_spec
+from .claimd import accepts, handler_args
 from .db import Sql
 from . import peers as peers_mod
 from . import stats
@@ -22,8 +22,8 @@ SUMMARY = '4,000 jobs of 50 ms at --concurrency 50 beside the peers at 2 x 50; c
 WORKERS = 2
 CLAIMD_SIDES = (
     ('so', 'claimd so: sleep_ms=50', 'so'),
-    ('pipe_python', 'claimd pipe: Python asyncio (pipe-async.py)', 'pipe-python'),
-    ('pipe_node', 'claimd pipe: Node (pipe-async.mjs)', 'pipe-node'),
+    ('pipe_python', 'claimd pipe: Python asyncio (pipe-async.py, --pipe-ready)', 'pipe-python'),
+    ('pipe_node', 'claimd pipe: Node (pipe-async.mjs, --pipe-ready)', 'pipe-node'),
     ('exec', 'claimd exec:/bin/sleep 0.05', 'exec'),
 )
 PEER_SIDES = ('bullmq', 'pgboss', 'graphile')
@@ -81,7 +81,7 @@ def run(b):
                     else:
                         kind = 'so' if key == 'so_c1' else next(
                             k for s, _, k in CLAIMD_SIDES if s == key)
-                        args = ['--handler', handler_spec(b, kind, ms), '--workers', str(WORKERS)]
+                        args = [*handler_args(b, kind, ms), '--workers', str(WORKERS)]
                         if key != 'so_c1':
                             args += ['--concurrency', str(conc)]
                         r = b.drain('iobound-%s' % key, args, n // 20 if key == 'so_c1' else n,

@@ -3,11 +3,13 @@
 // one co-process per worker, up to --concurrency items of it outstanding.
 //
 //   claimd --handler 'pipe:/usr/bin/node /usr/local/share/claimd/examples/pipe-async.mjs' \
-//          --concurrency 50 ...
+//          --concurrency 50 --pipe-ready ...
 //
 // Replace handle() below with your work; the rest is the protocol, which you can keep as it is.
 //
 // The protocol (JSON lines; claimd's side is described in claimd-handlers(7)):
+//   out, once, when it can take items (with --pipe-ready claimd sends, and its worker claims,
+//   nothing before; without, the line is ignored): {"ready":true}
 //   in, one line per item as it starts, many outstanding at once:
 //     {"id":1,"queue":"default","group":null,"attempt":1,"max_attempts":5,"seq":0,
 //      "enqueued_at":"...","deadline_ms":299998,"deadline_at":1795...,"content_type":null,
@@ -55,9 +57,12 @@ async function handle(job, { progress, signal }) {
     const ms = data.sleep_ms;
     if (typeof ms !== 'number' || !(ms >= 0 && ms <= 3600000))
       throw new Error(`sleep_ms must be a number of milliseconds, 0..3600000: ${JSON.stringify(ms)}`);
-    await sleep(ms / 2, undefined, { signal });
-    progress(0.5);
-    await sleep(ms / 2, undefined, { signal });
+    const half = setTimeout(() => progress(0.5), ms / 2);
+    try {
+      await sleep(ms, undefined, { signal });
+    } finally {
+      clearTimeout(half);
+    }
   }
   return { echo: job.payload ?? null };
 }
@@ -132,6 +137,7 @@ function line(text) {
 
 const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
 rl.on('line', line);
+reply({ ready: true }); // load what handle() needs before this line
 rl.on('close', async () => {
   // stdin closed: finish what is outstanding, answer it, exit 0
   while (running.size)

@@ -3,11 +3,13 @@
 at once: one co-process per worker, up to --concurrency items of it outstanding.
 
     claimd --handler 'pipe:/usr/bin/python3 /usr/local/share/claimd/examples/pipe-async.py' \\
-           --concurrency 50 ...
+           --concurrency 50 --pipe-ready ...
 
 Replace handle() below with your work; the rest is the protocol, which you can keep as it is.
 
 The protocol (JSON lines; claimd's side is described in claimd-handlers(7)):
+  out, once, when it can take items (with --pipe-ready claimd sends, and its worker claims,
+  nothing before; without, the line is ignored): {"ready":true}
   in, one line per item as it starts, many outstanding at once:
     {"id":1,"queue":"default","group":null,"attempt":1,"max_attempts":5,"seq":0,
      "enqueued_at":"...","deadline_ms":299998,"deadline_at":1795...,"content_type":null,
@@ -59,9 +61,11 @@ async def handle(job, progress):
         ms = data['sleep_ms']
         if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not 0 <= ms <= 3_600_000:
             raise ValueError('sleep_ms must be a number of milliseconds, 0..3600000: %r' % (ms,))
-        await asyncio.sleep(ms / 2000)
-        progress(0.5)
-        await asyncio.sleep(ms / 2000)
+        half = asyncio.get_running_loop().call_later(ms / 2000, progress, 0.5)
+        try:
+            await asyncio.sleep(ms / 1000)
+        finally:
+            half.cancel()
     return {'echo': payload}
 
 # ---- the protocol --------------------------------------------------------------------------
@@ -92,9 +96,8 @@ def reply(obj):
 
 class CoProcess:
     def __init__(self):
-        self.running = {}     # id -> the task running handle() for it
+        self.running = {}     # id -> the task running handle() for it, until it is answered
         self.cancelled = {}   # id -> why claimd cancelled it
-        self.answering = set()   # the tasks that answer them, until they have
 
     def start(self, job):
         jid = job['id']
@@ -103,15 +106,14 @@ class CoProcess:
             if jid in self.running:
                 reply({'id': jid, 'progress': value})
         # handle() in a task of its own, cancelled by a cancel line even before it has
-        # started; another task answers it, however it ended.
-        self.running[jid] = asyncio.ensure_future(handle(job, progress))
-        answering = asyncio.ensure_future(self.answer(jid, self.running[jid]))
-        self.answering.add(answering)
-        answering.add_done_callback(self.answering.discard)
+        # started, and answered when it ends, however it ended.
+        task = asyncio.ensure_future(handle(job, progress))
+        self.running[jid] = task
+        task.add_done_callback(lambda t: self.answer(jid, t))
 
-    async def answer(self, jid, task):
+    def answer(self, jid, task):
         try:
-            result = await task
+            result = task.result()
             answer = {'ok': True} if result is None else {'ok': True, 'result': result}
         except asyncio.CancelledError:
             answer = {'ok': False, 'error': 'cancelled (%s)' % self.cancelled.get(jid, 'unknown')}
@@ -151,6 +153,7 @@ class CoProcess:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        reply({'ready': True})   # load what handle() needs before this line
         while True:
             try:
                 raw = await reader.readline()
@@ -160,9 +163,10 @@ class CoProcess:
             if not raw:
                 break
             self.line(raw.decode('utf-8', 'replace'))
-        # stdin closed: finish what is outstanding, answer it, exit 0
-        while self.answering:
-            await asyncio.gather(*list(self.answering))
+        # stdin closed: finish what is outstanding, answer it (each task's answer runs as it
+        # ends, before gather's), exit 0
+        while self.running:
+            await asyncio.gather(*self.running.values(), return_exceptions=True)
         sys.stdout.flush()
 
 
