@@ -333,6 +333,15 @@ static void on_watch(uv_timer_t *t)
 		return;
 	overrun = !w->cfg->batch && now - w->last_end_ns >= prefetch_overrun_ns(&w->pf) &&
 		  handler_running(w->handler) >= w->conc;
+	/* The loop may have been blocked until now (a claim, a write): items that ended
+	 * meanwhile are read in the poll before this timer fires again, and only then does the
+	 * quiet count as the items outlasting their estimate. */
+	if (overrun && !w->overrun_polled) {
+		w->overrun_polled = true;
+		uv_timer_start(&w->watch_timer, on_watch, 1, 0);
+		return;
+	}
+	w->overrun_polled = false;
 	if (!overrun && worker_db_waiting(w)) {
 		uv_timer_start(&w->watch_timer, on_watch, PAUSE_CHECK_MS, 0);
 		return;

@@ -39,12 +39,12 @@ export class RetryLater extends Error {
 
 // Runs one item. job is the request (job.payload the payload as text). Return the result
 // (any JSON value, or undefined for none); throw to fail the item, or throw a RetryLater(ms).
-// progress(value) reports progress (any JSON value); signal aborts when claimd cancels the
-// item: pass it on to what you await. Await, never block: every item shares one thread.
+// ctx.progress(value) reports progress (any JSON value); ctx.signal aborts when claimd cancels
+// the item: pass it on to what you await. Await, never block: every item shares one thread.
 //
 // The example: a payload that is JSON with "sleep_ms" waits that long (without using the
 // CPU), reporting its progress once half-way; any payload is echoed back.
-async function handle(job, { progress, signal }) {
+async function handle(job, ctx) {
   let data = null;
   if (job.payload && job.payload[0] === '{') {
     try {
@@ -57,9 +57,9 @@ async function handle(job, { progress, signal }) {
     const ms = data.sleep_ms;
     if (typeof ms !== 'number' || !(ms >= 0 && ms <= 3600000))
       throw new Error(`sleep_ms must be a number of milliseconds, 0..3600000: ${JSON.stringify(ms)}`);
-    const half = setTimeout(() => progress(0.5), ms / 2);
+    const half = setTimeout(() => ctx.progress(0.5), ms / 2);
     try {
-      await sleep(ms, undefined, { signal });
+      await sleep(ms, undefined, { signal: ctx.signal });
     } finally {
       clearTimeout(half);
     }
@@ -82,21 +82,46 @@ const reply = (obj) => {
   if (pending.push(JSON.stringify(obj) + '\n') === 1)
     setImmediate(flush);
 };
-const running = new Map(); // id -> { controller, done (a promise) }
 
-async function run(job, controller) {
+// An item outstanding. Its AbortController is made when handle() first asks for ctx.signal:
+// most items never do, and making one costs more than the rest of a quick item's round trip.
+class Item {
+  controller = null;
+  cancelled = null; // why claimd cancelled it, once it has
+  done = null; // the promise of its run
+
+  get signal() {
+    this.controller ??= new AbortController();
+    if (this.cancelled !== null && !this.controller.signal.aborted)
+      this.controller.abort(this.cancelled);
+    return this.controller.signal;
+  }
+
+  cancel(reason) {
+    this.cancelled ??= reason;
+    this.controller?.abort(reason);
+  }
+}
+const running = new Map(); // id -> Item
+
+async function run(job, item) {
   const id = job.id;
-  const progress = (value) => {
-    if (running.has(id))
-      reply({ id, progress: value });
+  const ctx = {
+    progress: (value) => {
+      if (running.has(id))
+        reply({ id, progress: value });
+    },
+    get signal() {
+      return item.signal;
+    },
   };
   let answer;
   try {
-    const result = await handle(job, { progress, signal: controller.signal });
+    const result = await handle(job, ctx);
     answer = result === undefined ? { ok: true } : { ok: true, result };
   } catch (e) {
-    if (controller.signal.aborted)
-      answer = { ok: false, error: `cancelled (${controller.signal.reason})` };
+    if (item.cancelled !== null)
+      answer = { ok: false, error: `cancelled (${item.cancelled})` };
     else if (e instanceof RetryLater)
       answer = { ok: false, retry_in_ms: e.ms };
     else
@@ -123,16 +148,16 @@ function line(text) {
   }
   if (msg.cancel === true) {
     // not outstanding (answered already): nothing to do
-    running.get(id)?.controller.abort(String(msg.reason ?? 'cancelled'));
+    running.get(id)?.cancel(String(msg.reason ?? 'cancelled'));
     return;
   }
   if (running.has(id)) {
     log(`ignored a second request for item ${id} while it runs`);
     return;
   }
-  const entry = { controller: new AbortController(), done: null };
-  running.set(id, entry);
-  entry.done = run(msg, entry.controller);
+  const item = new Item();
+  running.set(id, item);
+  item.done = run(msg, item);
 }
 
 const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
