@@ -1,6 +1,7 @@
 /* Fuzz target for a pipe: co-process's reply line (worker/pipe_reply, on jansson): the input,
  * up to its first newline, is a line from the co-process. Whatever it is, the parser returns
- * 0 with a result status of its set (or a progress report) or -EPROTO with a bad-reply error,
+ * 0 with a result status of its set (or a progress report, or the ready line: no id, no
+ * text) or -EPROTO with a bad-reply error,
  * the error is a terminated string within its buffer, and a result or progress text is within
  * its limit; anything else aborts.
  *
@@ -41,7 +42,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "fuzz_reply: a bad result or progress text\n");
 		abort();
 	}
-	if (r == 0 && (reply.progress || res->status == HANDLER_OK ||
+	if (r == 0 && reply.ready && (reply.id != 0 || reply.text || reply.progress)) {
+		fprintf(stderr, "fuzz_reply: a ready line with an id or a text\n");
+		abort();
+	}
+	if (r == 0 && (reply.ready || reply.progress || res->status == HANDLER_OK ||
 		       res->status == HANDLER_FAILED || res->status == HANDLER_RETRY_LATER)) {
 		accepted++;
 		pipe_reply_clear(&reply);
