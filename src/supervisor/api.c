@@ -140,22 +140,18 @@ static void jobs_filter_query(struct buf *b, const struct ctl_request *req)
 static void link_next(struct http_request *r, const struct ctl_request *req,
 		      const struct cmd_result *res)
 {
-	unsigned limit = ctl_has(req, CTL_F_LIMIT) ? req->limit : 50;
+	unsigned limit = cmd_page(req);
 	uint64_t last;
 	struct buf b;
 
+	buf_init(&b);
 	if (req->verb == CTL_SCHEDULES && !ctl_has(req, CTL_F_NAME)) {
-		unsigned page = ctl_has(req, CTL_F_LIMIT) ? req->limit : CMD_SCHEDULES_PAGE;
-		if (res->nschedules == 0 || res->nschedules < page)
+		if (res->nschedules == 0 || res->nschedules < limit)
 			return;
-		buf_init(&b);
-		buf_printf(&b, "</v1/schedules?limit=%u&after=", page);
+		buf_printf(&b, "</v1/schedules?limit=%u&after=", limit);
 		query_value(&b, res->schedules[res->nschedules - 1].name);
 		buf_puts(&b, ">; rel=\"next\"");
-		if (!buf_failed(&b))
-			http_add_header(r, "Link", b.data);
-		buf_free(&b);
-		return;
+		goto add;
 	}
 	if (req->verb == CTL_JOBS && res->next > 0)
 		last = res->next;   /* a full page, or a span that ran out first */
@@ -163,7 +159,6 @@ static void link_next(struct http_request *r, const struct ctl_request *req,
 		last = res->batches[res->nbatches - 1].id;
 	else
 		return;
-	buf_init(&b);
 	buf_puts(&b, req->verb == CTL_JOBS ? "</v1/jobs?" : "</v1/batches?");
 	if (req->verb == CTL_JOBS) {
 		bool finds = ctl_has(req, CTL_F_ID) || ctl_has(req, CTL_F_GROUP) ||
@@ -178,6 +173,7 @@ static void link_next(struct http_request *r, const struct ctl_request *req,
 		buf_puts(&b, "&");
 	}
 	buf_printf(&b, "limit=%u&before=%llu>; rel=\"next\"", limit, (unsigned long long)last);
+add:
 	if (!buf_failed(&b))
 		http_add_header(r, "Link", b.data);
 	buf_free(&b);

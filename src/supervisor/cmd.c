@@ -203,8 +203,15 @@ static void jobs_now(struct call *call)
 	KEY_TEXT(k, error, f.error);
 	k.id = f.id;
 	k.before = q->before;
-	k.limit = ctl_has(q, CTL_F_LIMIT) ? q->limit : 50;
+	k.limit = cmd_page(q);
 	reading_get(call->cmds->jobs, &k, jobs_read, call);
+}
+
+unsigned cmd_page(const struct ctl_request *req)
+{
+	if (ctl_has(req, CTL_F_LIMIT))
+		return req->limit;
+	return req->verb == CTL_SCHEDULES ? CMD_SCHEDULES_PAGE : CMD_LIST_PAGE;
 }
 
 /* A change an operator made: what the readings say is stale. */

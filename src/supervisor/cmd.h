@@ -69,7 +69,12 @@ typedef void (*cmd_done_cb)(void *data, const struct ctl_request *req,
 			    const struct cmd_result *res);
 
 #define CMD_ADDS_PIPES 2   /* add transactions in flight at once */
+#define CMD_LIST_PAGE 50         /* jobs and batches listed without --limit */
 #define CMD_SCHEDULES_PAGE 100   /* schedules listed without --limit */
+
+/* How many rows a list (jobs, batches, schedules) answers at most: --limit, or the list's
+ * page without it. */
+unsigned cmd_page(const struct ctl_request *req);
 
 /* What the commands need of the supervisor. */
 struct cmd_host {

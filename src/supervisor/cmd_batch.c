@@ -14,9 +14,8 @@ int cmd_batch_db(struct call *call, struct store *s, char *err, size_t errlen)
 	int r;
 
 	if (q->verb == CTL_BATCHES) {
-		return store_batches(s, ctl_has(q, CTL_F_BEFORE) ? q->before : 0,
-				     ctl_has(q, CTL_F_LIMIT) ? q->limit : 50, &call->batches,
-				     &call->nbatches, err, errlen);
+		return store_batches(s, ctl_has(q, CTL_F_BEFORE) ? q->before : 0, cmd_page(q),
+				     &call->batches, &call->nbatches, err, errlen);
 	}
 	call->batches = calloc(1, sizeof(*call->batches));
 	if (!call->batches) {

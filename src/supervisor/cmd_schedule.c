@@ -26,7 +26,7 @@ static int read_back(struct call *call, struct store *s, const char *name, char 
 {
 	const struct ctl_request *q = call->req;
 	int r = store_schedules(s, name, !name && ctl_has(q, CTL_F_AFTER) ? q->after : NULL,
-				name ? 0 : ctl_has(q, CTL_F_LIMIT) ? q->limit : CMD_SCHEDULES_PAGE,
+				name ? 0 : cmd_page(q),
 				&call->scheds, &call->nscheds, err, errlen);
 
 	if (r == 0 && name && call->nscheds == 0) {

@@ -518,7 +518,7 @@ class Claimd:
         except urllib.error.HTTPError as e:
             status, raw, got = e.code, e.read(), e.headers
         if answer_headers is not None:
-            answer_headers.update({k: v for k, v in got.items()})
+            answer_headers.update(got.items())
         try:
             return status, json.loads(raw)
         except ValueError:
