@@ -61,7 +61,8 @@ struct worker {
 	unsigned conc;            /* items run at once (handler_concurrency) */
 	uint64_t last_end_ns;     /* when an item last ended, or rows were last claimed */
 	uint64_t last_done_ns;    /* when an item last ended */
-	bool overrun_polled;      /* an overrun was seen: the loop polls once before it counts */
+	uint64_t overrun_polled_end; /* last_end_ns when an overrun was first seen (the loop
+				      * has polled since): it counts if nothing ended since */
 	struct outcomes out;
 
 	struct backoff db_backoff;

@@ -336,12 +336,11 @@ static void on_watch(uv_timer_t *t)
 	/* The loop may have been blocked until now (a claim, a write): items that ended
 	 * meanwhile are read in the poll before this timer fires again, and only then does the
 	 * quiet count as the items outlasting their estimate. */
-	if (overrun && !w->overrun_polled) {
-		w->overrun_polled = true;
+	if (overrun && w->overrun_polled_end != w->last_end_ns) {
+		w->overrun_polled_end = w->last_end_ns;
 		uv_timer_start(&w->watch_timer, on_watch, 1, 0);
 		return;
 	}
-	w->overrun_polled = false;
 	if (!overrun && worker_db_waiting(w)) {
 		uv_timer_start(&w->watch_timer, on_watch, PAUSE_CHECK_MS, 0);
 		return;
