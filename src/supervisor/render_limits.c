@@ -25,13 +25,12 @@ static const struct entity queue_entity = ENTITY(queue_fields, struct store_limi
 	  offsetof(struct store_key_limit, member), 0, NULL }
 
 static const struct entity_field key_fields[] = {
-	KF("key", NULL, 0, STR, ALWAYS, key),
 	KF("concurrency", "CONCURRENCY", 11, I64, NEG, concurrency),
 	KF("interval_ms", "INTERVAL_MS", 11, I64, NEG, interval_ms),
 	KF("burst", "BURST", 7, I64, NEG, burst),
 	KF("running", "RUNNING", 7, U64, ALWAYS, running),
 	KF("waiting", "WAITING", 7, U64, ALWAYS, waiting),
-	KF("key", "KEY", -1, STR, ALWAYS, key),   /* last in the text table, first in JSON */
+	KF("key", "KEY", -1, STR, ALWAYS, key),   /* last: the one column of any width */
 };
 static const struct entity key_entity = ENTITY(key_fields, struct store_key_limit);
 
