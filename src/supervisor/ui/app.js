@@ -9,6 +9,14 @@ const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = 'claimd-token';
 let paused = false;   // a token is being asked for
 
+// Each History section gets the one body of index.html's template, its range menu in the
+// heading.
+for (const sec of document.querySelectorAll('section.history')) {
+  const body = $('history-body').content.cloneNode(true);
+  sec.querySelector('h2').append(' ', body.querySelector('.h-range'));
+  sec.append(body);
+}
+
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
