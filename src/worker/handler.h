@@ -99,7 +99,7 @@ size_t handler_queued(const struct handler *h);
 
 /* Whether it can take items now: false only for a pipe: kind with pipe_ready whose
  * co-process has not written its ready line (yet, or since it was started again); the
- * ready hook tells when it turns true. */
+ * ready hook tells when it changes. */
 bool handler_ready(const struct handler *h);
 
 /* How many items it runs at once: opts.concurrency, or 1 for a so: plugin that does not say

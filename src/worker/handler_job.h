@@ -82,7 +82,8 @@ struct handler_hooks {
 	/* job's progress, as JSON text of len bytes (at most HANDLER_PROGRESS_MAX, valid during
 	 * the call); any number of times before done. */
 	void (*progress)(void *data, struct handler_job *job, const char *json, size_t len);
-	/* handler_ready turned true (a pipe: co-process wrote its ready line); NULL: not told. */
+	/* handler_ready changed (a pipe: co-process wrote its ready line, or a ready one is
+	 * gone); NULL: not told. */
 	void (*ready)(void *data);
 	/* Something its operator should read (the handler does not log): text, valid during
 	 * the call. NULL: dropped. */

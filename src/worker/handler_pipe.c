@@ -238,6 +238,7 @@ static void on_cp_gone(struct pipe_coproc *cp)
 {
 	struct handler_pipe *p = pipe_coproc_data(cp);
 	struct handler_result res;
+	bool was_ready = p->cp_ready;
 
 	if (!pipe_coproc_stopping(cp)) {
 		p->stop = CP_STOP_NONE;
@@ -247,6 +248,8 @@ static void on_cp_gone(struct pipe_coproc *cp)
 	p->cp = NULL;
 	p->cp_ready = false;
 	uv_timer_stop(&p->ready_timer);
+	if (was_ready && !p->closing && p->env.hooks.ready)
+		p->env.hooks.ready(p->env.hooks.data);   /* not ready now */
 	stop_outstanding(p);   /* all first: a done hook called below finds them taken */
 	for (unsigned i = 0; i < p->slots.n && !p->closing; i++) {
 		struct item *it = &p->items[i];

@@ -111,9 +111,14 @@ static const struct chan_ops worker_chan_ops = {
 /* ---- set-up ---- */
 
 /* The handler can take items now (worker_room asks it): claim. */
+/* Ready: it may claim (kicked). Not ready: nothing changes but what the supervisor sees. */
 static void on_handler_ready(void *data)
 {
-	worker_kick(data);
+	struct worker *w = data;
+
+	if (w->state != WS_EXIT)
+		worker_report(w);
+	worker_kick(w);
 }
 
 static void on_handler_notice(void *data, const char *text)

@@ -32,7 +32,7 @@ void worker_log_item(void *data, const struct outcome *x, unsigned outcome)
 
 /* What the state means on the wire: asleep (room, and nothing to claim) is idle; waiting
  * for a permit with nothing held too; a handler that takes no items yet, nothing held, is
- * starting; holding rows or claiming is busy. */
+ * starting, asleep or full; holding rows or claiming is busy. */
 static uint8_t wire_state(const struct worker *w)
 {
 	if (w->stopping)
@@ -43,7 +43,7 @@ static uint8_t wire_state(const struct worker *w)
 	case WS_CONNECT:
 		return PROTO_W_DB_DOWN;
 	case WS_SLEEP:
-		return PROTO_W_IDLE;
+		return handler_ready(w->handler) ? PROTO_W_IDLE : PROTO_W_STARTING;
 	case WS_WANT:
 		return items_held(&w->items) > 0 ? PROTO_W_BUSY : PROTO_W_IDLE;
 	case WS_FULL:

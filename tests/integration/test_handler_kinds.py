@@ -268,8 +268,14 @@ def it_pipe_ready_claims_nothing_before_the_coprocess_says_so(t):
           f'at {ready.time:.3f} (the co-process started at {boot.time:.3f})')
     check_eq({e.pid for e in h.starts()}, {boot.pid}, 'the co-process that ran the items')
     # Gone with no item waiting: another is started at once, and claims wait for its line.
+    # The worker, asleep, shows that it cannot take items meanwhile, and idle once it can.
     os.kill(boot.pid, signal.SIGKILL)
-    wait_for(lambda: len(h.events('ready')), 15, 'the next co-process ready', until=lambda n: n == 2)
+    seen = []
+    wait_for(lambda: seen.append(c.status()['workers'][0]['state']) or len(h.events('ready')),
+             15, 'the next co-process ready', until=lambda n: n == 2)
+    check('starting' in seen, f'the worker\'s states until the next ready line: {seen!r}')
+    wait_for(lambda: c.status()['workers'][0]['state'], 5, 'the worker idle again',
+             until=lambda s: s == 'idle')
     more = db.insert_items(2)
     _finished(db, 7)
     second = h.events('boot')[1].pid
