@@ -595,8 +595,10 @@ unsigned pool_up(const struct pool *p, unsigned *ret_db_down)
 		const struct slot *sl = p->slots[i];
 		if (!sl->active || sl->retire)
 			continue;
-		n += sl->health == SLOT_UP;
-		*ret_db_down += sl->health == SLOT_UP && sl->wstate == PROTO_W_DB_DOWN;
+		if (sl->health != SLOT_UP || sl->wstate == PROTO_W_STARTING)
+			continue;   /* not taking rows yet: not at strength */
+		n++;
+		*ret_db_down += sl->wstate == PROTO_W_DB_DOWN;
 	}
 	return n;
 }

@@ -73,8 +73,8 @@ void pool_kill(struct pool *p);
 
 /* Whether every slot is down (no worker process, nothing left to release from one). */
 bool pool_empty(const struct pool *p);
-/* Workers that are up (started, answering); *ret_db_down of them report that they cannot
- * reach the database. */
+/* Workers that are up (answering, and past starting: connected once, their handler ready);
+ * *ret_db_down of them report that they cannot reach the database. */
 unsigned pool_up(const struct pool *p, unsigned *ret_db_down);
 
 /* The slots as they are now, into st's workers (malloc'd, returned for the caller to free;
