@@ -12,17 +12,11 @@ static uint64_t lease_ok(uint64_t sent_ns, unsigned lease_ms)
 	return sent_ns + (lease_ms - BATCH_LEASE_MARGIN(lease_ms)) * 1000000u;
 }
 
-int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
-		struct outcomes *o, unsigned max, bool holding, size_t *ret_n, char *err,
-		size_t errlen)
+int batch_claim_begin(struct batch *b, struct store *s, struct outcomes *o, unsigned max,
+		      bool holding, struct batch_job *j, char *err, size_t errlen)
 {
-	struct store_ref done[OUTCOMES_MAX];
-	unsigned nq = max > 0 ? cfg->nqueues : 1;
-	size_t ndone, n = 0, completed = 0;
-	uint64_t t0, took;
 	int r;
 
-	*ret_n = 0;
 	b->n = 0;
 	r = outcomes_write_slow(o, s, err, errlen);
 	if (o->lost) {
@@ -32,36 +26,65 @@ int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
 	}
 	if (r < 0)
 		return r;
-	ndone = outcomes_done_refs(o, done);
-	if (ndone == 0 && max == 0)
+	j->ndone = outcomes_done_refs(o, j->done);
+	if (j->ndone == 0 && max == 0)
 		return 0;
-	t0 = uv_hrtime();
+	j->max = max;
+	j->holding = holding;
+	j->qi = b->qi;
+	j->n = j->completed = 0;
+	j->r = 0;
+	j->err[0] = '\0';
+	return 1;
+}
+
+void batch_claim_run(struct batch *b, struct store *s, const struct config *cfg,
+		     struct batch_job *j)
+{
+	unsigned nq = j->max > 0 ? cfg->nqueues : 1, qi = j->qi;
+	size_t n = 0;
+	int r = 0;
+
+	j->t0 = uv_hrtime();
 	/* The outcomes ride on the first claim; the next queue is asked only if it found none. */
 	for (unsigned k = 0; k < nq && n == 0; k++) {
-		unsigned qi = (b->qi + k) % cfg->nqueues;
 		size_t applied = 0;
-		r = store_claim(s, cfg->queues[qi], max, cfg->lease_ms, k ? NULL : done,
-				k ? 0 : ndone, b->rows, &n, &applied, err, errlen);
+		qi = (j->qi + k) % cfg->nqueues;
+		r = store_claim(s, cfg->queues[qi], j->max, cfg->lease_ms, k ? NULL : j->done,
+				k ? 0 : j->ndone, b->rows, &n, &applied, j->err, sizeof(j->err));
 		if (k == 0)
-			completed = applied;
+			j->completed = applied;
 		if (r < 0)
-			return r;
-		if (n > 0)
-			b->qi = qi;
+			break;
 	}
-	if (completed < ndone)
+	if (r == 0 && n > 0) {
+		j->qi = qi;
+		if (!j->holding)
+			__atomic_store_n(&b->lease_ok_ns, lease_ok(j->t0, cfg->lease_ms),
+					 __ATOMIC_RELEASE);
+	}
+	j->n = r == 0 ? n : 0;
+	j->r = r;
+}
+
+int batch_claim_end(struct batch *b, struct outcomes *o, struct batch_job *j)
+{
+	uint64_t took;
+
+	if (j->r < 0)
+		return j->r;
+	if (j->completed < j->ndone)
 		log_warn("%zu of %zu finished items had lost their claim (lease expired or "
-			 "released); their results were not written", ndone - completed, ndone);
-	outcomes_done_written(o);
-	if (max > 0) {
-		b->n = n;
+			 "released); their results were not written", j->ndone - j->completed,
+			 j->ndone);
+	outcomes_done_written(o, j->ndone);
+	if (j->max > 0) {
+		b->n = j->n;
+		b->qi = j->qi;
 		b->claimed_ns = b->pause_seen_ns = uv_hrtime();  /* the claim skips paused queues */
-		if (n > 0 && !holding)
-			__atomic_store_n(&b->lease_ok_ns, lease_ok(t0, cfg->lease_ms), __ATOMIC_RELEASE);
-		took = (b->claimed_ns - t0) / 1000u;
+		took = (b->claimed_ns - j->t0) / 1000u;
 		b->claim_us = took > UINT32_MAX ? UINT32_MAX : (uint32_t)took;
 	}
-	*ret_n = n;
 	return 0;
 }
 

@@ -40,14 +40,38 @@ static inline bool batch_lease_lapsed(const struct batch *b, uint64_t now_ns)
 	return now_ns >= __atomic_load_n(&b->lease_ok_ns, __ATOMIC_ACQUIRE);
 }
 
-/* Write every outcome of o (the slow ones one by one, then the successes with the claim);
- * with max > 0 also claim up to max rows in the same transaction, from the queue that had
- * work last, then the others in turn, into rows[0..*ret_n). holding: whether rows are held
- * already (their lease clock stays). Returns 0, or the store's error (outcomes not written
- * stay in o; rows is empty after a failed claim). */
-int batch_claim(struct batch *b, struct store *s, const struct config *cfg,
-		struct outcomes *o, unsigned max, bool holding, size_t *ret_n, char *err,
-		size_t errlen);
+/* One claim (or write of outcomes) in three steps, so that its statements may run off the
+ * loop: batch_claim_begin and batch_claim_end on the loop, batch_claim_run anywhere (a
+ * thread-pool thread), touching only the store, the job and b->rows meanwhile. */
+struct batch_job {
+	struct store_ref done[OUTCOMES_MAX];   /* the successes the claim completes */
+	size_t ndone;
+	unsigned max;          /* rows to claim; 0: write the outcomes alone */
+	bool holding;          /* rows were held already (their lease clock stays) */
+	uint64_t t0;           /* when its statements went out (uv_hrtime) */
+	unsigned qi;           /* the queue its rows came from */
+	size_t n, completed;   /* rows claimed, successes the store applied */
+	int r;                 /* batch_claim_run's answer */
+	char err[STORE_ERR_MAX];
+};
+
+/* Write every outcome of o but the successes (one statement each: they are rare), then take
+ * the successes' refs into j, for a claim of up to max rows. Returns 1 when the job has
+ * something to do (run it, then end it), 0 when not (nothing to write, max 0), or the
+ * store's error with err (what was not written stays in o). */
+int batch_claim_begin(struct batch *b, struct store *s, struct outcomes *o, unsigned max,
+		      bool holding, struct batch_job *j, char *err, size_t errlen);
+
+/* The job's statements: the successes completed and, with max > 0, up to max rows claimed in
+ * the same transaction, from the queue that had work last, then the others in turn, into
+ * b->rows[0..j->n). Sets j->r: 0 or the store's error (with j->err; rows none). */
+void batch_claim_run(struct batch *b, struct store *s, const struct config *cfg,
+		     struct batch_job *j);
+
+/* On the loop, after the run: when it succeeded, the successes written are reported and
+ * forgotten (outcomes added since stay) and, for a claim, b holds its j->n rows. Returns
+ * j->r. */
+int batch_claim_end(struct batch *b, struct outcomes *o, struct batch_job *j);
 
 /* Rows held at the gate at most this long for their key's start; one whose start is
  * further off goes back until then (store_take_slot's hold_ms). */

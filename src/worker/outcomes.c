@@ -161,10 +161,24 @@ size_t outcomes_refs(const struct outcomes *o, struct store_ref *out, size_t at)
 	return at;
 }
 
-void outcomes_done_written(struct outcomes *o)
+void outcomes_done_written(struct outcomes *o, size_t n)
 {
-	report(o, o->list, NULL, o->n);
-	for (size_t i = 0; i < o->n; i++)
+	if (n > o->n)
+		n = o->n;
+	report(o, o->list, NULL, n);
+	for (size_t i = 0; i < n; i++)
 		outcome_free(&o->list[i]);
-	o->n = 0;
+	memmove(o->list, o->list + n, (o->n - n) * sizeof(o->list[0]));
+	o->n -= n;
+	/* What is left came while they were written: due OUTCOMES_FLUSH_MS from now at the
+	 * latest (their own times are not kept), at once for a failure among them or results
+	 * past the bound. */
+	o->since_ns = uv_hrtime();
+	o->urgent = false;
+	o->result_bytes = 0;
+	for (size_t i = 0; i < o->n; i++) {
+		o->urgent |= o->list[i].kind != OUTCOME_SUCCESS;
+		o->result_bytes += o->list[i].ref.result ? o->list[i].ref.result_len : 0;
+	}
+	o->urgent |= o->result_bytes > OUTCOMES_RESULT_BYTES;
 }

@@ -87,8 +87,9 @@ int outcomes_write_slow(struct outcomes *o, struct store *s, char *err, size_t e
  * their refs into out (OUTCOMES_MAX room). Returns how many. */
 size_t outcomes_done_refs(const struct outcomes *o, struct store_ref *out);
 
-/* The claim wrote them: report and forget them. */
-void outcomes_done_written(struct outcomes *o);
+/* The claim wrote the first n (the refs outcomes_done_refs gave it): report and forget them;
+ * those added since stay, and are due as the oldest of them would be. */
+void outcomes_done_written(struct outcomes *o, size_t n);
 
 /* The refs of every outcome not yet written into out, from index at; returns the new end. */
 size_t outcomes_refs(const struct outcomes *o, struct store_ref *out, size_t at);

@@ -5,8 +5,10 @@
  * finished rows' outcomes ride along), write what is due, drain. The rows it holds
  * (worker_items.c) run meanwhile, on the handler, in every state but the first: the worker
  * asks for more while fewer than it should hold remain, so the next claim is made while the
- * last one's rows run. Database calls block the loop, but each is one short statement; the
- * heartbeat is answered between them.
+ * last one's rows run. A claim, and the outcomes written alone, run on a thread-pool thread
+ * (db_start .. on_db_done) while the loop answers items that end, starts the rows held and
+ * the heartbeat; the other statements (rare: failures, leases, progress, the rate gate)
+ * block the loop, and wait for such a statement to end.
  *
  * Beside the state there are three things that are not the worker's life but facts about its
  * surroundings: `stopping` (a STOP came: where the states lead changes), `asked` (a WANT is
@@ -92,6 +94,11 @@ bool worker_db_waiting(const struct worker *w)
 	return uv_is_active((const uv_handle_t *)&w->db_timer);
 }
 
+bool worker_db_busy(const struct worker *w)
+{
+	return w->db_running || worker_db_waiting(w);
+}
+
 /* Where the worker goes when nothing stops it: asking for more while there is room. */
 static enum wstate settled(struct worker *w)
 {
@@ -144,7 +151,8 @@ void worker_answer_permit(struct worker *w, size_t n)
 	m.type = PROTO_CLAIMED;
 	m.u.items.n = (uint16_t)n;
 	m.u.items.claim_us = w->b.claim_us;
-	store_cursor(w->store, &m.u.items.cursor);  /* left none when it has no place */
+	if (!w->db_running)   /* the store is the thread's meanwhile; none then */
+		store_cursor(w->store, &m.u.items.cursor);  /* left none when it has no place */
 	for (size_t i = 0; i < n; i++) {
 		m.u.items.items[i].id = w->b.rows[i].id;
 		m.u.items.items[i].token = w->b.rows[i].token;
@@ -152,21 +160,34 @@ void worker_answer_permit(struct worker *w, size_t n)
 	worker_send(w, &m);
 }
 
-/* The store's claim hook: the rows a claim locked, told to the supervisor (HOLDING) before
- * the commit goes out. */
+/* The store's claim hook, on the claim's thread: the rows it locked, told to the supervisor
+ * (HOLDING) by the loop (the channel is the loop's) before the commit goes out. */
 void worker_on_locked(void *data, const struct store_item *items, size_t n)
 {
 	struct worker *w = data;
-	struct proto_msg m;
+	struct proto_msg *m = &w->holding;
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_HOLDING;
-	m.u.items.n = (uint16_t)(n > PROTO_MAX_ITEMS ? PROTO_MAX_ITEMS : n);
-	for (size_t i = 0; i < m.u.items.n; i++) {
-		m.u.items.items[i].id = items[i].id;
-		m.u.items.items[i].token = items[i].token;
+	memset(m, 0, sizeof(*m));
+	m->type = PROTO_HOLDING;
+	m->u.items.n = (uint16_t)(n > PROTO_MAX_ITEMS ? PROTO_MAX_ITEMS : n);
+	for (size_t i = 0; i < m->u.items.n; i++) {
+		m->u.items.items[i].id = items[i].id;
+		m->u.items.items[i].token = items[i].token;
 	}
-	worker_send(w, &m);
+	uv_async_send(&w->locked_async);
+	uv_sem_wait(&w->locked_sem);
+}
+
+void worker_on_locked_async(uv_async_t *a)
+{
+	struct worker *w = a->data;
+
+	if (w->db_running && w->holding.type == PROTO_HOLDING) {
+		if (w->chan)
+			worker_send(w, &w->holding);
+		w->holding.type = 0;
+		uv_sem_post(&w->locked_sem);
+	}
 }
 
 static void ask_for_work(struct worker *w)
@@ -182,21 +203,84 @@ static void ask_for_work(struct worker *w)
 	w->asked_ns = uv_hrtime();
 }
 
-int worker_write(struct worker *w)
+/* ---- statements off the loop ---- */
+
+static void on_db_work(uv_work_t *req)
 {
-	char err[STORE_ERR_MAX] = "";
-	size_t n = 0;
+	struct worker *w = req->data;
+
+	batch_claim_run(&w->b, w->store, w->cfg, &w->job);
+}
+
+static void claim_ended(struct worker *w, int r);
+
+static void on_db_done(uv_work_t *req, int status)
+{
+	struct worker *w = req->data;
+	struct proto_msg later;
 	int r;
 
-	if (w->out.n == 0)
-		return 0;
-	r = batch_claim(&w->b, w->store, w->cfg, &w->out, 0, true, &n, err, sizeof(err));
+	(void)status;   /* never cancelled */
+	w->db_running = false;
+	if (w->state == WS_EXIT) {   /* rows claimed go back when their lease ends */
+		store_items_clear(w->b.rows, w->job.n);
+		return;
+	}
+	r = batch_claim_end(&w->b, &w->out, &w->job);
+	if (w->job.max > 0)
+		claim_ended(w, r);
+	else if (r < 0)
+		worker_db_failed(w, r, "completing items", w->job.err);
+	else
+		backoff_reset(&w->db_backoff);
+	/* What waited for the statement, before the next one can start. */
+	if (w->lease_due && !worker_db_busy(w)) {
+		w->lease_due = false;
+		worker_on_lease_timer(&w->lease_timer);
+	}
+	if (w->progress_due && !worker_db_busy(w)) {
+		w->progress_due = false;
+		worker_progress_write(w);
+	}
+	if (w->cancel_later.u.items.n > 0) {
+		later = w->cancel_later;
+		w->cancel_later.u.items.n = 0;
+		worker_cancel(w, &later);
+	}
+	worker_kick(w);
+}
+
+/* Start the outcomes' statements off the loop, with a claim of max rows (or none: 0).
+ * Returns 0 (started, or nothing to write), or the store's error of a failure written
+ * before (db_failed took over; a claim's permit is answered). */
+static int db_start(struct worker *w, unsigned max)
+{
+	char err[STORE_ERR_MAX] = "";
+	int r;
+
+	assert(!w->db_running);
+	r = batch_claim_begin(&w->b, w->store, &w->out, max, items_held(&w->items) > 0, &w->job,
+			      err, sizeof(err));
 	if (r < 0) {
-		worker_db_failed(w, r, "completing items", err);
+		if (max > 0)
+			worker_answer_permit(w, 0);
+		worker_db_failed(w, r, max > 0 ? "claim" : "completing items", err);
 		return r;
 	}
-	backoff_reset(&w->db_backoff);
+	if (r == 0)
+		return 0;
+	w->db_running = true;
+	w->db_work.data = w;
+	r = uv_queue_work(&w->loop, &w->db_work, on_db_work, on_db_done);
+	assert(r == 0);   /* fails only for a NULL callback */
 	return 0;
+}
+
+int worker_write(struct worker *w)
+{
+	if (w->out.n == 0 || w->db_running)
+		return 0;
+	return db_start(w, 0);
 }
 
 /* Successes wait for the next claim, but not for long. */
@@ -204,7 +288,7 @@ static void on_flush(uv_timer_t *t)
 {
 	struct worker *w = t->data;
 
-	if (w->out.n == 0 || worker_db_waiting(w))
+	if (w->out.n == 0 || worker_db_busy(w))
 		return;
 	if (w->state == WS_WANT || w->state == WS_SLEEP || w->state == WS_FULL ||
 	    w->state == WS_DRAIN)
@@ -236,21 +320,30 @@ static void step_want(struct worker *w)
 
 static void step_claim(struct worker *w)
 {
-	char err[STORE_ERR_MAX] = "";
 	unsigned max = worker_room(w, true);
-	size_t n = 0;
-	int r;
 
 	if (max == 0) {
 		worker_answer_permit(w, 0);
 		worker_enter(w, WS_FULL);
 		return;
 	}
-	r = batch_claim(&w->b, w->store, w->cfg, &w->out, max, items_held(&w->items) > 0, &n,
-			err, sizeof(err));
+	/* The host's cursor is one place in one queue's order: with several queues each worker
+	 * keeps its own. */
+	if (w->hint_set && w->cfg->nqueues == 1)
+		store_cursor_hint(w->store, w->cfg->queue, &w->hint);
+	w->hint_set = false;
+	db_start(w, max);
+}
+
+/* The claim's statements ended with r (its rows in b): the permit is answered, the rows are
+ * the items'. Stopping meanwhile (WS_DRAIN), they go back at once. */
+static void claim_ended(struct worker *w, int r)
+{
+	size_t n = w->b.n;
+
 	if (r < 0) {
 		worker_answer_permit(w, 0);
-		worker_db_failed(w, r, "claim", err);
+		worker_db_failed(w, r, "claim", w->job.err);
 		return;
 	}
 	backoff_reset(&w->db_backoff);
@@ -259,7 +352,8 @@ static void step_claim(struct worker *w)
 		/* What it waits for now is work, not a claim: the wait is no claim cycle (counted
 		 * as one, a worker that idled would hold rows its siblings could run). */
 		w->asked_ns = 0;
-		worker_enter(w, WS_SLEEP);
+		if (w->state == WS_CLAIM)
+			worker_enter(w, WS_SLEEP);
 		return;
 	}
 	if (w->asked_ns)
@@ -267,10 +361,13 @@ static void step_claim(struct worker *w)
 	w->asked_ns = 0;
 	worker_take_claimed(w);
 	fence_arm(w->b.lease_ok_ns);
+	if (w->state != WS_CLAIM) {
+		worker_release_unstarted(w);
+		return;
+	}
 	worker_enter(w, settled(w));
 	if (w->state == WS_WANT)
 		ask_for_work(w);   /* right away: the permit may come back to us */
-	worker_kick(w);
 }
 
 static void step_held(struct worker *w)
@@ -297,6 +394,8 @@ static void step_drain(struct worker *w)
 
 static void step(struct worker *w)
 {
+	if (w->db_running)
+		return;   /* its end kicks */
 	switch (w->state) {
 	case WS_WANT:
 		if (worker_gate(w) == 0)
@@ -334,7 +433,9 @@ void worker_on_lease_timer(uv_timer_t *t)
 	char err[STORE_ERR_MAX] = "";
 	int r;
 
-	if (worker_db_waiting(w) || w->state == WS_START || w->state == WS_EXIT)
+	if (w->db_running)
+		w->lease_due = true;   /* renewed as soon as the statement ends */
+	if (worker_db_busy(w) || w->state == WS_START || w->state == WS_EXIT)
 		return;
 	r = batch_extend(&w->b, &w->items, &w->out, w->store, w->cfg->lease_ms, err, sizeof(err));
 	if (r < 0) {

@@ -65,6 +65,22 @@ struct worker {
 				      * has polled since): it counts if nothing ended since */
 	struct outcomes out;
 
+	/* The statements of a claim (or of outcomes alone) run on a thread-pool thread, so that
+	 * items that end meanwhile are answered and the rows held start: from db_start to
+	 * on_db_done the store, job and b.rows are that thread's, and nothing else on the loop
+	 * runs a statement (worker_db_busy). What came for them meanwhile waits here. */
+	bool db_running;
+	uv_work_t db_work;
+	struct batch_job job;
+	uv_async_t locked_async;    /* the claim hook's HOLDING, sent by the loop ... */
+	uv_sem_t locked_sem;        /* ... before the thread lets the commit go out */
+	struct proto_msg holding;
+	bool lease_due;             /* the lease timer fired meanwhile */
+	bool progress_due;          /* the progress timer fired meanwhile */
+	bool hint_set;              /* a permit's cursor hint, for the next claim */
+	struct place hint;
+	struct proto_msg cancel_later; /* cancels of rows that may be the running claim's */
+
 	struct backoff db_backoff;
 	/* what the supervisor was last told (STATE) */
 	uint8_t wire;
@@ -84,7 +100,12 @@ void worker_kick(struct worker *w);
 void worker_db_failed(struct worker *w, int r, const char *what, const char *err);
 /* Whether a database call failed and the back-off runs. */
 bool worker_db_waiting(const struct worker *w);
-/* Write the outcomes now (no claim). Returns 0, or a negative error (db_failed took over). */
+/* Whether no statement may be made now: the back-off runs, or a claim or write does (its
+ * end kicks the worker, and runs the lease renewal and progress that came due meanwhile). */
+bool worker_db_busy(const struct worker *w);
+/* Write the outcomes (no claim), off the loop. Returns 0 (started, nothing to write, or a
+ * statement runs already: the next turn after it writes them), or a negative error
+ * (db_failed took over). */
 int worker_write(struct worker *w);
 /* Answer a claim permit (CLAIMED) with the last claim's first n rows. */
 void worker_answer_permit(struct worker *w, size_t n);
@@ -93,6 +114,8 @@ void worker_on_locked(void *data, const struct store_item *items, size_t n);
 /* The database back-off and the lease timer's callbacks. */
 void worker_on_db_timer(uv_timer_t *t);
 void worker_on_lease_timer(uv_timer_t *t);
+/* The claim hook's HOLDING, on the loop (locked_async's callback). */
+void worker_on_locked_async(uv_async_t *a);
 
 /* ---- worker_items.c ---- */
 
@@ -121,6 +144,8 @@ void worker_watch(struct worker *w);
 /* The handler's progress hook: a running item's progress, written at most once every
  * PROGRESS_EVERY_MS (the latest then); what is left at the end goes with a success. */
 void worker_on_progress(void *data, struct handler_job *job, const char *json, size_t len);
+/* Write the progress that is due now (the timer's work; after a statement that kept it). */
+void worker_progress_write(struct worker *w);
 
 /* ---- worker_wire.c ---- */
 

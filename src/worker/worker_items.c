@@ -209,10 +209,12 @@ int worker_gate(struct worker *w)
 		/* A start is taken only when the row can start at once: nothing then stands
 		 * between the start and the run (starts are an interval apart). */
 		if (handler_running(w->handler) + handler_queued(w->handler) >= w->conc ||
-		    worker_db_waiting(w))
+		    worker_db_busy(w))
 			return 0;
 		if (w->out.n > 0 && (r = worker_write(w)) < 0)
 			return r;
+		if (w->db_running)
+			return 0;   /* the write runs: on from here when it ends */
 		r = batch_paused(&w->b, w->store, x->row.queue, err, sizeof(err));
 		if (r > 0) {
 			log_info("queue '%s' paused: %zu rows waiting for their start slot go back",
@@ -299,11 +301,26 @@ void worker_on_done(void *data, struct handler_job *job, const struct handler_re
 
 /* ---- cancelled by an operator ---- */
 
+/* A row the running claim locked is not an item until it ends: its cancel is kept, and done
+ * again then. */
+static void cancel_later(struct worker *w, const struct proto_item *it)
+{
+	struct proto_msg *m = &w->cancel_later;
+
+	if (m->u.items.n < PROTO_MAX_ITEMS)
+		m->u.items.items[m->u.items.n++] = *it;
+	else
+		log_warn("item id=%llu: too many cancels at once during a claim; this one is not "
+			 "kept", (unsigned long long)it->id);
+}
+
 void worker_cancel(struct worker *w, const struct proto_msg *m)
 {
 	for (unsigned i = 0; i < m->u.items.n; i++) {
 		const struct proto_item *it = &m->u.items.items[i];
 		struct item *x = items_find(&w->items, it->id, it->token);
+		if (!x && w->db_running && w->job.max > 0)
+			cancel_later(w, it);
 		if (!x || x->cancelled)
 			continue;
 		x->cancelled = true;
@@ -341,7 +358,7 @@ static void on_watch(uv_timer_t *t)
 		uv_timer_start(&w->watch_timer, on_watch, 1, 0);
 		return;
 	}
-	if (!overrun && worker_db_waiting(w)) {
+	if (!overrun && worker_db_busy(w)) {
 		uv_timer_start(&w->watch_timer, on_watch, PAUSE_CHECK_MS, 0);
 		return;
 	}

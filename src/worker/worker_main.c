@@ -36,10 +36,8 @@ static void on_wake(struct worker *w, const struct place *cursor)
 		worker_answer_permit(w, 0);
 		return;
 	}
-	/* The host's cursor is one place in one queue's order: with several queues each worker
-	 * keeps its own. */
-	if (w->cfg->nqueues == 1)
-		store_cursor_hint(w->store, w->cfg->queue, cursor);
+	w->hint = *cursor;   /* for the claim (the store may be a statement's still) */
+	w->hint_set = true;
 	worker_enter(w, WS_CLAIM);
 	worker_kick(w);
 }
@@ -54,8 +52,11 @@ static void on_stop(struct worker *w, unsigned grace_ms)
 	uv_timer_start(&w->grace_timer, on_grace, grace_ms, 0);
 	switch (w->state) {
 	case WS_CLAIM:
-		w->b.n = 0;
-		worker_answer_permit(w, 0);
+		/* A claim that runs answers when it ends (and its rows go back then). */
+		if (!w->db_running || w->job.max == 0) {
+			w->b.n = 0;
+			worker_answer_permit(w, 0);
+		}
 		/* fall through */
 	case WS_WANT:
 	case WS_SLEEP:
@@ -163,6 +164,11 @@ static int worker_init(struct worker *w, const struct config *cfg)
 		uv_timer_init(&w->loop, timers[i]);
 		timers[i]->data = w;
 	}
+	if ((r = uv_async_init(&w->loop, &w->locked_async, worker_on_locked_async)) < 0 ||
+	    (r = uv_sem_init(&w->locked_sem, 0)) < 0)
+		return r;
+	w->locked_async.data = w;
+	w->cancel_later.type = PROTO_CANCEL;
 	struct handler_opts ho = {
 		.concurrency = cfg->concurrency, .kill_grace_ms = cfg->kill_grace_ms,
 		.exec_result = cfg->exec_result, .pipe_ready = cfg->pipe_ready, .scoreboard = w->board,
@@ -221,6 +227,8 @@ int worker_main(const struct config *cfg)
 	/* Connect from the loop so the supervisor already hears heartbeats while we try. */
 	uv_timer_start(&w.db_timer, worker_on_db_timer, 0, 0);
 	uv_run(&w.loop, UV_RUN_DEFAULT);
+	while (w.db_running)   /* a statement's thread still has the store */
+		uv_run(&w.loop, UV_RUN_ONCE);
 	if (w.chan)
 		chan_close(w.chan);
 	handler_free(w.handler);

@@ -32,7 +32,11 @@ static void arm(struct worker *w)
  * next write or the outcome takes the latest). */
 static void on_progress_timer(uv_timer_t *t)
 {
-	struct worker *w = t->data;
+	worker_progress_write(t->data);
+}
+
+void worker_progress_write(struct worker *w)
+{
 	struct store_ref refs[ITEMS_MAX];
 	struct item *due[ITEMS_MAX];
 	char err[STORE_ERR_MAX] = "";
@@ -40,6 +44,10 @@ static void on_progress_timer(uv_timer_t *t)
 	size_t n = 0;
 	int r;
 
+	if (w->db_running) {
+		w->progress_due = true;   /* written as soon as the statement ends */
+		return;
+	}
 	if (worker_db_waiting(w)) {
 		uv_timer_start(&w->progress_timer, on_progress_timer, PROGRESS_EVERY_MS, 0);
 		return;
