@@ -133,15 +133,41 @@ void store_job_clear(struct store_job *j)
 	j->progress = NULL;
 }
 
+/* Run the statement made (op names it in messages) and take its rows as jobs: *ret (n + 1
+ * of them, the last empty, for store_jobs_free) and *ret_n. */
+static int read_jobs(struct store *s, const char *op, struct store_job **ret, size_t *ret_n,
+		     char *err, size_t errlen)
+{
+	struct store_job *jobs;
+	size_t n = 0;
+	struct run rr;
+	int r = sq_run(s, op, &rr, err, errlen);
+
+	if (r < 0)
+		return sq_final(r);
+	if (!rr.res)
+		return sq_fail_msg(-EIO, err, errlen, "%s: no result", op);
+	jobs = calloc(mysql_num_rows(rr.res) + 1, sizeof(*jobs));
+	r = jobs ? 1 : -ENOMEM;
+	while (r == 1 && (r = take_job(rr.res, &jobs[n])) == 1)
+		n++;
+	mysql_free_result(rr.res);
+	if (r < 0) {
+		store_jobs_free(jobs, n + 1);
+		return sq_fail_msg(r, err, errlen, "%s: %s", op,
+				   r == -ENOMEM ? "out of memory" : "bad value in the result");
+	}
+	*ret = jobs;
+	*ret_n = n;
+	return 0;
+}
+
 int store_jobs_list(struct store *s, const char *state, const char *queue, uint64_t after_id,
 		    unsigned limit, struct store_job **ret, size_t *ret_n, char *err,
 		    size_t errlen)
 {
 	int r = sq_check(s, "store_jobs_list", NULL, 0, queue, err, errlen);
 	char st[40], q[QUOTED_QUEUE_MAX];
-	struct store_job *jobs = NULL;
-	size_t n = 0;
-	struct run rr;
 
 	if (r < 0)
 		return r;
@@ -158,24 +184,7 @@ int store_jobs_list(struct store *s, const char *state, const char *queue, uint6
 	if (after_id)
 		sql_add(s, " AND id < %llu", (unsigned long long)after_id);
 	sql_add(s, " ORDER BY id DESC LIMIT %u", limit);
-	r = sq_run(s, "store_jobs_list", &rr, err, errlen);
-	if (r < 0)
-		return sq_final(r);
-	if (!rr.res)
-		return sq_fail_msg(-EIO, err, errlen, "store_jobs_list: no result");
-	jobs = calloc(mysql_num_rows(rr.res) + 1, sizeof(*jobs));
-	r = jobs ? 1 : -ENOMEM;
-	while (r == 1 && (r = take_job(rr.res, &jobs[n])) == 1)
-		n++;
-	mysql_free_result(rr.res);
-	if (r < 0) {
-		store_jobs_free(jobs, n + 1);
-		return sq_fail_msg(r, err, errlen, "store_jobs_list: %s",
-				   r == -ENOMEM ? "out of memory" : "bad value in the result");
-	}
-	*ret = jobs;
-	*ret_n = n;
-	return 0;
+	return read_jobs(s, "store_jobs_list", ret, ret_n, err, errlen);
 }
 
 int store_jobs_top(struct store *s, uint64_t *ret, char *err, size_t errlen)
@@ -213,10 +222,7 @@ int store_jobs_find(struct store *s, const struct store_filter *f, uint64_t befo
 		    char *err, size_t errlen)
 {
 	int r = sq_check(s, "store_jobs_find", NULL, 0, f->queue, err, errlen);
-	struct store_job *jobs = NULL;
 	uint64_t top = before, floor = 0;
-	size_t n = 0;
-	struct run rr;
 
 	if (r < 0)
 		return r;
@@ -241,24 +247,9 @@ int store_jobs_find(struct store *s, const struct store_filter *f, uint64_t befo
 		sql_add(s, " AND id >= %llu AND id < %llu", (unsigned long long)floor,
 			(unsigned long long)top);
 	sql_add(s, " ORDER BY id DESC LIMIT %u", limit);
-	r = sq_run(s, "store_jobs_find", &rr, err, errlen);
-	if (r < 0)
-		return sq_final(r);
-	if (!rr.res)
-		return sq_fail_msg(-EIO, err, errlen, "store_jobs_find: no result");
-	jobs = calloc(mysql_num_rows(rr.res) + 1, sizeof(*jobs));
-	r = jobs ? 1 : -ENOMEM;
-	while (r == 1 && (r = take_job(rr.res, &jobs[n])) == 1)
-		n++;
-	mysql_free_result(rr.res);
-	if (r < 0) {
-		store_jobs_free(jobs, n + 1);
-		return sq_fail_msg(r, err, errlen, "store_jobs_find: %s",
-				   r == -ENOMEM ? "out of memory" : "bad value in the result");
-	}
-	*ret = jobs;
-	*ret_n = n;
-	*ret_next = n == limit ? jobs[n - 1].id : floor > 1 ? floor : 0;
+	if ((r = read_jobs(s, "store_jobs_find", ret, ret_n, err, errlen)) < 0)
+		return r;
+	*ret_next = *ret_n == limit ? (*ret)[*ret_n - 1].id : floor > 1 ? floor : 0;
 	return 0;
 }
 
