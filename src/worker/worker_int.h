@@ -65,11 +65,12 @@ struct worker {
 				      * has polled since): it counts if nothing ended since */
 	struct outcomes out;
 
-	/* The statements of a claim (or of outcomes alone) run on a thread-pool thread, so that
-	 * items that end meanwhile are answered and the rows held start: from db_start to
+	/* The statements of a claim (or of outcomes alone) may run on a thread-pool thread, so
+	 * that items that end meanwhile are answered and the rows held start: from db_start to
 	 * on_db_done the store, job and b.rows are that thread's, and nothing else on the loop
 	 * runs a statement (worker_db_busy). What came for them meanwhile waits here. */
 	bool db_running;
+	bool db_inline;             /* it runs on the loop (db_off_loop said no) */
 	uv_work_t db_work;
 	struct batch_job job;
 	uv_async_t locked_async;    /* the claim hook's HOLDING, sent by the loop ... */
