@@ -376,8 +376,13 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 		      size_t *ret_completed, struct claim_cursor *next, char *err, size_t errlen)
 {
 	uint64_t now = sq_mono_ms();
-	/* An empty set of priorities would make "after" two round trips that scan every one. */
-	bool after = s->cursor.set && strcmp(s->cursor.queue, a->queue) == 0 &&
+	/* An empty set of priorities would make "after" two round trips that scan every one.
+	 * After a short claim the cursor saves nothing: every due row was taken then, and the
+	 * scan after it would come back short too and take two more round trips (up to it, the
+	 * other priorities) to look where one scan from the head looks at once, the rows that
+	 * became due since (a worker woken for one new row claims it in one round trip, not
+	 * three). */
+	bool after = s->last_full && s->cursor.set && strcmp(s->cursor.queue, a->queue) == 0 &&
 		     now - s->cursor.head_scan_ms < CLAIM_HEAD_SCAN_MS && s->prios.known &&
 		     s->prios.n > 0 && strcmp(s->prios.queue, a->queue) == 0;
 	bool head = !after, ask_due = head && s->last_full;

@@ -231,9 +231,10 @@ struct store {
 	size_t scratch_cap;
 	struct claim_cursor cursor;
 	struct prio_set prios;
-	/* The last claim got all it asked for: the next scan from the head asks which priorities
-	 * have due rows (in its round trip, ~0.4 ms of the server's time); after a short one the
-	 * rows it found tell, and a worker woken for a new row is not kept waiting for that. */
+	/* The last claim got all it asked for: only then does the next go on after the cursor,
+	 * and a scan from the head asks which priorities have due rows (in its round trip, ~0.4
+	 * ms of the server's time); after a short one the next scans from the head, the rows it
+	 * finds tell, and a worker woken for a new row is not kept waiting for either. */
 	bool last_full;
 	unsigned seed;
 	/* store_set_claim_hook */
