@@ -6,7 +6,7 @@
  * empty. Every claimable row must be claimed exactly once and end 'done'; no decoy may be
  * touched. Prints claims/s.
  * Phase 2 (fencing): a claimer whose lease ran out and whose row was claimed again can no
- * longer complete, fail, release or extend it; release gives the attempt back or not;
+ * longer complete, fail, release or extend it, one row or many in one statement; release gives the attempt back or not;
  * fail and release turn rows dead at max_attempts with last_error kept.
  * Phase 3 (connection): a killed connection and an unreachable server give -ENOTCONN.
  *
@@ -466,6 +466,77 @@ static void fence_stale_owner(MYSQL *m, struct store *a, struct store *b)
 	expect_rc("fail of a done row", store_fail(b, rb, 0, "late", err, sizeof(err)), 0, err);
 }
 
+/* Many rows fenced in one statement: ids in runs, alone, and far apart (the fence's ELT
+ * list, its runs and its CASE). A claims them all on a short lease, B claims some of them
+ * again: A's completion of all of them, its refs in reverse order with one given twice,
+ * applies to exactly the others, and B's to its own. */
+static void fence_many_of(MYSQL *m, struct store *a, struct store *b, const char *queue,
+			  unsigned nslots, unsigned gap, bool (*take)(unsigned))
+{
+	char err[STORE_ERR_MAX], other[64];
+	struct store_item ia[64], ib[64];
+	struct store_ref ra[65], rb[64];
+	size_t na = 0, nb, n, completed;
+	unsigned i;
+	int r;
+
+	snprintf(other, sizeof(other), "%s-decoy", queue);
+	for (i = 0; i < nslots; i++) {
+		if (take(i))
+			insert_row(m, queue, 5, NULL);
+		else
+			insert_row(m, other, 5, NULL);
+		for (unsigned k = 0; k < gap; k++)
+			insert_row(m, other, 5, NULL);
+	}
+	r = store_claim(a, queue, 64, 1, NULL, 0, ia, &na, &completed, err, sizeof(err));
+	expect_rc("many: A claims", r, 0, err);
+	sleep_ms(20);
+	r = store_claim(b, queue, (unsigned)na / 3, LEASE_LONG_MS, NULL, 0, ib, &nb, &completed,
+			err, sizeof(err));
+	expect_rc("many: B claims a third again", r, 0, err);
+	if (na < 6 || nb != na / 3)
+		die("many (%s): A claimed %zu, B %zu", queue, na, nb);
+	for (i = 0; i < na; i++)
+		ra[i] = (struct store_ref){ .id = ia[na - 1 - i].id, .token = ia[na - 1 - i].token };
+	ra[na] = ra[0];
+	r = store_claim(a, queue, 0, 0, ra, na + 1, NULL, &n, &completed, err, sizeof(err));
+	expect_rc("many: A completes", r, 0, err);
+	if (completed != na - nb)
+		die("many (%s): A's completion applied %zu rows, want %zu", queue, completed, na - nb);
+	for (i = 0; i < nb; i++) {
+		rb[i] = (struct store_ref){ .id = ib[i].id, .token = ib[i].token };
+		expect_row(m, ib[i].id, "claimed 2 2 fence/B leased open");
+	}
+	r = store_claim(b, queue, 0, 0, rb, nb, NULL, &n, &completed, err, sizeof(err));
+	expect_rc("many: B completes", r, 0, err);
+	if (completed != nb)
+		die("many (%s): B's completion applied %zu rows, want %zu", queue, completed, nb);
+	if (sql_u64(m, "SELECT COUNT(*) FROM work_items WHERE queue = '%s' AND state = 'done'",
+		    queue) != na || sql_u64(m, "SELECT COUNT(*) FROM work_items WHERE queue = "
+		    "'%s-decoy' AND state <> 'ready'", queue) != 0)
+		die("many (%s): not every row done, or a decoy touched", queue);
+	store_items_clear(ia, na);
+	store_items_clear(ib, nb);
+}
+
+static bool runs_and_alone(unsigned i)
+{
+	return i < 30 ? i % 5 != 2 : i % 2 == 0;
+}
+
+static bool every_one(unsigned i)
+{
+	(void)i;
+	return true;
+}
+
+static void fence_many(MYSQL *m, struct store *a, struct store *b)
+{
+	fence_many_of(m, a, b, "many-elt", 60, 0, runs_and_alone);
+	fence_many_of(m, a, b, "many-case", 12, 40, every_one);
+}
+
 static void fence_release(MYSQL *m, struct store *a)
 {
 	char err[STORE_ERR_MAX];
@@ -635,6 +706,7 @@ static void phase_fence(const struct dsn *d, MYSQL *m)
 
 	role = "fence";
 	fence_stale_owner(m, a, b);
+	fence_many(m, a, b);
 	fence_release(m, a);
 	fence_fail(m, a);
 	queue_escaping(m, a);

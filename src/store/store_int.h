@@ -311,8 +311,17 @@ size_t sq_utf8_sanitize(const char *src, char *dst, size_t max);
 
 /* ---- statement pieces (store_sql.c) ---- */
 
-/* "state = 'claimed' AND id IN (..) AND claim_token = CASE id WHEN .. THEN .. END" */
+/* "state = 'claimed' AND (ids) AND claim_token = (each row's)": the ids as sq_add_id_runs
+ * writes them; the token "= T" for one row, else by the row's place in an ELT list when the
+ * ids are close together, else "CASE id WHEN .. THEN .. END". */
 void sq_add_fence(struct store *s, const struct store_ref *refs, size_t n);
+/* "(id BETWEEN a AND b OR .. OR id IN (c, ..))" for ids[0..n) (sorted, distinct): each run of
+ * consecutive ids one range, the rest in the list. The range optimiser takes a run as one
+ * range where an IN list costs it one per id (measured: 150 ids in a run, ~0.5 ms of the
+ * server's time less a statement). "(FALSE)" for none. */
+void sq_add_id_runs(struct store *s, const uint64_t *ids, size_t n);
+/* qsort's comparison of uint64_t. */
+int sq_cmp_u64(const void *a, const void *b);
 /* Whether any of refs has a FIFO group. */
 bool sq_any_grouped(const struct store_ref *refs, size_t n);
 /* "GROUP_LOCK;" for the rows refs[0..n). */
