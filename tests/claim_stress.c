@@ -497,8 +497,19 @@ static void fence_many_of(MYSQL *m, struct store *a, struct store *b, const char
 	expect_rc("many: B claims a third again", r, 0, err);
 	if (na < 6 || nb != na / 3)
 		die("many (%s): A claimed %zu, B %zu", queue, na, nb);
-	for (i = 0; i < na; i++)
-		ra[i] = (struct store_ref){ .id = ia[na - 1 - i].id, .token = ia[na - 1 - i].token };
+	/* Every other row of A's a result (with a quote and a byte that is no text), which only
+	 * the rows A still holds may keep. */
+	char res[64][32];
+	for (i = 0; i < na; i++) {
+		const struct store_item *it = &ia[na - 1 - i];
+		ra[i] = (struct store_ref){ .id = it->id, .token = it->token };
+		if (i % 2)
+			continue;
+		snprintf(res[i], sizeof(res[i]), "r-%llu'\xff", (unsigned long long)it->id);
+		ra[i].result = (const unsigned char *)res[i];
+		ra[i].result_len = strlen(res[i]);
+		ra[i].result_type = "text/plain";
+	}
 	ra[na] = ra[0];
 	r = store_claim(a, queue, 0, 0, ra, na + 1, NULL, &n, &completed, err, sizeof(err));
 	expect_rc("many: A completes", r, 0, err);
@@ -516,6 +527,20 @@ static void fence_many_of(MYSQL *m, struct store *a, struct store *b, const char
 		    queue) != na || sql_u64(m, "SELECT COUNT(*) FROM work_items WHERE queue = "
 		    "'%s-decoy' AND state <> 'ready'", queue) != 0)
 		die("many (%s): not every row done, or a decoy touched", queue);
+	if (sql_u64(m, "SELECT COUNT(*) FROM work_items WHERE queue = '%s' AND result IS NOT NULL "
+		    "AND (result <> CONCAT('r-', id, '\\'', UNHEX('FF')) OR result_type <> "
+		    "'text/plain' OR claimed_by <> 'fence/A')", queue) != 0 ||
+	    sql_u64(m, "SELECT COUNT(*) FROM work_items WHERE queue = '%s' AND (result IS NULL) <> "
+		    "(result_type IS NULL)", queue) != 0)
+		die("many (%s): a result written to the wrong row, or wrong", queue);
+	for (i = 0, n = 0; i < na; i++)
+		n += ra[i].result && sql_u64(m, "SELECT claimed_by = 'fence/A' FROM work_items WHERE "
+					     "id = %llu", (unsigned long long)ra[i].id) == 1;
+	if (sql_u64(m, "SELECT COUNT(*) FROM work_items WHERE queue = '%s' AND result IS NOT NULL",
+		    queue) != n || n == 0)
+		die("many (%s): %zu rows with a result, want %llu", queue, n, (unsigned long long)
+		    sql_u64(m, "SELECT COUNT(*) FROM work_items WHERE queue = '%s' AND result IS NOT "
+			    "NULL", queue));
 	store_items_clear(ia, na);
 	store_items_clear(ib, nb);
 }

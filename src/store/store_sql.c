@@ -325,33 +325,70 @@ void sq_add_error_text(struct store *s, const char *text)
 	sql_add(s, "%s", quoted);
 }
 
-/* ", col = CASE id WHEN .. THEN <value> .. ELSE col END" over the refs that have a value
- * for it (what(ref, &len) returns it, or NULL); nothing when none has. */
+/* Appends what(ref) quoted, or col where it has none. */
+static void add_value(struct store *s, const char *col, const struct store_ref *ref,
+		      const char *(*what)(const struct store_ref *ref, size_t *len))
+{
+	size_t len;
+	const char *v = what(ref, &len);
+	char *q;
+
+	if (!v) {
+		sql_add(s, "%s", col);
+		return;
+	}
+	q = malloc(2 * len + 3);
+	if (!q) {
+		s->sql.failed = true;  /* sq_run says out of memory */
+		return;
+	}
+	sq_quote(s->conn, q, v, len);
+	sql_add(s, "%s", q);
+	free(q);
+}
+
+/* ", col = <each row's value, or col>" over the refs that have a value for it (what(ref,
+ * &len) returns it, or NULL); nothing when none has. As the fence reads tokens: by the row's
+ * place in an ELT list when the ids are close together, else "CASE id WHEN .. THEN <value>
+ * .. ELSE col END". Only the fence's rows are updated, so every row's id is in the list. */
 static void add_case(struct store *s, const char *col, const struct store_ref *refs, size_t n,
 		     const char *(*what)(const struct store_ref *ref, size_t *len))
 {
+	struct id_token *v;
+	size_t k, len, j = 0;
 	bool any = false;
 
-	for (size_t i = 0; i < n; i++) {
-		size_t len;
-		const char *v = what(&refs[i], &len);
-		char *q;
-		if (!v)
-			continue;
-		q = malloc(2 * len + 3);
-		if (!q) {
-			s->sql.failed = true;  /* sq_run says out of memory */
-			return;
-		}
-		sq_quote(s->conn, q, v, len);
-		if (!any)
-			sql_add(s, ", %s = CASE id", col);
-		sql_add(s, " WHEN %llu THEN %s", (unsigned long long)refs[i].id, q);
-		free(q);
-		any = true;
+	for (size_t i = 0; i < n && !any; i++)
+		any = what(&refs[i], &len) != NULL;
+	if (!any)
+		return;
+	k = sorted_refs(refs, n, &v);
+	if (!v) {
+		s->sql.failed = true;  /* sq_run says out of memory */
+		return;
 	}
-	if (any)
+	if (k > 1 && k <= ELT_MAX && v[k - 1].id - v[0].id < FENCE_ELT_SPAN(k)) {
+		sql_add(s, ", %s = ELT(CAST(id AS SIGNED) - %llu", col,
+			(unsigned long long)(v[0].id - 1));
+		for (uint64_t id = v[0].id; id <= v[k - 1].id; id++) {
+			sql_add(s, ",");
+			if (v[j].id == id)
+				add_value(s, col, &refs[v[j++].at], what);
+			else
+				sql_add(s, "%s", col);
+		}
+		sql_add(s, ")");
+	} else {
+		sql_add(s, ", %s = CASE id", col);
+		for (size_t i = 0; i < k; i++) {
+			if (!what(&refs[v[i].at], &len))
+				continue;
+			sql_add(s, " WHEN %llu THEN ", (unsigned long long)v[i].id);
+			add_value(s, col, &refs[v[i].at], what);
+		}
 		sql_add(s, " ELSE %s END", col);
+	}
+	free(v);
 }
 
 static const char *result_of(const struct store_ref *r, size_t *len)
