@@ -346,11 +346,12 @@ void sq_add_text(struct store *s, const char *str, size_t len);
 /* A last_error text: cut to 4000 bytes on a character boundary, quoted; NULL stays NULL. */
 void sq_add_error_text(struct store *s, const char *text);
 
-/* ", result = CASE id .., result_type = .., progress = .." (for an UPDATE's SET) over the
- * refs that have them; nothing when none has. */
+/* ", result = .., result_type = .., progress = .." (for an UPDATE's SET; each row's value
+ * by its place in an ELT list when the ids are close together, else a CASE of them) over
+ * the refs that have them; nothing when none has. */
 void sq_add_results(struct store *s, const struct store_ref *refs, size_t n);
-/* ", progress = CASE id WHEN .. THEN <refs[i].progress> .. ELSE progress END" for the refs
- * that have one. */
+/* ", progress = <refs[i].progress, or progress>" (as sq_add_results) for the refs that have
+ * one. */
 void sq_add_progress(struct store *s, const struct store_ref *refs, size_t n);
 
 /* A decimal column value. */
