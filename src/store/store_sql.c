@@ -84,7 +84,7 @@ void sq_add_id_runs(struct store *s, const uint64_t *ids, size_t n)
 			sql_add(s, ",");
 		sql_add(s, "%llu", (unsigned long long)ids[i]);
 	}
-	sql_add(s, "%s%s)", singles ? ")" : "", runs + singles ? "" : "FALSE");
+	sql_add(s, "%s%s)", singles > 0 ? ")" : "", runs == 0 && singles == 0 ? "FALSE" : "");
 }
 
 void sq_add_fence(struct store *s, const struct store_ref *refs, size_t n)
