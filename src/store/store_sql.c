@@ -331,20 +331,11 @@ static void add_value(struct store *s, const char *col, const struct store_ref *
 {
 	size_t len;
 	const char *v = what(ref, &len);
-	char *q;
 
-	if (!v) {
+	if (v)
+		sq_add_text(s, v, len);
+	else
 		sql_add(s, "%s", col);
-		return;
-	}
-	q = malloc(2 * len + 3);
-	if (!q) {
-		s->sql.failed = true;  /* sq_run says out of memory */
-		return;
-	}
-	sq_quote(s->conn, q, v, len);
-	sql_add(s, "%s", q);
-	free(q);
 }
 
 /* ", col = <each row's value, or col>" over the refs that have a value for it (what(ref,
