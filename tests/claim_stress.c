@@ -641,6 +641,61 @@ static void fence_fail(MYSQL *m, struct store *a)
 		die("store_poll sees a row that is not due");
 }
 
+/* Failures written together (store_fail_many): each row its own outcome, delay and error;
+ * one fenced out (B claimed it again after A's lease ran out) is neither changed nor given
+ * an attempt error. */
+static void fence_fail_many(MYSQL *m, struct store *a, struct store *b)
+{
+	static const unsigned max[5] = { 1, 5, 5, 5, 5 };
+	static const char *const want[5] = {
+		"dead 2 1 fence/A invisible finished", "ready 2 1 fence/A leased open",
+		"ready 2 1 fence/A visible open", "claimed 2 2 fence/B leased open",
+		"ready 2 1 fence/A visible open",
+	};
+	static const char *const error[5] = { "e0", "e1 'quoted'", NULL, "stale", "bad \xff end" };
+	static const char *const kept[5] = { "e0", "e1 'quoted'", "-", "-", "bad ? end" };
+	struct store_failure f[5];
+	char err[STORE_ERR_MAX], got[64];
+	struct store_item it;
+	uint64_t id[5];
+	int r;
+
+	for (int i = 0; i < 5; i++)
+		id[i] = insert_row(m, "failmany", max[i], "f");
+	for (int i = 0; i < 5; i++) {
+		it = claim1(a, "failmany", i == 3 ? 1 : LEASE_LONG_MS);
+		if (it.id != id[i])
+			die("fail many: claimed %llu, want %llu", (unsigned long long)it.id,
+			    (unsigned long long)id[i]);
+		f[i] = (struct store_failure){ .ref = { .id = it.id, .token = it.token },
+					       .retry_ms = i == 1 ? 60000 : 0, .error = error[i] };
+		store_items_clear(&it, 1);
+	}
+	sleep_ms(20);
+	it = claim1(b, "failmany", LEASE_LONG_MS);
+	if (it.id != id[3])
+		die("fail many: B claimed %llu, want %llu", (unsigned long long)it.id,
+		    (unsigned long long)id[3]);
+	store_items_clear(&it, 1);
+	r = store_fail_many(a, f, 5, err, sizeof(err));
+	expect_rc("fail many", r, 0, err);
+	for (int i = 0; i < 5; i++) {
+		if (f[i].result != (i == 0 ? 2 : i == 3 ? 0 : 1))
+			die("fail many: row %d's result is %d", i, f[i].result);
+		expect_row(m, id[i], want[i]);
+		sql_text(m, got, sizeof(got), "SELECT IFNULL(last_error, '-') FROM work_items "
+			 "WHERE id = %llu", (unsigned long long)id[i]);
+		if (strcmp(got, kept[i]) != 0)
+			die("fail many: row %d's last_error is \"%s\", want \"%s\"", i, got, kept[i]);
+		if (sql_u64(m, "SELECT COUNT(*) FROM attempt_errors WHERE item_id = %llu",
+			    (unsigned long long)id[i]) != (i == 3 ? 0u : 1u))
+			die("fail many: row %d has the wrong number of attempt errors", i);
+	}
+	f[0].ref = f[3].ref;
+	expect_rc("fail many, too many", store_fail_many(a, f, STORE_FAIL_MAX + 1, err,
+							 sizeof(err)), -EINVAL, err);
+}
+
 static void queue_escaping(MYSQL *m, struct store *a)
 {
 	const char *q = "it's a \\ queue";
@@ -734,6 +789,7 @@ static void phase_fence(const struct dsn *d, MYSQL *m)
 	fence_many(m, a, b);
 	fence_release(m, a);
 	fence_fail(m, a);
+	fence_fail_many(m, a, b);
 	queue_escaping(m, a);
 	cursor_finds_rows_behind(m, a);
 	store_free(a);

@@ -371,13 +371,15 @@ uint64_t sq_mono_ms(void);
 #define ATTEMPT_ERROR_ADD \
 	"INSERT INTO attempt_errors (item_id, slot, attempt, failed_at, error) " \
 	"SELECT id, attempts %% 20, attempts, NOW(6), LEFT(%s, 1000) FROM work_items " \
-	"WHERE id IN (%s) AND claim_token = CASE id%s END ON DUPLICATE KEY UPDATE " \
+	"WHERE id IN (%s) AND claim_token = CASE id%s END AND state <> 'claimed' " \
+	"ON DUPLICATE KEY UPDATE " \
 	"attempt = VALUES(attempt), failed_at = VALUES(failed_at), error = VALUES(error)"
 _Static_assert(ATTEMPT_ERRORS_KEEP == 20, "ATTEMPT_ERROR_ADD's ring");
 
-/* "ATTEMPT_ERROR_ADD;" for the rows refs[0..n) that this transaction
- * failed (token + 1); error: the SQL expression of the error to keep (a column, or a quoted
- * text). */
+/* "ATTEMPT_ERROR_ADD;" for the rows refs[0..n) that this transaction failed (token + 1,
+ * and no longer claimed: a row another worker claimed again after this one's lease ran out
+ * has that token too, and its attempt has not failed); error: the SQL expression of the
+ * error to keep (a column, or a quoted text). */
 void sq_add_attempt_errors(struct store *s, const struct store_ref *refs, size_t n,
 			   const char *error);
 /* " AND <condition>" for each of f's (store_filter) conditions, on work_items' columns.

@@ -85,50 +85,94 @@ static int rows_of(const struct run *rr, size_t a, size_t b, size_t n)
 	return k > n ? (int)n : (int)k;
 }
 
-/* One transaction, one round trip: the fenced UPDATE decides dead or ready in SQL; the
- * SELECT after it (the row is still locked by us) says which it decided. */
-int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const char *error,
-	       char *err, size_t errlen)
+/* The state the SELECT at the end of store_fail_many read for id: 1 ready, 2 dead, or
+ * -EIO (not there, or another state: the UPDATE that changed it said ready or dead). */
+static int state_read(MYSQL_RES *res, uint64_t id)
 {
-	int r = sq_check(s, "store_fail", &ref, 1, NULL, err, errlen), u;
 	MYSQL_ROW row;
-	struct run rr;
 
+	if (!res)
+		return -EIO;
+	mysql_data_seek(res, 0);
+	while ((row = mysql_fetch_row(res)))
+		if (row[0] && row[1] && strtoull(row[0], NULL, 10) == id)
+			return strcmp(row[1], "dead") == 0 ? 2 : strcmp(row[1], "ready") == 0 ? 1 :
+			       -EIO;
+	return -EIO;
+}
+
+/* One transaction, one round trip: a fenced UPDATE each decides dead or ready in SQL (its
+ * own delay and error); the SELECT after them (the rows are still locked by us) says which
+ * it decided. */
+int store_fail_many(struct store *s, struct store_failure *f, size_t n, char *err,
+		    size_t errlen)
+{
+	struct store_ref refs[STORE_FAIL_MAX], grouped[STORE_FAIL_MAX], deps[STORE_FAIL_MAX];
+	uint64_t ids[STORE_FAIL_MAX];
+	size_t ng = 0, nd = 0, u;
+	struct run rr;
+	int r = 0;
+
+	if (n == 0 || n > STORE_FAIL_MAX)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_fail: %zu rows (1..%d)", n,
+				   STORE_FAIL_MAX);
+	for (size_t i = 0; i < n; i++) {
+		refs[i] = f[i].ref;
+		ids[i] = f[i].ref.id;
+		if (f[i].ref.grouped)
+			grouped[ng++] = f[i].ref;
+		/* Only a row with children (its claim read has_dependents; a running row
+		 * cannot get a new one) carries the three statements that end or count off
+		 * its children: they cost ~1.5 ms of the server's time however empty. */
+		if (f[i].ref.dependents)
+			deps[nd++] = f[i].ref;
+	}
+	r = sq_check(s, "store_fail", refs, n, NULL, err, errlen);
 	if (r < 0)
 		return r;
 	sq_reset(s);
 	sql_add(s, "START TRANSACTION");
 	sq_end(s);
-	if (ref.grouped)
-		sq_add_group_lock(s, &ref, 1);
-	sql_add_finish(s, retry_ms, error, false);
-	sq_add_fence(s, &ref, 1);
-	sq_end(s);
-	sq_add_attempt_errors(s, &ref, 1, "last_error");
-	if (ref.grouped)
-		sq_add_group_next(s, &ref, 1, false);
-	/* Only a row with children (its claim read has_dependents; a running row cannot get a
-	 * new one) carries the three statements that end or count off its children: they
-	 * cost ~1.5 ms of the server's time however empty. */
-	if (ref.dependents)
-		sq_add_deps_dead(s, &ref, 1);
-	sql_add(s, "SELECT state FROM work_items WHERE id = %llu", (unsigned long long)ref.id);
+	if (ng)
+		sq_add_group_lock(s, grouped, ng);
+	u = ng ? 2 : 1;
+	for (size_t i = 0; i < n; i++) {
+		sql_add_finish(s, f[i].retry_ms, f[i].error, false);
+		sq_add_fence(s, &refs[i], 1);
+		sq_end(s);
+	}
+	sq_add_attempt_errors(s, refs, n, "last_error");
+	if (ng)
+		sq_add_group_next(s, grouped, ng, false);
+	if (nd)
+		sq_add_deps_dead(s, deps, nd);
+	sql_add(s, "SELECT id, state FROM work_items WHERE ");
+	sq_add_id_runs(s, ids, n);
 	sq_end(s);
 	sql_add(s, "COMMIT");
+	_Static_assert(2 + STORE_FAIL_MAX <= RUN_MAX_STMTS, "store_fail_many's UPDATEs' counts");
 	r = sq_run_retry(s, "store_fail", &rr, err, errlen);
 	if (r < 0)
 		return r;
-	/* Statements: START, [GROUP_LOCK], UPDATE, ATTEMPT_ERROR_ADD, [GROUP_NEXT], [3 x DEPS],
-	 * SELECT, COMMIT. */
-	u = ref.grouped ? 2 : 1;
-	row = rr.rows[u] > 0 && rr.res ? mysql_fetch_row(rr.res) : NULL;
-	r = rr.rows[u] == 0 ? 0 : !row || !row[0] ? -EIO : strcmp(row[0], "dead") == 0 ? 2 :
-	    strcmp(row[0], "ready") == 0 ? 1 : -EIO;
+	/* Statements: START, [GROUP_LOCK], n x UPDATE, ATTEMPT_ERROR_ADD, [GROUP_NEXT],
+	 * [3 x DEPS], SELECT, COMMIT; the SELECT's is the only result set. */
+	for (size_t i = 0; i < n; i++) {
+		f[i].result = rr.rows[u + i] == 0 ? 0 : state_read(rr.res, f[i].ref.id);
+		if (f[i].result < 0 && r == 0)
+			r = sq_fail_msg(f[i].result, err, errlen, "store_fail: row %llu changed but "
+					"its state is unexpected", (unsigned long long)f[i].ref.id);
+	}
 	mysql_free_result(rr.res);
-	if (r < 0)
-		sq_fail_msg(r, err, errlen, "store_fail: row %llu changed but its state is unexpected",
-			 (unsigned long long)ref.id);
 	return r;
+}
+
+int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const char *error,
+	       char *err, size_t errlen)
+{
+	struct store_failure f = { .ref = ref, .retry_ms = retry_ms, .error = error };
+	int r = store_fail_many(s, &f, 1, err, errlen);
+
+	return r < 0 ? r : f.result;
 }
 
 /* A release that counts the attempt failed it: its reason is the attempt's error (a row that

@@ -106,45 +106,85 @@ bool outcomes_due(const struct outcomes *o)
 	       (o->urgent || uv_hrtime() - o->since_ns >= OUTCOMES_FLUSH_MS * 1000000ull);
 }
 
-/* One outcome that is not a success into the store; *ret_out: what became of the row. */
+/* A release or a deferral into the store; *ret_out: what became of the row. */
 static int write_one(struct store *s, const struct outcome *x, uint8_t *ret_out, char *err,
 		     size_t errlen)
 {
 	int r;
 
-	switch (x->kind) {
-	case OUTCOME_RELEASE:
+	if (x->kind == OUTCOME_RELEASE) {
 		r = store_release(s, &x->ref, 1, false, NULL, err, errlen);
 		*ret_out = r == 0 ? PROTO_OUT_LOST : PROTO_OUT_RELEASED;
 		return r;
-	case OUTCOME_DEFER:
-		r = store_defer(s, x->ref, x->retry_ms, err, errlen);
-		*ret_out = r == 0 ? PROTO_OUT_LOST : PROTO_OUT_DEFERRED;
-		return r;
-	default:
-		r = store_fail(s, x->ref, x->retry_ms, x->error, err, errlen);
-		*ret_out = r == 2 ? PROTO_OUT_DEAD : r == 1 ? PROTO_OUT_RETRY : PROTO_OUT_LOST;
-		return r;
 	}
+	r = store_defer(s, x->ref, x->retry_ms, err, errlen);
+	*ret_out = r == 0 ? PROTO_OUT_LOST : PROTO_OUT_DEFERRED;
+	return r;
+}
+
+/* x is in the store as out: report and forget it. */
+static void written(struct outcomes *o, struct outcome *x, uint8_t out)
+{
+	if (out == PROTO_OUT_LOST && x->kind != OUTCOME_RELEASE)
+		o->lost++;
+	report(o, x, &out, 1);
+	outcome_free(x);
+}
+
+/* The failures list[at[0..n)) (f: the same, for the store), in one transaction; those written
+ * are marked gone. Returns 0 or the store's error. */
+static int write_failures(struct outcomes *o, struct store *s, struct store_failure *f,
+			  const size_t *at, size_t n, bool *gone, char *err, size_t errlen)
+{
+	int r = n ? store_fail_many(s, f, n, err, errlen) : 0;
+
+	if (r < 0 && r != -EIO)
+		return r;   /* none was written */
+	for (size_t j = 0; j < n; j++) {
+		if (f[j].result < 0)
+			continue;
+		written(o, &o->list[at[j]], f[j].result == 2 ? PROTO_OUT_DEAD :
+			f[j].result == 1 ? PROTO_OUT_RETRY : PROTO_OUT_LOST);
+		gone[at[j]] = true;
+	}
+	return r;
 }
 
 int outcomes_write_slow(struct outcomes *o, struct store *s, char *err, size_t errlen)
 {
-	size_t keep = 0;
+	bool gone[OUTCOMES_MAX] = { false };
+	struct store_failure f[STORE_FAIL_MAX];
+	size_t at[STORE_FAIL_MAX], nf = 0, keep = 0;
 	uint8_t out;
 	int r = 0;
 
-	for (size_t i = 0; i < o->n; i++) {
+	/* Failures go STORE_FAIL_MAX to a transaction; releases and deferrals one each. */
+	for (size_t i = 0; i < o->n && r == 0; i++) {
 		struct outcome *x = &o->list[i];
-		if (r < 0 || x->kind == OUTCOME_SUCCESS || (r = write_one(s, x, &out, err, errlen)) < 0) {
-			o->list[keep++] = *x;
+		if (x->kind == OUTCOME_SUCCESS)
+			continue;
+		if (x->kind == OUTCOME_FAILURE) {
+			f[nf] = (struct store_failure){ .ref = x->ref, .retry_ms = x->retry_ms,
+							.error = x->error };
+			at[nf++] = i;
+			if (nf == STORE_FAIL_MAX) {
+				r = write_failures(o, s, f, at, nf, gone, err, errlen);
+				nf = 0;
+			}
 			continue;
 		}
-		if (out == PROTO_OUT_LOST && x->kind != OUTCOME_RELEASE)
-			o->lost++;
-		report(o, x, &out, 1);
-		outcome_free(x);
+		r = write_one(s, x, &out, err, errlen);
+		if (r >= 0) {
+			r = 0;
+			written(o, x, out);
+			gone[i] = true;
+		}
 	}
+	if (r == 0)
+		r = write_failures(o, s, f, at, nf, gone, err, errlen);
+	for (size_t i = 0; i < o->n; i++)
+		if (!gone[i])
+			o->list[keep++] = o->list[i];
 	o->n = keep;
 	return r < 0 ? r : 0;
 }
