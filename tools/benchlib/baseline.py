@@ -10,8 +10,17 @@ from .common import ROOT, BenchError, log
 
 
 class Baseline:
-    def __init__(self, rev, commit, claimd, claimctl):
+    """The built revision: its binaries, and its tree's schema (sql/migrations), which the
+    bench loads into a database of its own (DATABASE): a schema change since the baseline
+    (migration 012 made claimed_by and claimed_at generated columns, which the claims of
+    the revisions before it write) must not make the baseline fail, nor run on a schema it
+    was not made for."""
+    DATABASE = 'claimd_baseline'
+
+    def __init__(self, rev, commit, claimd, claimctl, src):
         self.rev, self.commit, self.claimd, self.claimctl = rev, commit, claimd, claimctl
+        self.migrations = os.path.join(src, 'sql', 'migrations')
+        self.dsn = None   # set once its database is made (Db.make_database)
 
 
 def build(out, rev, no_build=False):
@@ -28,7 +37,7 @@ def build(out, rev, no_build=False):
     claimd, claimctl = os.path.join(bld, 'claimd'), os.path.join(bld, 'claimctl')
     same = os.path.exists(stamp) and open(stamp).read().strip() == commit
     if same and os.access(claimd, os.X_OK) and (no_build or _ninja(bld) is None):
-        return Baseline(rev, commit, claimd, claimctl)
+        return Baseline(rev, commit, claimd, claimctl, src)
     if no_build:
         raise BenchError('--baseline %s with --no-build: not built in %s' % (rev, bld))
     log('baseline: building %s (%s) in %s' % (rev, commit[:10], base))
@@ -50,7 +59,7 @@ def build(out, rev, no_build=False):
         raise BenchError('--baseline %s: %s' % (rev, why))
     with open(stamp, 'w') as f:
         f.write(commit + '\n')
-    return Baseline(rev, commit, claimd, claimctl)
+    return Baseline(rev, commit, claimd, claimctl, src)
 
 
 def _ninja(bld):

@@ -181,23 +181,33 @@ class Bench:
         buffer-pool counters over the run; with sample(claimd), its values every 0.2 s in
         res['samples']. Raises BenchError if claimd exits or does not finish in time."""
         timeout = timeout or max(300, n // 500)
-        self.db.empty()
-        self.db.load_ready(n, payload=payload)
-        before = self.counters()
-        c = Claimd(self, name, *args, binary=binary, dsn=dsn)
-        sampler = Sampler(lambda: sample(c)) if sample else None
+        base = self.baseline is not None and binary == self.baseline.claimd
+        if base:   # the baseline on its own schema
+            self.db.use(self.baseline.DATABASE)
+            dsn = dsn or self.baseline.dsn
         try:
-            if sampler:
-                with sampler:
+            self.db.empty()
+            self.db.load_ready(n, payload=payload)
+            before = self.counters()
+            c = Claimd(self, name, *args, binary=binary, dsn=dsn)
+            sampler = Sampler(lambda: sample(c)) if sample else None
+            try:
+                if sampler:
+                    with sampler:
+                        self.db.wait_no_live_row(c.p, timeout, 'claimd (%s)' % name)
+                else:
                     self.db.wait_no_live_row(c.p, timeout, 'claimd (%s)' % name)
-            else:
-                self.db.wait_no_live_row(c.p, timeout, 'claimd (%s)' % name)
-        except BaseException:
-            c.kill()
-            raise
-        c.stop()
-        after = self.counters()
-        res = self.db.rate()
+            except BaseException:
+                c.kill()
+                raise
+            c.stop()
+            after = self.counters()
+            res = self.db.rate()
+            if base:
+                self.db.empty()
+        finally:
+            if base:
+                self.db.use('claimd')
         if res['rows_claimed_twice']:
             log('warning: %d rows were claimed more than once' % res['rows_claimed_twice'])
         res.update(run_costs(before, after, res['rows'], os.cpu_count() or 1))

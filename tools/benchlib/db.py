@@ -150,6 +150,27 @@ class Db:
     def empty(self):
         self.sql.query('TRUNCATE TABLE work_items')
 
+    def make_database(self, name, migrations):
+        """A database name (dropped first if there) with the schema of the migrations in the
+        folder migrations; returns its DSN. The client stays in its database."""
+        files = sorted(f for f in os.listdir(migrations) if f.endswith('.sql'))
+        if not files:
+            raise BenchError('no migrations in %s' % migrations)
+        self.sql.query('DROP DATABASE IF EXISTS %s' % name)
+        self.sql.query('CREATE DATABASE %s' % name)
+        client = shutil.which('mariadb') or shutil.which('mysql')
+        for f in files:
+            with open(os.path.join(migrations, f)) as text:
+                r = subprocess.run([client, '--no-defaults', '--protocol=socket', '-S', self.sock,
+                                    '-uroot', name], stdin=text, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise BenchError('%s into %s: %s' % (f, name, r.stderr.strip()[-500:]))
+        return self.dsn.replace('/claimd?', '/%s?' % name)
+
+    def use(self, name):
+        """The client's statements (empty, load_ready, rate, ..) go to database name."""
+        self.sql.query('USE %s' % name)
+
     def wait_no_live_row(self, proc, timeout, what):
         """Polls (every 50 ms) until no row is ready or claimed; proc must stay alive."""
         deadline = time.monotonic() + timeout

@@ -34,7 +34,8 @@ def idle_run(b, workers, wake='auto', binary=None, want_memory=False, window=Tru
     """claimd idle on an empty queue; its statements/s over a window (none: window=False),
     and with want_memory its processes' memory once settled."""
     c = Claimd(b, 'idle-w%d-%s%s' % (workers, wake, '-baseline' if binary else ''),
-               '--handler', 'noop', '--workers', str(workers), '--wake', wake, binary=binary)
+               '--handler', 'noop', '--workers', str(workers), '--wake', wake, binary=binary,
+               dsn=b.baseline.dsn if binary and b.baseline else None)
     mem = None
     try:
         c.wait_idle(workers)

@@ -107,6 +107,12 @@ def run(b):
             log('baseline: %s; the targets against it are MISS' % e)
     b.ran, failed = set(), 0
     b.db.start(b.out)
+    if b.baseline:
+        try:
+            b.baseline.dsn = b.db.make_database(b.baseline.DATABASE, b.baseline.migrations)
+        except BenchError as e:
+            b.baseline, b.baseline_error = None, 'its schema: %s' % e
+            log('baseline: %s; the targets against it are MISS' % b.baseline_error)
     try:
         b.results['machine'] = b.machine()
         for mod in MODULES:
