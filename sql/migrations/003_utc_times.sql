@@ -60,9 +60,17 @@ ALTER TABLE work_items
     MODIFY COLUMN run_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
     MODIFY COLUMN dedupe_until TIMESTAMP(6) NULL DEFAULT NULL,
     MODIFY COLUMN visible_at TIMESTAMP(6) NULL DEFAULT NULL,
-    MODIFY COLUMN claimed_at TIMESTAMP(6) NULL DEFAULT NULL,
     MODIFY COLUMN finished_at TIMESTAMP(6) NULL DEFAULT NULL,
     MODIFY COLUMN created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6);
+-- claimed_at too, unless migration 12 has made it a generated column (this file loaded
+-- again): that one is a TIMESTAMP(6) already, and MODIFY cannot change a generated column.
+SET @claimd_q = IF((SELECT EXTRA FROM information_schema.COLUMNS
+                    WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'work_items'
+                      AND COLUMN_NAME = 'claimed_at') LIKE '%GENERATED%', 'DO 0',
+    'ALTER TABLE work_items MODIFY COLUMN claimed_at TIMESTAMP(6) NULL DEFAULT NULL');
+PREPARE claimd_stmt FROM @claimd_q;
+EXECUTE claimd_stmt;
+DEALLOCATE PREPARE claimd_stmt;
 ALTER TABLE queues
     MODIFY COLUMN next_start_at TIMESTAMP(6) NULL DEFAULT NULL,
     MODIFY COLUMN updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)

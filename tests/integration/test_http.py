@@ -399,7 +399,7 @@ def it_retries_cancels_and_pauses(t):
     c.wait_ready()
     dead = db.insert_item('d', queue="'mail'", state="'dead'", attempts=5)
     ready = db.insert_item('r', queue="'mail'")
-    claimed = db.insert_item('c', queue="'mail'", state="'claimed'", claimed_at='NOW(6)')
+    claimed = db.insert_item('c', queue="'mail'", state="'claimed'", claim_time='NOW(6)')
     status, _, b = _req(c, 'POST', f'/v1/jobs/{dead}/retry')
     check_eq((status, b), (200, {'retried': 1}), 'retry')
     check_eq(db.row(dead, 'state, attempts'), ('ready', '0'), 'retried row')

@@ -69,6 +69,52 @@ def it_migrates_an_older_database_keeping_its_rows(t):
              [(str(i + 1),) for i in range(len(NAMES))], 'the versions recorded')
 
 
+def it_keeps_who_claimed_a_row_and_when_through_migration_12(t):
+    """Migration 12 moves claimed_by and claimed_at into columns every row is born with at
+    their size (claim_worker, claim_time) and makes them generated: the values read the
+    same, NULL where never claimed (in any session time zone), and a claim writes its worker
+    padded to the row's width, so that the row keeps its size."""
+    server, db, dsn = _empty_db(t, 'claim12')
+    for path in harness.MIGRATIONS[:11]:
+        server.load(db, path)
+    long_name = 'h' * 40 + '/w3:1234567'
+    server.sql("SET time_zone = '+00:00'; INSERT INTO work_items (payload, state, attempts, "
+               "claimed_by, claimed_at, visible_at) VALUES "
+               "('short', 'claimed', 1, 'vm/w0:123', '2026-01-02 03:04:05.678901', NULL), "
+               f"('long', 'done', 1, '{long_name}', '2026-01-02 03:04:06', NULL), "
+               "('never', 'ready', 0, NULL, NULL, NOW(6))", db=db)
+    rc, out, err = _migrate(t, dsn)
+    check_eq((rc, out.splitlines()), (0, ['applied migration 012_claim_in_place']),
+             f'--migrate from version 11 ({err})')
+    read = ("SELECT payload, IFNULL(claimed_by, '-'), IFNULL(claimed_at, '-'), "
+            "CHAR_LENGTH(claim_worker) FROM work_items ORDER BY id")
+    want = [('short', 'vm/w0:123', '2026-01-02 03:04:05.678901', '32'),
+            ('long', long_name, '2026-01-02 03:04:06.000000', str(len(long_name))),
+            ('never', '-', '-', '32')]
+    check_eq(server.sql("SET time_zone = '+00:00'; " + read, db=db), want, 'after migration 12')
+    check_eq(server.sql("SET time_zone = '-07:00'; SELECT COUNT(*) FROM work_items "
+                        "WHERE claimed_at IS NULL OR claimed_by IS NULL", db=db), [('1',)],
+             'rows never claimed, read in another time zone')
+    ncols, hidden = server.sql("SELECT COUNT(*), SUM(EXTRA LIKE '%INVISIBLE%') FROM "
+                               "information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+                               "AND TABLE_NAME = 'work_items'", db=db)[0]
+    check_eq((hidden, len(server.sql('SELECT * FROM work_items LIMIT 1', db=db)[0])),
+             ('2', int(ncols) - 2), 'invisible columns; the columns SELECT * shows')
+    rc, out, err = _migrate(t, dsn)
+    check(rc == 0 and 'nothing to do' in out, f'again: {out!r}')
+    server.load(db, harness.MIGRATIONS[11])   # by hand, a second time: idempotent
+    check_eq(server.sql("SET time_zone = '+00:00'; " + read, db=db), want, 'loaded again')
+    c = t.claimd(None, '--workers', '1', '--handler', 'noop', dsn=dsn)
+    wait_for(lambda: server.sql("SELECT state FROM work_items WHERE payload = 'never'",
+                                db=db)[0][0], 10, 'the ready row done', until=lambda s: s == 'done')
+    check_eq(c.stop(), 0, 'claimd exit code')
+    by, width, recent = server.sql(
+        "SELECT claimed_by, CHAR_LENGTH(claim_worker), claimed_at > NOW(6) - INTERVAL 1 MINUTE "
+        "FROM work_items WHERE payload = 'never'", db=db)[0]
+    check('/w0:' in by and by == by.rstrip(), f'claimed_by of the claimed row: {by!r}')
+    check_eq((width, recent), ('32', '1'), 'claim_worker kept its width; claimed_at is now')
+
+
 def it_doctor_reports_the_set_up_and_missing_privileges(t):
     db = t.database()
     r = subprocess.run([CLAIMD_BIN, '--doctor', '--dsn', db.dsn,

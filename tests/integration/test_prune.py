@@ -17,11 +17,11 @@ def _finished_rows(db):
     ago; return (old_done, recent_done, dead) id lists."""
     ago = 'NOW(6) - INTERVAL 2 HOUR'
     old = db.insert_items(3, payload="CONCAT('old-', seq)", state="'done'", attempts=1,
-                          created_at=ago, claimed_at=ago, finished_at=ago)
+                          created_at=ago, claim_time=ago, finished_at=ago)
     recent = db.insert_items(2, payload="CONCAT('recent-', seq)", state="'done'", attempts=1,
-                             claimed_at='NOW(6)', finished_at='NOW(6)')
+                             claim_time='NOW(6)', finished_at='NOW(6)')
     dead = db.insert_items(1, payload="'dead'", state="'dead'", attempts=5, created_at=ago,
-                           claimed_at=ago, finished_at=ago, last_error="'exit status 1'")
+                           claim_time=ago, finished_at=ago, last_error="'exit status 1'")
     return old, recent, dead
 
 
@@ -52,7 +52,7 @@ def it_sweeps_the_whole_id_range_in_spans(t):
     to hours ago does not make it old); the total is logged once per sweep."""
     db = t.database()
     ago = 'NOW(6) - INTERVAL 2 HOUR'
-    done = dict(state="'done'", attempts=1, created_at=ago, claimed_at=ago, finished_at=ago)
+    done = dict(state="'done'", attempts=1, created_at=ago, claim_time=ago, finished_at=ago)
     old = []
     for base in (0, 20_000, 1_000_000):
         old += db.insert_items(3, id=f'{base} + seq', **done)
@@ -81,7 +81,7 @@ def it_one_supervisor_prunes_and_another_takes_over_when_it_stops(t):
     the other prunes."""
     db = t.database()
     ago = 'NOW(6) - INTERVAL 2 HOUR'
-    done = dict(state="'done'", attempts=1, created_at=ago, claimed_at=ago, finished_at=ago)
+    done = dict(state="'done'", attempts=1, created_at=ago, claim_time=ago, finished_at=ago)
     first = db.insert_items(30, **done)
     args = ('--workers', '1', '--handler', 'noop', '--keep-done', '1h',
             '--maintenance-interval', '1s')
@@ -152,7 +152,7 @@ def it_prunes_dead_rows_after_keep_dead_set_by_a_reload(t):
                              finished_at='NOW(6) - INTERVAL 10 MINUTE')
     ready = db.insert_items(1, created_at=hours)
     claimed = db.insert_items(1, state="'claimed'", attempts=1, created_at=hours,
-                              claimed_at='NOW(6)', visible_at='NOW(6) + INTERVAL 1 HOUR')
+                              claim_time='NOW(6)', visible_at='NOW(6) + INTERVAL 1 HOUR')
     # A row that waited for an old dead one: cancelled (dead now), its edge goes with its parent.
     child = db.insert_items(1, created_at=hours)
     db.execute(f'INSERT INTO work_deps (parent_id, child_id) VALUES ({old[0]}, {child[0]})')
