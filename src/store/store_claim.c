@@ -570,14 +570,13 @@ static int claim_commit(struct store *s, const struct claim_args *a, size_t n,
 			ids[i] = s->scratch[i].id;
 		qsort(ids, n, sizeof(*ids), sq_cmp_u64);
 		/* claim_worker and claim_time keep their sizes: the row changes in place
-		 * (migration 012), the name padded to the width the row has. */
+		 * (migration 012), the name padded to the width the row has (a longer name
+		 * is written whole, as the migration copies it). */
 		sql_add(s, QUIET "UPDATE work_items SET state = 'claimed', claim_token = claim_token + 1, "
-			"attempts = attempts + 1, claim_worker = IF(CHAR_LENGTH(claim_worker) >= "
-			"CHAR_LENGTH(%s), RPAD(%s, CHAR_LENGTH(claim_worker), ' '), %s), "
-			"claim_time = NOW(6), progress = NULL, "
+			"attempts = attempts + 1, claim_worker = RPAD(%s, GREATEST(CHAR_LENGTH("
+			"claim_worker), CHAR_LENGTH(%s)), ' '), claim_time = NOW(6), progress = NULL, "
 			"visible_at = NOW(6) + INTERVAL %llu MICROSECOND WHERE ",
-			s->claimer_sql, s->claimer_sql, s->claimer_sql,
-			(unsigned long long)a->lease_ms * 1000u);
+			s->claimer_sql, s->claimer_sql, (unsigned long long)a->lease_ms * 1000u);
 		sq_add_id_runs(s, ids, n);
 		free(ids);
 		sq_end(s);
