@@ -13,26 +13,27 @@ void outcomes_init(struct outcomes *o, void (*send)(void *data, struct proto_msg
 	o->data = data;
 }
 
-/* FINISHED for list[0..n), what became of each in outs. */
-static void report(struct outcomes *o, const struct outcome *list, const uint8_t *outs, size_t n)
+/* FINISHED for list[at[0..n)] (at NULL: list[0..n)), what became of each in outs (NULL: done). */
+static void report(struct outcomes *o, const struct outcome *list, const size_t *at,
+		   const uint8_t *outs, size_t n)
 {
 	struct proto_msg m;
 
 	/* At most PROTO_MAX_ITEMS a message. */
-	for (size_t at = 0; at < n; at += m.u.items.n) {
+	for (size_t k = 0; k < n;) {
 		memset(&m, 0, sizeof(m));
 		m.type = PROTO_FINISHED;
-		while (at + m.u.items.n < n && m.u.items.n < PROTO_MAX_ITEMS) {
-			struct proto_item *it = &m.u.items.items[m.u.items.n];
-			it->id = list[at + m.u.items.n].ref.id;
-			it->token = list[at + m.u.items.n].ref.token;
-			it->outcome = outs ? outs[at + m.u.items.n] : PROTO_OUT_DONE;
-			it->queue = list[at + m.u.items.n].queue;
-			it->run_us = list[at + m.u.items.n].run_us;
-			it->wait_us = list[at + m.u.items.n].wait_us;
+		for (; k < n && m.u.items.n < PROTO_MAX_ITEMS; k++) {
+			const struct outcome *x = &list[at ? at[k] : k];
+			struct proto_item *it = &m.u.items.items[m.u.items.n++];
+			it->id = x->ref.id;
+			it->token = x->ref.token;
+			it->outcome = outs ? outs[k] : PROTO_OUT_DONE;
+			it->queue = x->queue;
+			it->run_us = x->run_us;
+			it->wait_us = x->wait_us;
 			if (o->finished)
-				o->finished(o->data, &list[at + m.u.items.n], it->outcome);
-			m.u.items.n++;
+				o->finished(o->data, x, it->outcome);
 		}
 		o->send(o->data, &m);
 	}
@@ -127,26 +128,33 @@ static void written(struct outcomes *o, struct outcome *x, uint8_t out)
 {
 	if (out == PROTO_OUT_LOST && x->kind != OUTCOME_RELEASE)
 		o->lost++;
-	report(o, x, &out, 1);
+	report(o, x, NULL, &out, 1);
 	outcome_free(x);
 }
 
 /* The failures list[at[0..n)) (f: the same, for the store), in one transaction; those written
- * are marked gone. Returns 0 or the store's error. */
+ * are reported in one message and marked gone. Returns 0 or the store's error. */
 static int write_failures(struct outcomes *o, struct store *s, struct store_failure *f,
 			  const size_t *at, size_t n, bool *gone, char *err, size_t errlen)
 {
 	int r = n ? store_fail_many(s, f, n, err, errlen) : 0;
+	size_t done_at[STORE_FAIL_MAX] = { 0 }, nd = 0;
+	uint8_t outs[STORE_FAIL_MAX] = { 0 };
 
 	if (r < 0 && r != -EIO)
 		return r;   /* none was written */
 	for (size_t j = 0; j < n; j++) {
 		if (f[j].result < 0)
 			continue;
-		written(o, &o->list[at[j]], f[j].result == 2 ? PROTO_OUT_DEAD :
-			f[j].result == 1 ? PROTO_OUT_RETRY : PROTO_OUT_LOST);
+		outs[nd] = f[j].result == 2 ? PROTO_OUT_DEAD :
+			   f[j].result == 1 ? PROTO_OUT_RETRY : PROTO_OUT_LOST;
+		o->lost += outs[nd] == PROTO_OUT_LOST;
+		done_at[nd++] = at[j];
 		gone[at[j]] = true;
 	}
+	report(o, o->list, done_at, outs, nd);
+	for (size_t j = 0; j < nd; j++)
+		outcome_free(&o->list[done_at[j]]);
 	return r;
 }
 
@@ -205,7 +213,7 @@ void outcomes_done_written(struct outcomes *o, size_t n)
 {
 	if (n > o->n)
 		n = o->n;
-	report(o, o->list, NULL, n);
+	report(o, o->list, NULL, NULL, n);
 	for (size_t i = 0; i < n; i++)
 		outcome_free(&o->list[i]);
 	memmove(o->list, o->list + n, (o->n - n) * sizeof(o->list[0]));

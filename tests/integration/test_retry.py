@@ -96,5 +96,26 @@ def it_claimctl_retry_puts_dead_rows_back(t):
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 
+def it_counts_each_of_many_failures_at_once_once(t):
+    """Items failing many at once (2 workers x --concurrency 10, a pipe: co-process failing
+    every item) are written up to 8 to a transaction and reported to the supervisor together:
+    every row ends dead after its 2 attempts with the handler's error, and the supervisor
+    counts each failure once."""
+    db = t.database()
+    db.insert_items(60, payload="'fail'", max_attempts=2)
+    h, spec = t.pipe_echo('failing')
+    c = t.claimd(db, '--workers', '2', '--concurrency', '10', '--handler', spec,
+                 '--retry-base', '10ms')
+    wait_for(db.states, 30, 'the 60 rows dead', until=lambda s: s['dead'] == 60)
+    check_eq(db.sql("SELECT attempts, last_error LIKE '%failing as asked%', COUNT(*) "
+                    "FROM work_items GROUP BY 1, 2"), [('2', '1', '60')],
+             'attempts, the error, rows')
+    st = c.wait_status(lambda s: sum(w['failed'] for w in s['workers']) >= 120, 10,
+                       'status: 120 failures')
+    check_eq(sum(w['failed'] for w in st['workers']), 120, 'failures the supervisor counted')
+    check_eq(len(h.starts()), 120, 'runs (2 of each row)')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
 if __name__ == '__main__':
     harness.main()
