@@ -123,13 +123,19 @@ static int write_one(struct store *s, const struct outcome *x, uint8_t *ret_out,
 	return r;
 }
 
-/* x is in the store as out: report and forget it. */
-static void written(struct outcomes *o, struct outcome *x, uint8_t out)
+/* list[at[0..n)] are in the store, each as outs[k]: report them (in one message) and forget
+ * them (marked gone). */
+static void written(struct outcomes *o, const size_t *at, const uint8_t *outs, size_t n,
+		    bool *gone)
 {
-	if (out == PROTO_OUT_LOST && x->kind != OUTCOME_RELEASE)
-		o->lost++;
-	report(o, x, NULL, &out, 1);
-	outcome_free(x);
+	for (size_t k = 0; k < n; k++) {
+		if (outs[k] == PROTO_OUT_LOST && o->list[at[k]].kind != OUTCOME_RELEASE)
+			o->lost++;
+		gone[at[k]] = true;
+	}
+	report(o, o->list, at, outs, n);
+	for (size_t k = 0; k < n; k++)
+		outcome_free(&o->list[at[k]]);
 }
 
 /* The failures list[at[0..n)) (f: the same, for the store), in one transaction; those written
@@ -148,13 +154,9 @@ static int write_failures(struct outcomes *o, struct store *s, struct store_fail
 			continue;
 		outs[nd] = f[j].result == 2 ? PROTO_OUT_DEAD :
 			   f[j].result == 1 ? PROTO_OUT_RETRY : PROTO_OUT_LOST;
-		o->lost += outs[nd] == PROTO_OUT_LOST;
 		done_at[nd++] = at[j];
-		gone[at[j]] = true;
 	}
-	report(o, o->list, done_at, outs, nd);
-	for (size_t j = 0; j < nd; j++)
-		outcome_free(&o->list[done_at[j]]);
+	written(o, done_at, outs, nd, gone);
 	return r;
 }
 
@@ -184,8 +186,7 @@ int outcomes_write_slow(struct outcomes *o, struct store *s, char *err, size_t e
 		r = write_one(s, x, &out, err, errlen);
 		if (r >= 0) {
 			r = 0;
-			written(o, x, out);
-			gone[i] = true;
+			written(o, &i, &out, 1, gone);
 		}
 	}
 	if (r == 0)
