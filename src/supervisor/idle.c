@@ -27,6 +27,10 @@ struct idle {
 	unsigned open_timers;      /* idle_free: closing */
 	bool freeing;              /* idle_free was called: freed once closed and no job runs */
 	uint64_t changes;          /* changes the binary log told of */
+	/* A wake-up found no worker to take it: owed to the next that says it is idle. The
+	 * pool's view lags the workers' (a worker answers a permit with CLAIMED before its STATE
+	 * says it is idle), and a row that came due meanwhile has nothing else to wake for it. */
+	bool owed;
 	/* A change is in the binary log before its commit is seen by others: a claim or the
 	 * statement that follows it may not see its rows yet, so it is asked again a few times
 	 * (RECHECK_FIRST_MS doubling) for RECHECK_WINDOW_MS after the change. */
@@ -59,7 +63,10 @@ static void stop_timers(struct idle *d)
 
 static void wake_if_wanted(struct idle *d)
 {
-	if (!d->stopping && d->o.wants(d->o.data))
+	if (d->stopping)
+		return;
+	d->owed = !d->o.wants(d->o.data);
+	if (!d->owed)
 		d->o.wake_one(d->o.data);
 }
 
@@ -316,6 +323,12 @@ void idle_claimed_none(struct idle *d)
 		return;
 	resume(d);
 	run_job(d);
+}
+
+void idle_worker_idle(struct idle *d)
+{
+	if (d->owed)
+		wake_if_wanted(d);
 }
 
 bool idle_push(const struct idle *d)

@@ -7,10 +7,12 @@
  * delayed row, a retry, a lease) and a timer wakes a worker then; just after a change that
  * statement is asked again a few times over half a second (the log has a change before
  * other connections see its commit); a safety poll every IDLE_SAFETY_MS covers anything
- * else. While every worker has been busy for a while the stream is closed (its news would wake
- * nobody, and the server would stream every row the pool writes), unless requests wait for
- * rows (idle_follow_rows): a claim that finds nothing opens it again, from the server's
- * position then, and asks once what changed meanwhile.
+ * else. A wake-up that finds no worker idle is owed to the next that says it is (the pool
+ * learns a worker is idle from its STATE, which may come after the statement that found a
+ * row due). While every worker has been busy for a while the stream is closed (its news
+ * would wake nobody, and the server would stream every row the pool writes), unless
+ * requests wait for rows (idle_follow_rows): a claim that finds nothing opens it again, from
+ * the server's position then, and asks once what changed meanwhile.
  *
  * poll (--wake poll, or while the stream is not to be had): one poll per --poll-interval for
  * the whole pool, on the supervisor's connection, while a worker is idle.
@@ -55,6 +57,8 @@ void idle_start(struct idle *d);
 bool idle_tick(struct idle *d);
 /* A worker's claim found no row. */
 void idle_claimed_none(struct idle *d);
+/* A worker says it is idle now: a wake-up that found none idle is its. */
+void idle_worker_idle(struct idle *d);
 /* Whether a worker is idle, to close or open the stream (push mode; its own timer asks). */
 void idle_watch(struct idle *d);
 /* want: requests wait for rows (rows_changed): the stream stays open while every worker is

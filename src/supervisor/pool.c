@@ -110,11 +110,16 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 
 static void on_state(struct slot *sl, const struct proto_msg *m)
 {
+	struct pool *p = sl->pool;
+	uint8_t was = sl->wstate;
+
 	if (sl->health != SLOT_UP)
 		return;  /* unresponsive: our verdict stands until it is gone */
-	if (m->u.state.state == PROTO_W_DB_DOWN && sl->wstate != PROTO_W_DB_DOWN)
+	if (m->u.state.state == PROTO_W_DB_DOWN && was != PROTO_W_DB_DOWN)
 		log_warn("worker slot=%u pid=%d reports the database down", sl->idx, (int)sl->pid);
 	sl->wstate = m->u.state.state;
+	if (sl->wstate == PROTO_W_IDLE && was != PROTO_W_IDLE && p->o.worker_idle && !p->freeing)
+		p->o.worker_idle(p->o.data);
 }
 
 static void slot_on_msg(void *data, const struct proto_msg *m)

@@ -31,6 +31,8 @@ struct pool_opts {
 	void (*on_change)(void *data);
 	/* A worker's claim found no row. May be NULL. */
 	void (*claimed_none)(void *data);
+	/* A worker says it is idle, and was not. May be NULL. */
+	void (*worker_idle)(void *data);
 	void *data;
 };
 

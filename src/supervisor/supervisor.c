@@ -344,6 +344,13 @@ static void host_claimed_none(void *data)
 	idle_claimed_none(s->idle);
 }
 
+static void host_worker_idle(void *data)
+{
+	struct sup *s = data;
+
+	idle_worker_idle(s->idle);
+}
+
 /* Pushed, the registry's refresh takes a poll's place less often (idle load). */
 static void host_mode_changed(void *data, bool push)
 {
@@ -430,7 +437,8 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 {
 	struct pool_opts po = { .loop = s->loop, .cfg = cfg, .argc = argc, .argv = argv,
 				.stats = &s->stats, .on_change = on_change,
-				.claimed_none = host_claimed_none, .data = s };
+				.claimed_none = host_claimed_none,
+				.worker_idle = host_worker_idle, .data = s };
 	struct cmd_host host = { .loop = s->loop, .cfg = cfg, .data = s, .wake = host_wake,
 				 .snapshot = host_snapshot, .now_ms = host_now,
 				 .reload = host_reload, .resize = host_resize,
