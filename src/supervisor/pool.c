@@ -118,7 +118,7 @@ static void on_state(struct slot *sl, const struct proto_msg *m)
 	if (m->u.state.state == PROTO_W_DB_DOWN && was != PROTO_W_DB_DOWN)
 		log_warn("worker slot=%u pid=%d reports the database down", sl->idx, (int)sl->pid);
 	sl->wstate = m->u.state.state;
-	if (sl->wstate == PROTO_W_IDLE && was != PROTO_W_IDLE && p->o.worker_idle && !p->freeing)
+	if (sl->wstate == PROTO_W_IDLE && was != PROTO_W_IDLE && p->o.worker_idle)
 		p->o.worker_idle(p->o.data);
 }
 
