@@ -488,9 +488,13 @@ static void set_options(MYSQL *c)
 	 * time_zone: every time claimd writes or compares (NOW(6), the TIMESTAMP columns, the
 	 * claim cursor's text) is UTC, which never jumps; in the server's own zone a change of
 	 * daylight saving time would move NOW(6) by an hour (sql/migrations/003_utc_times.sql).
-	 * '+00:00' needs no time zone tables. */
+	 * '+00:00' needs no time zone tables.
+	 * max_recursive_iterations: the server stops a recursive query (the rows a dead row
+	 * cancels, down its edges; the rows a retry puts back) after that many levels, 1,000
+	 * by default, without an error; a chain of rows may be longer. */
 	mysql_options(c, MYSQL_INIT_COMMAND, "SET SESSION autocommit = 1, innodb_lock_wait_timeout = 5, "
-		      "time_zone = '+00:00' /*M!100300 , idle_transaction_timeout = 10 */");
+		      "time_zone = '+00:00', max_recursive_iterations = 4294967295 "
+		      "/*M!100300 , idle_transaction_timeout = 10 */");
 }
 
 /* A request the network swallows (a link cut, a host gone) fails once it has gone

@@ -41,16 +41,90 @@ static int check_graph(struct store_add_row *rows, size_t n, const struct store_
 	return 0;
 }
 
-/* Round trip 1: the batch's row, the rows (their ids back, in order). */
+/* The graph's shape, from its edges (each pair once): how many rows each line waits for,
+ * and whether any waits for it. */
+struct shape {
+	unsigned *waits;          /* [n] */
+	unsigned char *waited;    /* [n] */
+};
+
+/* Whether the edges all[0..m) (each pair once) of a graph of n lines leave no line waiting,
+ * through others, for itself: Kahn's order, time linear in n + m. Fills sh. Returns 0, or
+ * -EINVAL with err naming two lines of a cycle, or -ENOMEM. */
+static int check_acyclic(const struct store_edge *all, size_t m, size_t n, struct shape *sh,
+			 char *err, size_t errlen)
+{
+	size_t *first = calloc(n + 1, sizeof(*first)), *by_parent = malloc((m + 1) *
+								     sizeof(*by_parent));
+	size_t *order = malloc((n + 1) * sizeof(*order)), *left = calloc(n + 1, sizeof(*left));
+	size_t head = 0, tail = 0;
+	int r = 0;
+
+	if (!first || !by_parent || !order || !left) {
+		r = sq_fail_msg(-ENOMEM, err, errlen, "store_add_graph: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < m; i++) {
+		sh->waits[all[i].child]++;
+		sh->waited[all[i].parent] = 1;
+		first[all[i].parent + 1]++;
+	}
+	for (size_t i = 0; i < n; i++)
+		first[i + 1] += first[i];
+	for (size_t i = 0; i < m; i++)
+		by_parent[first[all[i].parent] + left[all[i].parent]++] = all[i].child;
+	for (size_t i = 0; i < n; i++) {
+		left[i] = sh->waits[i];
+		if (left[i] == 0)
+			order[tail++] = i;
+	}
+	while (head < tail) {
+		size_t v = order[head++];
+		for (size_t k = first[v]; k < first[v + 1]; k++)
+			if (--left[by_parent[k]] == 0)
+				order[tail++] = by_parent[k];
+	}
+	if (tail < n) {
+		/* Every line left waits for another line left: walk up from one until a line
+		 * comes round again. */
+		size_t v = 0, steps = 0;
+		while (left[v] == 0)
+			v++;
+		for (; steps <= n; steps++) {
+			size_t parent = n;
+			for (size_t i = 0; i < m && parent == n; i++)
+				if (all[i].child == v && left[all[i].parent] > 0)
+					parent = all[i].parent;
+			v = parent;
+		}
+		for (size_t i = 0; i < m; i++)
+			if (all[i].child == v && left[all[i].parent] > 0) {
+				r = sq_fail_msg(-EINVAL, err, errlen, "line %zu waits, through line %zu, "
+						"for itself: a cycle", v + 1, all[i].parent + 1);
+				break;
+			}
+	}
+out:
+	free(first);
+	free(by_parent);
+	free(order);
+	free(left);
+	return r;
+}
+
+/* Round trip 1: the batch's row, the rows (their ids back, in order), each with how many
+ * lines it waits for (no visible_at while that is above 0) and whether any waits for it. */
 static int insert_rows(struct store *s, struct store_add_row *rows, size_t n,
-		       const struct store_batch_def *batch, uint64_t *ret_batch, char *err,
-		       size_t errlen)
+		       const struct store_batch_def *batch, const struct shape *sh,
+		       uint64_t *ret_batch, char *err, size_t errlen)
 {
 	struct run rr;
 	MYSQL_ROW row;
 	int r;
 
 	sq_reset(s);
+	sql_add(s, "SET @claimd_graph_checked = NULL");
+	sq_end(s);
 	sql_add(s, "START TRANSACTION");
 	sq_end(s);
 	if (batch) {
@@ -64,12 +138,14 @@ static int insert_rows(struct store *s, struct store_add_row *rows, size_t n,
 		sql_add(s, "SET @claimd_batch = LAST_INSERT_ID()");
 		sq_end(s);
 	}
-	sql_add(s, "INSERT INTO work_items " ADD_COLUMNS ", batch_id) VALUES ");
+	sql_add(s, "INSERT INTO work_items " ADD_COLUMNS ", batch_id, waiting_for, has_dependents) "
+		"VALUES ");
 	for (size_t i = 0; i < n; i++) {
 		sql_add(s, i ? "," : "");
 		sq_add_values(s, rows[i].queue, rows[i].payload, rows[i].len,
 			      rows[i].opts ? rows[i].opts : &no_opts);
-		sql_add(s, batch ? ", @claimd_batch)" : ", NULL)");
+		sql_add(s, "%s, %u, %d)", batch ? ", @claimd_batch" : ", NULL", sh->waits[i],
+			sh->waited[i]);
 	}
 	sql_add(s, " RETURNING id");
 	if (batch) {
@@ -135,8 +211,8 @@ static long all_edges(const struct store_edge *edges, size_t nedges, size_t n,
 	return (long)m;
 }
 
-/* Round trip 2: the edges (their trigger checks them and makes the children wait), the
- * batch's callback, and the commit. */
+/* Round trip 2: the edges (checked here, counted in their rows already: their trigger is told
+ * so, sql/migrations/013_workflows.sql), the batch's callback, and the commit. */
 static int insert_edges(struct store *s, const struct store_add_row *rows,
 			const struct store_edge *edges, size_t nedges,
 			const struct store_batch_def *batch, uint64_t batch_id, char *err,
@@ -146,14 +222,21 @@ static int insert_edges(struct store *s, const struct store_add_row *rows,
 	int r;
 
 	sq_reset(s);
+	if (nedges) {
+		sql_add(s, "SET @claimd_graph_checked = 1");
+		sq_end(s);
+	}
 	for (size_t i = 0; i < nedges; i++) {
 		sql_add(s, "%s(%llu, %llu, '%s')", i ? "," : "INSERT INTO work_deps (parent_id, "
 			"child_id, on_dead) VALUES ", (unsigned long long)rows[edges[i].parent].id,
 			(unsigned long long)rows[edges[i].child].id,
 			edges[i].on_dead_run ? "run" : "cancel");
 	}
-	if (nedges)
+	if (nedges) {
 		sq_end(s);
+		sql_add(s, "SET @claimd_graph_checked = NULL");
+		sq_end(s);
+	}
 	if (batch && batch->callback >= 0) {
 		sql_add(s, "UPDATE batches SET callback_id = %llu WHERE id = %llu",
 			(unsigned long long)rows[batch->callback].id, (unsigned long long)batch_id);
@@ -173,6 +256,7 @@ int store_add_graph(struct store *s, struct store_add_row *rows, size_t n,
 {
 	int r = sq_check(s, "store_add_graph", NULL, 0, NULL, err, errlen);
 	struct store_edge *all = NULL;
+	struct shape sh = { NULL, NULL };
 	unsigned attempt = 0;
 	uint64_t batch_id = 0;
 	long m;
@@ -183,12 +267,16 @@ int store_add_graph(struct store *s, struct store_add_row *rows, size_t n,
 	if (!all)
 		return sq_fail_msg(-ENOMEM, err, errlen, "store_add_graph: out of memory");
 	m = all_edges(edges, nedges, n, batch, all, err, errlen);
-	if (m < 0) {
-		free(all);
-		return (int)m;
+	sh.waits = calloc(n, sizeof(*sh.waits));
+	sh.waited = calloc(n, 1);
+	if (m < 0 || !sh.waits || !sh.waited) {
+		r = m < 0 ? (int)m : sq_fail_msg(-ENOMEM, err, errlen, "store_add_graph: out of memory");
+		goto out;
 	}
+	if ((r = check_acyclic(all, (size_t)m, n, &sh, err, errlen)) < 0)
+		goto out;
 	for (;;) {
-		r = insert_rows(s, rows, n, batch, &batch_id, err, errlen);
+		r = insert_rows(s, rows, n, batch, &sh, &batch_id, err, errlen);
 		if (r == 0)
 			r = insert_edges(s, rows, all, (size_t)m, batch, batch_id, err, errlen);
 		if (r == 0)
@@ -197,7 +285,10 @@ int store_add_graph(struct store *s, struct store_add_row *rows, size_t n,
 		if (!sq_retry(s, r, &attempt))
 			break;
 	}
+out:
 	free(all);
+	free(sh.waits);
+	free(sh.waited);
 	if (r < 0)
 		return sq_final(r);
 	if (ret_batch_id)
