@@ -271,8 +271,9 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 	[CTL_RETRY] = { "retry", BIT(CTL_F_ID) | BIT(CTL_F_QUEUE) | BIT(CTL_F_DEAD) | BIT(CTL_F_JSON),
 			0,
 			{ CTL_F_ID }, 1, NULL, "retry ID | retry --queue NAME --dead",
-			"put a dead row (or every dead row of a queue) back to ready with its\n"
-			"attempts reset; prints how many rows", check_retry },
+			"put a dead row (or every dead row of a queue, 500 a transaction) back to\n"
+			"ready with its attempts reset, waiting for its parents that are not done, with\n"
+			"the rows its death cancelled (claimd-workflows(7)); prints how many rows", check_retry },
 	[CTL_PAUSE] = { "pause", BIT(CTL_F_QUEUE) | BIT(CTL_F_SCHEDULE) | BIT(CTL_F_JSON), 0,
 			{ CTL_F_QUEUE }, 1, NULL,
 			"pause NAME | pause --schedule NAME",

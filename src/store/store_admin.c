@@ -355,23 +355,19 @@ int store_dedupe_expire(struct store *s, unsigned limit, char *err, size_t errle
 	return run_count(s, "store_dedupe_expire", err, errlen);
 }
 
-int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err, size_t errlen)
+int store_retry_dead(struct store *s, uint64_t id, char *err, size_t errlen)
 {
-	int r = sq_check(s, "store_retry_dead", NULL, 0, queue, err, errlen);
-	char q[QUOTED_QUEUE_MAX], which[QUOTED_QUEUE_MAX + 64], scope[QUOTED_QUEUE_MAX + 96];
+	int r = sq_check(s, "store_retry_dead", NULL, 0, NULL, err, errlen);
+	char which[64], scope[96];
+	unsigned long long put = 0, doomed = 0, doomed_id = 0, root = 0;
+	MYSQL_ROW row;
 	struct run rr;
 
 	if (r < 0)
 		return r;
-	if (queue) {
-		sq_quote(s->conn, q, queue, strlen(queue));
-		snprintf(which, sizeof(which), "state = 'dead' AND queue = %s", q);
-		snprintf(scope, sizeof(scope), "queue = %s", q);
-	} else {
-		snprintf(which, sizeof(which), "state = 'dead' AND id = %llu", (unsigned long long)id);
-		snprintf(scope, sizeof(scope), "queue = (SELECT queue FROM work_items WHERE id = %llu)",
-			 (unsigned long long)id);
-	}
+	snprintf(which, sizeof(which), "state = 'dead' AND id = %llu", (unsigned long long)id);
+	snprintf(scope, sizeof(scope), "queue = (SELECT queue FROM work_items WHERE id = %llu)",
+		 (unsigned long long)id);
 	/* A grouped row goes back parked, behind its group's running row if there is one; if
 	 * there is none, the oldest live row of the group starts (GROUP_HEAL). */
 	sq_reset(s);
@@ -379,17 +375,31 @@ int store_retry_dead(struct store *s, uint64_t id, const char *queue, char *err,
 	sq_end(s);
 	sql_add(s, GROUP_LOCK, which);
 	sq_end(s);
-	sql_add(s, "UPDATE work_items SET state = 'ready', attempts = 0, "
-		"visible_at = IF(group_key IS NULL OR period_s IS NOT NULL, NOW(6), NULL), "
-		"finished_at = NULL, cancel_requested_at = NULL WHERE %s", which);
-	sq_end(s);
+	sq_add_put_back(s, which);
 	sql_add(s, GROUP_HEAL, scope);
+	sq_end(s);
+	sql_add(s, PUT_BACK_RESULT);
 	sq_end(s);
 	sql_add(s, "COMMIT");
 	r = sq_run_retry(s, "store_retry_dead", &rr, err, errlen);
 	if (r < 0)
 		return r;
-	return rr.rows[2] > INT32_MAX ? INT32_MAX : (int)rr.rows[2];
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	if (row && row[0] && row[1]) {
+		put = strtoull(row[0], NULL, 10);
+		doomed = strtoull(row[1], NULL, 10);
+		if (row[2] && sscanf(row[2], "%llu %llu", &doomed_id, &root) != 2)
+			doomed_id = 0;
+	}
+	mysql_free_result(rr.res);
+	mysql_free_result(rr.res2);
+	if (!row)
+		return sq_fail_msg(-EIO, err, errlen, "store_retry_dead: no result");
+	if (doomed && doomed_id == id)
+		return sq_fail_msg(-ENOLINK, err, errlen, "row %llu waits for row %llu, which is "
+				   "dead: retry row %llu, and row %llu comes back with it",
+				   (unsigned long long)id, root, root, (unsigned long long)id);
+	return put > INT32_MAX ? INT32_MAX : (int)put;
 }
 
 int store_group_heal(struct store *s, const char *const *queues, size_t n, char *err,

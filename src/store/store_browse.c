@@ -305,7 +305,8 @@ static int chunk_ids(struct store *s, const struct store_filter *f, uint64_t lo,
 
 /* The transaction acting on the chunk's rows ids (which: "id IN (..)" and the filter again,
  * read under the rows' locks). Returns the index of the statement whose row count is the
- * rows acted on, and in *ret_second another one's (or RUN_MAX_STMTS). */
+ * rows acted on, and in *ret_second another one's (or RUN_MAX_STMTS); a retry says how many
+ * in its result set instead (RUN_MAX_STMTS). */
 static size_t add_action(struct store *s, enum store_bulk_action a, const char *which,
 			 const char *ids, const char *scope, const char *reason,
 			 size_t *ret_second)
@@ -317,17 +318,15 @@ static size_t add_action(struct store *s, enum store_bulk_action a, const char *
 	sq_end(s);
 	sql_add(s, GROUP_LOCK, which);
 	sq_end(s);
-	at = s->ncuts;
 	if (a == STORE_BULK_RETRY) {
-		sql_add(s, "UPDATE work_items SET state = 'ready', attempts = 0, "
-			"visible_at = IF(group_key IS NULL OR period_s IS NOT NULL, NOW(6), NULL), "
-			"finished_at = NULL, cancel_requested_at = NULL WHERE %s AND state = 'dead'",
-			which);
-		sq_end(s);
+		/* The rows acted on: PUT_BACK_RESULT's first column, the result set. */
+		sq_add_put_back(s, which);
 		sql_add(s, GROUP_HEAL, scope);
 		sq_end(s);
+		sql_add(s, PUT_BACK_RESULT);
+		sq_end(s);
 		sql_add(s, "COMMIT");
-		return at;
+		return RUN_MAX_STMTS;
 	}
 	/* The rows deleted, named (and locked) first: the rows that waited for them are
 	 * cancelled or counted off as for store_cancel's, exactly once. */
@@ -395,8 +394,18 @@ int store_bulk_chunk(struct store *s, enum store_bulk_action a, const struct sto
 	r = sq_run_retry(s, "store_bulk_chunk", &rr, err, errlen);
 	if (r < 0)
 		goto out;
-	k = (at < RUN_MAX_STMTS ? rr.rows[at] : 0) + (second < RUN_MAX_STMTS ? rr.rows[second] : 0);
-	r = k > (uint64_t)n ? n : (int)k;
+	if (a == STORE_BULK_RETRY) {
+		/* Rows put back: those asked for, and the rows their death had cancelled. */
+		MYSQL_ROW row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+		k = row && row[0] ? strtoull(row[0], NULL, 10) : 0;
+		r = k > INT32_MAX ? INT32_MAX : (int)k;
+	} else {
+		k = (at < RUN_MAX_STMTS ? rr.rows[at] : 0) +
+		    (second < RUN_MAX_STMTS ? rr.rows[second] : 0);
+		r = k > (uint64_t)n ? n : (int)k;
+	}
+	mysql_free_result(rr.res);
+	mysql_free_result(rr.res2);
 out:
 	if (r >= 0)
 		*ret_hi = n >= (int)STORE_BULK_CHUNK ? low : lo;

@@ -160,6 +160,73 @@
 	"WHERE c.state = 'ready' AND c.waiting_for = 0 AND c.visible_at IS NULL " \
 	"AND c.group_key IS NULL"
 
+/* Putting dead rows back (claimd-workflows(7), RETRYING): every path that does (a retry of
+ * one row, of a queue's dead rows, a bulk retry) runs these in its transaction, after
+ * GROUP_LOCK of the rows. The rows asked for (%s: a condition on work_items) and, down the
+ * on_dead = 'cancel' edges, the dead rows their death cancelled, into claimd_put_back; then
+ * locked, and those no longer dead dropped. */
+#define PUT_BACK_TABLE \
+	"CREATE OR REPLACE TEMPORARY TABLE claimd_put_back (id BIGINT UNSIGNED NOT NULL " \
+	"PRIMARY KEY)"
+#define DOOMED_TABLE \
+	"CREATE OR REPLACE TEMPORARY TABLE claimd_doomed (id BIGINT UNSIGNED NOT NULL " \
+	"PRIMARY KEY, root BIGINT UNSIGNED NOT NULL)"
+#define PUT_BACK_FIND \
+	"INSERT IGNORE INTO claimd_put_back (id) WITH RECURSIVE back (id) AS (SELECT id FROM " \
+	"work_items WHERE %s AND state = 'dead' UNION SELECT d.child_id FROM work_deps d " \
+	"JOIN back ON d.parent_id = back.id JOIN work_items c ON c.id = d.child_id " \
+	"WHERE d.on_dead = 'cancel' AND c.state = 'dead') SELECT id FROM back"
+#define PUT_BACK_LOCK \
+	"SELECT COUNT(*) INTO @claimd_locked FROM work_items w JOIN claimd_put_back b " \
+	"ON w.id = b.id FOR UPDATE"
+#define PUT_BACK_PRUNE \
+	"DELETE b FROM claimd_put_back b JOIN work_items w ON w.id = b.id WHERE w.state <> 'dead'"
+/* They are ready again, waiting for nothing yet (visible_at NULL), marked as waited for if
+ * they are (has_dependents: their finish then counts them off). */
+#define PUT_BACK_ROWS \
+	"UPDATE work_items w JOIN claimd_put_back b ON w.id = b.id SET w.state = 'ready', " \
+	"w.attempts = 0, w.visible_at = NULL, w.waiting_for = 0, w.finished_at = NULL, " \
+	"w.cancel_requested_at = NULL, w.has_dependents = w.has_dependents OR EXISTS " \
+	"(SELECT 1 FROM work_deps x WHERE x.parent_id = w.id) WHERE w.state = 'dead'"
+/* Their parents counted again, and their children's that have not used an attempt yet
+ * (a child that counted a dead parent off on a 'run' edge waits for it again): a parent
+ * holds a row unless it is done, or dead on a 'run' edge, or gone on a 'run' edge. A row
+ * that waits for something has no visible_at. */
+#define PUT_BACK_COUNT \
+	"UPDATE work_items c JOIN (SELECT d.child_id, SUM(p.id IS NOT NULL AND p.state <> " \
+	"'done' AND NOT (p.state = 'dead' AND d.on_dead = 'run')) AS n FROM work_deps d " \
+	"LEFT JOIN work_items p ON p.id = d.parent_id WHERE d.child_id IN (SELECT id FROM " \
+	"claimd_put_back UNION SELECT e.child_id FROM work_deps e JOIN claimd_put_back f ON " \
+	"e.parent_id = f.id) GROUP BY d.child_id) AS k ON c.id = k.child_id " \
+	"SET c.waiting_for = k.n, c.visible_at = IF(k.n > 0, NULL, c.visible_at) " \
+	"WHERE c.state = 'ready' AND c.attempts = 0"
+/* Rows put back that wait on an 'cancel' edge for a row that is dead (not put back) or gone
+ * cannot run: they are cancelled again, naming it (the lowest such id), and DEAD_SET's
+ * statements take it from there (their anchor: DOOMED_ANCHOR). */
+#define DOOMED_FIND \
+	"INSERT INTO claimd_doomed (id, root) SELECT b.id, MIN(d.parent_id) FROM claimd_put_back b " \
+	"JOIN work_deps d ON d.child_id = b.id AND d.on_dead = 'cancel' LEFT JOIN work_items p " \
+	"ON p.id = d.parent_id WHERE p.id IS NULL OR p.state = 'dead' GROUP BY b.id"
+#define DOOMED_ROWS \
+	"UPDATE work_items w JOIN claimd_doomed x ON w.id = x.id SET w.state = 'dead', " \
+	"w.visible_at = NULL, w.finished_at = NOW(6), w.claim_token = w.claim_token + 1, " \
+	"w.last_error = CONCAT('cancelled: row ', x.root, ', which it waited for, is dead') " \
+	"WHERE w.state = 'ready'"
+#define DOOMED_ANCHOR "SELECT id, root FROM claimd_doomed"
+#define DOOMED_IDS "SELECT id FROM claimd_doomed"
+/* The rows put back that wait for nothing start (a row of a FIFO group is parked: the
+ * caller's GROUP_HEAL starts its group's oldest). */
+#define PUT_BACK_RELEASE \
+	"UPDATE work_items w JOIN claimd_put_back b ON w.id = b.id SET w.visible_at = " \
+	"IF(w.group_key IS NULL OR w.period_s IS NOT NULL, NOW(6), NULL) WHERE w.state = " \
+	"'ready' AND w.waiting_for = 0 AND w.visible_at IS NULL"
+/* How many rows went back and stay ready, how many were cancelled again, and the first of
+ * those with the row it waits for ("12 11"). */
+#define PUT_BACK_RESULT \
+	"SELECT (SELECT COUNT(*) FROM claimd_put_back b JOIN work_items w ON w.id = b.id WHERE " \
+	"w.state = 'ready'), (SELECT COUNT(*) FROM claimd_doomed), (SELECT CONCAT(id, ' ', root) " \
+	"FROM claimd_doomed ORDER BY id LIMIT 1)"
+
 /* ---- adds (store_admin.c) ---- */
 
 /* The columns an add writes (without the closing parenthesis: a dedupe key or a batch may
@@ -341,6 +408,11 @@ void sq_add_deps_gone(struct store *s, uint64_t id);
 /* The same for the rows of ids ("1,2,3") that this transaction deleted, named in
  * @claimd_gone (a GROUP_CONCAT of their ids). */
 void sq_add_deps_gone_ids(struct store *s, const char *ids);
+/* The statements that put back the dead rows which says (a condition on work_items) and the
+ * rows their death cancelled, counting their parents again (PUT_BACK_*, DOOMED_*), in a
+ * transaction the caller began (with GROUP_LOCK) and ends; PUT_BACK_RESULT then says what
+ * they did. */
+void sq_add_put_back(struct store *s, const char *which);
 /* str[0..len) quoted (any bytes), or NULL when str is NULL. */
 void sq_add_text(struct store *s, const char *str, size_t len);
 /* A last_error text: cut to 4000 bytes on a character boundary, quoted; NULL stays NULL. */

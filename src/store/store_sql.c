@@ -300,6 +300,25 @@ void sq_add_deps_gone_ids(struct store *s, const char *ids)
 	buf_free(&anchor);
 }
 
+void sq_add_put_back(struct store *s, const char *which)
+{
+	static const char *const steps[] = {
+		PUT_BACK_TABLE, DOOMED_TABLE, NULL, PUT_BACK_LOCK, PUT_BACK_PRUNE, PUT_BACK_ROWS,
+		PUT_BACK_COUNT, DOOMED_FIND, DOOMED_ROWS,
+	};
+
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		if (steps[i])
+			sql_add(s, "%s", steps[i]);
+		else
+			sql_add(s, PUT_BACK_FIND, which);
+		sq_end(s);
+	}
+	add_dead(s, DOOMED_ANCHOR, DOOMED_IDS);
+	sql_add(s, PUT_BACK_RELEASE);
+	sq_end(s);
+}
+
 void sq_add_text(struct store *s, const char *str, size_t len)
 {
 	char *q;

@@ -25,6 +25,7 @@ unsigned api_status_of(int rc)
 	case -EINVAL: return 400;
 	case -ENOENT: return 404;
 	case -EBUSY: return 409;
+	case -ENOLINK: return 409;   /* a retry of a row that waits for a dead one */
 	case -ENOMEM: return 500;
 	default: return 503;  /* the database, or stopping */
 	}

@@ -247,16 +247,15 @@ static int no_row(const struct call *call, char *err, size_t errlen)
 	return -ENOENT;
 }
 
-/* One row put back, or why not: no such row (-ENOENT), not dead (-EBUSY). A queue's dead
- * rows: how many went back, none included. */
+/* One row put back (with the rows its death cancelled), or why not: no such row (-ENOENT),
+ * not dead (-EBUSY), waiting for a dead row (-ENOLINK, err names it). */
 static int retry_db(struct call *call, struct store *s, char *err, size_t errlen)
 {
 	const struct ctl_request *q = call->req;
-	bool one = !ctl_has(q, CTL_F_DEAD);
-	int r = store_retry_dead(s, q->id, one ? NULL : q->queue, err, errlen);
+	int r = store_retry_dead(s, q->id, err, errlen);
 
 	call->res.rows = r;
-	if (r != 0 || !one)
+	if (r != 0)
 		return r;
 	r = store_job_get(s, q->id, &call->row, err, errlen);
 	if (r == 0)
@@ -267,6 +266,15 @@ static int retry_db(struct call *call, struct store *s, char *err, size_t errlen
 		r = -EBUSY;
 	}
 	return r;
+}
+
+/* A queue's dead rows: as a bulk retry, 500 rows a transaction, unconfirmed. */
+static void retry_now(struct call *call)
+{
+	if (ctl_has(call->req, CTL_F_DEAD))
+		cmd_bulk_retry_queue(call);
+	else
+		run_db(call);
 }
 
 static void retry_after(struct call *call)
@@ -280,6 +288,9 @@ static void rows_text(const struct ctl_request *req, const struct cmd_result *re
 {
 	if (!req->json)
 		buf_printf(out, "%lld\n", res->rows);
+	else if (req->verb == CTL_RETRY && ctl_has(req, CTL_F_DEAD))
+		buf_printf(out, "{\"retried\":%lld,\"transactions\":%u}\n", res->rows,
+			   res->transactions);
 	else if (req->verb == CTL_RETRY)
 		buf_printf(out, "{\"retried\":%lld}\n", res->rows);
 	else
@@ -511,7 +522,7 @@ static const struct cmd_def defs[CTL_VERB_COUNT] = {
 	[CTL_STATUS] = { .now = status_now, .db = supervisors_db, .after = supervisors_after,
 			 .text = status_text },
 	[CTL_ADD] = { .now = cmd_add_now, .text = cmd_add_text },
-	[CTL_RETRY] = { .db = retry_db, .after = retry_after, .text = rows_text },
+	[CTL_RETRY] = { .now = retry_now, .db = retry_db, .after = retry_after, .text = rows_text },
 	[CTL_PAUSE] = { .db = pause_db, .after = pause_after, .text = pause_text },
 	[CTL_RESUME] = { .db = pause_db, .after = pause_after, .text = pause_text },
 	[CTL_LIMIT] = { .db = cmd_limit_db, .after = cmd_limit_after, .text = cmd_limits_text },

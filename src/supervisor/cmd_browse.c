@@ -300,6 +300,19 @@ void cmd_bulk_now(struct call *call)
 	bulk_step(call);
 }
 
+void cmd_bulk_retry_queue(struct call *call)
+{
+	struct cmd_bulk *b = &call->bulk;
+
+	memset(b, 0, sizeof(*b));
+	b->action = action_of("retry");
+	b->filter.queue = call->req->queue;
+	b->filter.states = ROW_STATE_BIT(ROW_DEAD);
+	b->counted = b->filter;
+	b->acting = true;   /* no count, no confirmation: straight to the chunks */
+	bulk_step(call);
+}
+
 void cmd_bulk_text(const struct ctl_request *req, const struct cmd_result *res,
 		   struct buf *out)
 {

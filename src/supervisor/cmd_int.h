@@ -128,6 +128,9 @@ void cmd_job_page_text(const struct store_job *j, const struct store_job_extra *
 		       struct buf *out);
 void cmd_job_page_json(const struct store_job *j, const struct store_job_extra *x,
 		       struct buf *out);
+/* claimctl retry --queue Q --dead: Q's dead rows put back as a bulk retry does, 500 rows a
+ * transaction, without a count or a confirmation first. */
+void cmd_bulk_retry_queue(struct call *call);
 void cmd_bulk_now(struct call *call);
 void cmd_bulk_text(const struct ctl_request *req, const struct cmd_result *res,
 		   struct buf *out);
