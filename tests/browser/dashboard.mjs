@@ -2,7 +2,7 @@
 // supervisor's workers, the queues and the dead jobs; "Retry" on a dead job and "Pause" on a
 // queue act, and so does "Pause" on a schedule (tests/integration/test_dashboard.py checks the
 // database afterwards); a job's page
-// shows its result. The token comes in the address (#token=..., then gone from it), and a
+// shows its result, and a waiting row's page the parents it still waits for. The token comes in the address (#token=..., then gone from it), and a
 // tab opened without it asks for it. The page's own Content-Security-Policy refuses nothing it
 // does (a refusal is an error on its console).
 //
@@ -10,7 +10,8 @@
 //                        "job":ID, "result":TEXT, "screenshot":PATH, "schedule":NAME,
 //                        "cron":EXPR, "zone":ZONE, "batch":ID, "history_done":N,
 //                        "limit_queue":NAME, "filter":{state,queue,error}, "picked":[IDS],
-//                        "failing":ID, "shots":DIR}  (shots: a screenshot of each page there)'
+//                        "failing":ID, "waiting":ID, "shots":DIR}  (shots: a screenshot of
+//                        each page there)'
 // Prints one JSON line of what it saw; exits 1 with the reason on stderr when a step fails.
 import { chromium } from 'playwright-core';
 
@@ -197,6 +198,17 @@ try {
       if (args.shots) await page.screenshot({ path: args.shots + '/job.png', fullPage: true });
       return page.locator('#job-attempts tr[data-attempt]').evaluateAll(
         (trs) => trs.map((tr) => [tr.cells[0].textContent, tr.cells[2].textContent]));
+    });
+  }
+  if (args.waiting) {
+    await step("shows the parents a waiting row waits for", async () => {
+      await page.goto(args.url + '/#job/' + args.waiting);
+      await page.waitForFunction((id) => document.getElementById('job-id').textContent === String(id),
+        args.waiting, { timeout: 10000 });
+      const parents = await page.locator('#job-deps dd').first().locator('a').evaluateAll(
+        (as) => as.map((a) => [Number(a.textContent), a.dataset.holds === '1']));
+      const still = await page.locator('#job-deps dd').nth(1).textContent();
+      return { parents, still };
     });
   }
   await step('shows a job', async () => {

@@ -6,7 +6,8 @@ a tab opened without it, shows the workers, the chart, the cluster's history (tw
 supervisors' rows, from the database), the queues and the dead jobs; a queue's page sets a
 key's limit and the retry back-off (checked in the database); the job browser picks rows by
 state, queue and text in the error, and retries what it picked in bulk (a count, a
-confirmation; checked in the database); a job's page shows its failed attempts; "Retry"
+confirmation; checked in the database); a job's page shows its failed attempts, and a
+waiting row's page the parents it still waits for; "Retry"
 puts a dead row back and "Pause" pauses a queue (both checked in the database here); a job's
 page shows its result; nothing is fetched from anywhere but claimd, and its
 Content-Security-Policy refuses nothing the page does.
@@ -82,13 +83,19 @@ def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
     check_eq(db.scalar('SELECT COUNT(DISTINCT supervisor_id) FROM queue_history'), '2',
              'supervisors in the history')
     history_done = done()
+    # A row of a queue nobody serves that waits for two rows, one of them done already (a
+    # parent done does not hold it): its page marks the other as what it still waits for.
+    wp, wq, ww = db.insert_items(3, queue="'waitq'")
+    db.execute(f"UPDATE work_items SET state = 'done', visible_at = NULL, finished_at = NOW(6) "
+               f"WHERE id = {wq}")
+    db.execute(f'INSERT INTO work_deps (parent_id, child_id) VALUES ({wp}, {ww}), ({wq}, {ww})')
     shot = os.environ.get('CLAIMD_SCREENSHOT') or os.path.join(t.tmpdir, 'dashboard.png')
     spec = {'url': url, 'token': token, 'workers': 2, 'dead': dead, 'queue': 'mail',
             'job': job, 'result': '"type": "text/plain"', 'screenshot': shot,
             'running': running, 'schedule': 'nightly', 'cron': '30 2 * * *',
             'zone': 'Europe/Berlin', 'batch': batch, 'history_done': history_done,
             'limit_queue': 'other', 'filter': {'state': 'dead', 'queue': 'bulkq', 'error': 'DISK'},
-            'picked': picked, 'failing': failing}
+            'picked': picked, 'failing': failing, 'waiting': ww}
     if os.environ.get('CLAIMD_SCREENSHOTS'):
         spec['shots'] = os.environ['CLAIMD_SCREENSHOTS']
     r = subprocess.run([node, os.path.join(BROWSER_DIR, 'dashboard.mjs'), json.dumps(spec)],
@@ -100,6 +107,9 @@ def it_shows_the_pool_and_acts_on_dead_jobs_and_queues(t):
     check(seen['shows the workers'] >= 2, f'worker rows: {seen}')
     check_eq(seen['shows the item a worker runs'], running, 'the running item shown')
     check_eq(seen['shows a job'], 'done', "the job page's state")
+    check_eq(seen['shows the parents a waiting row waits for'],
+             {'parents': [[wp, True], [wq, False]], 'still': '1 of its parents (marked) not finished'},
+             "a waiting row's parents, the one it still waits for marked")
     check_eq(db.row(dead, 'state, attempts')[:2], ('ready', '0'), 'the retried row in the database')
     check_eq(db.scalar("SELECT paused FROM queues WHERE name = 'mail'"), '1',
              'the paused queue in the database')

@@ -462,11 +462,19 @@ async function refreshJob(id) {
   at.replaceChildren(...(j.attempt_errors || []).map((a) => el('tr', { 'data-attempt': a.attempt },
     el('td', {}, a.attempt), el('td', {}, a.failed_at), el('td', { class: 'err', title: a.error || '' }, a.error || '—'))));
   if (!(j.attempt_errors || []).length) at.append(el('tr', {}, el('td', { colspan: 3 }, 'none')));
-  const links = (l, more) => (l && l.length ? el('span', {}, ...l.flatMap((x) => [
-    el('a', { href: '#job/' + x.id }, x.id), ' ', pill(x.state || 'gone'), ' ']),
+  // A parent holds a ready row until it is done (or dead, on an edge that runs the row then);
+  // those are the ones the row waits for now (claimd-workflows(7)).
+  const holds = (x) => j.state === 'ready' && x.state && x.state !== 'done' &&
+    !(x.state === 'dead' && x.on_dead === 'run');
+  const links = (l, more, parents) => (l && l.length ? el('span', {}, ...l.flatMap((x) => [
+    el('a', parents && holds(x) ? { href: '#job/' + x.id, class: 'holds', 'data-holds': '1',
+      title: 'it waits for this row' } : { href: '#job/' + x.id }, x.id), ' ',
+    pill(x.state || 'gone'), parents && x.on_dead === 'run' ? ' (runs if it dies) ' : ' ']),
   more ? '…' : '') : '—');
-  defs($('job-deps'), [['waits for', links(j.parents, j.parents_more)],
-    ['waiting for', j.waiting_for], ['waited for by', links(j.children, j.children_more)]]);
+  const waiting = j.state === 'ready' && j.waiting_for > 0 ?
+    j.waiting_for + ' of its parents (marked) not finished' : j.parents && j.parents.length ? 'none' : null;
+  defs($('job-deps'), [['waits for', links(j.parents, j.parents_more, true)],
+    ['still waiting for', waiting], ['waited for by', links(j.children, j.children_more, false)]]);
   const b = j.batch;
   $('job-batch').replaceChildren(b ? 'batch ' + b.id + ' (' + (b.description || 'no description') +
     '): ' + b.done + ' done, ' + b.dead + ' dead, ' + (b.ready + b.claimed) + ' left of ' + b.size : '—');
