@@ -83,7 +83,10 @@ static void handler_exec(char *const argv[], char *const envp[], pid_t guard)
 
 static void on_guard_orphaned(int sig)
 {
-	kill(0, SIGKILL);  /* the whole group: handler, its children, and this guard */
+	/* The whole group: handler, its children, and this guard; never a group it does not
+	 * lead (its worker's, which is the supervisor's: every sibling and the supervisor). */
+	if (getpgrp() == getpid())
+		kill(0, SIGKILL);
 	_exit(128 + sig);
 }
 
@@ -99,11 +102,14 @@ static void guard_run(char *const argv[], char *const envp[], int in_fd, int out
 	int fd, status;
 	pid_t h, r;
 
+	/* Its own group first: until then it is in its worker's group, the supervisor's, and
+	 * an orphaned guard kills its group. (A worker SIGKILLed between its fork and this
+	 * line took its supervisor and every sibling down with it.) */
+	setpgid(0, 0);
 	signal(SIGHUP, on_guard_orphaned);
 	prctl(PR_SET_PDEATHSIG, SIGHUP);
 	if (getppid() != worker)
 		on_guard_orphaned(SIGHUP);
-	setpgid(0, 0);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A worker killed with SIGKILL is replaced in its slot and the row it held runs again."""
+"""A worker killed with SIGKILL is replaced in its slot and the row it held runs again; one killed
+while it starts handlers takes neither its supervisor nor its siblings with it."""
 
 import os
 import signal
@@ -74,6 +75,51 @@ def it_kill9_busy_worker_does_not_leave_its_handler_running(t):
                      f'row {slow} started {len(h.starts(slow))} times meanwhile')
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
+
+def _cmdline(pid):
+    try:
+        with open(f'/proc/{pid}/cmdline', 'rb') as f:
+            return f.read().replace(b'\0', b' ').decode('utf-8', 'replace')
+    except OSError:
+        return ''
+
+
+def it_a_worker_killed_while_it_starts_handlers_takes_no_one_else_down(t):
+    """Workers SIGKILLed again and again while they start exec: handlers as fast as they can
+    (each run is /bin/true): a handler's guard orphaned before it had a process group of its
+    own was still in its worker's group, the supervisor's, and killed that whole group. The
+    supervisor must live through it, and its workers go on."""
+    db = t.database()
+    db.insert_items(100000)   # more than the storm gets through: the workers never idle
+    c = t.claimd(db, '--workers', '2', '--concurrency', '8', '--handler', 'exec:/bin/true')
+    c.wait_ready(workers=2)
+    seen = {}
+
+    def workers():
+        # Read from /proc, not asked of the supervisor (slow while it reaps and spawns).
+        return [p for p in harness.pids_where(lambda st: st['session'] == c.pid and
+                                               st['pgrp'] == c.pid)
+                if p != c.pid and _cmdline(p).startswith('claimd: worker')]
+    kills = 0
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        check(c.running(), f'the supervisor died after {kills} worker kills: {c.log_tail(3)}')
+        now = time.monotonic()
+        for pid in workers():
+            # Once it has run for a while (it is at work: killing a worker before it did
+            # anything looks like a crash loop, rightly backed off).
+            if now - seen.setdefault(pid, now) >= 0.15:
+                harness.kill_quietly(pid)
+                kills += 1
+        time.sleep(0.01)
+    t.note(f'{kills} workers killed while starting handlers')
+    check(kills >= 30, f'only {kills} kills: the storm tested little')
+    done = int(db.scalar("SELECT COUNT(*) FROM work_items WHERE state = 'done'"))
+    c.wait_ready(workers=2, timeout=30)
+    wait_for(lambda: int(db.scalar("SELECT COUNT(*) FROM work_items WHERE state = 'done'")), 30,
+             'rows still done after the storm', until=lambda d: d > done + 100)
+    check(c.running(), f'the supervisor died: {c.log_tail(3)}')
+    check_eq(c.stop(), 0, 'claimd exit code')
 
 if __name__ == '__main__':
     harness.main()
