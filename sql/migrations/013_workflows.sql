@@ -150,25 +150,17 @@ edge: BEGIN
             WHERE id = NEW.child_id;
         IF c_deps THEN
             -- The rows that wait for the child, as a parent's death in claimd's own
-            -- statements (store_int.h, DEAD_SET): cancelled down the 'cancel' edges, counted
-            -- off on the 'run' edges, released when that was their last wait; however deep
-            -- (the server stops a recursive query at max_recursive_iterations, silently).
+            -- statements (store_int.h, DEAD_SET): down the 'cancel' edges the ready rows; the
+            -- 'run' edges from any of them counted off, the rows that waited for nothing more
+            -- released, then the set cancelled; however deep (the server stops a recursive
+            -- query at max_recursive_iterations, silently).
             SET old_depth = @@SESSION.max_recursive_iterations,
                 SESSION max_recursive_iterations = 4294967295;
-            UPDATE work_items c JOIN (
-                WITH RECURSIVE dead_set (id) AS (SELECT NEW.child_id UNION
-                    SELECT d.child_id FROM work_deps d JOIN dead_set ON d.parent_id = dead_set.id
-                    WHERE d.on_dead = 'cancel')
-                SELECT id FROM dead_set) AS k ON c.id = k.id
-                SET c.state = 'dead', c.visible_at = NULL, c.finished_at = NOW(6),
-                    c.claim_token = c.claim_token + 1,
-                    c.last_error = CONCAT('cancelled: row ', NEW.parent_id,
-                                          ', which it waited for, is dead')
-                WHERE c.state = 'ready' AND c.id <> NEW.child_id;
             UPDATE work_items c JOIN (SELECT d.child_id, COUNT(*) AS n FROM work_deps d JOIN (
                 WITH RECURSIVE dead_set (id) AS (SELECT NEW.child_id UNION
                     SELECT d.child_id FROM work_deps d JOIN dead_set ON d.parent_id = dead_set.id
-                    WHERE d.on_dead = 'cancel')
+                    JOIN work_items r ON r.id = d.child_id
+                    WHERE d.on_dead = 'cancel' AND r.state = 'ready')
                 SELECT id FROM dead_set) AS x ON d.parent_id = x.id WHERE d.on_dead = 'run'
                 GROUP BY d.child_id) AS k ON c.id = k.child_id
                 SET c.waiting_for = IF(c.waiting_for > k.n, c.waiting_for - k.n, 0)
@@ -176,11 +168,23 @@ edge: BEGIN
             UPDATE work_items c JOIN (SELECT DISTINCT d.child_id FROM work_deps d JOIN (
                 WITH RECURSIVE dead_set (id) AS (SELECT NEW.child_id UNION
                     SELECT d.child_id FROM work_deps d JOIN dead_set ON d.parent_id = dead_set.id
-                    WHERE d.on_dead = 'cancel')
+                    JOIN work_items r ON r.id = d.child_id
+                    WHERE d.on_dead = 'cancel' AND r.state = 'ready')
                 SELECT id FROM dead_set) AS x ON d.parent_id = x.id) AS k ON c.id = k.child_id
                 SET c.visible_at = GREATEST(c.run_at, NOW(6))
                 WHERE c.state = 'ready' AND c.waiting_for = 0 AND c.visible_at IS NULL
                   AND c.group_key IS NULL;
+            UPDATE work_items c JOIN (
+                WITH RECURSIVE dead_set (id) AS (SELECT NEW.child_id UNION
+                    SELECT d.child_id FROM work_deps d JOIN dead_set ON d.parent_id = dead_set.id
+                    JOIN work_items r ON r.id = d.child_id
+                    WHERE d.on_dead = 'cancel' AND r.state = 'ready')
+                SELECT id FROM dead_set) AS k ON c.id = k.id
+                SET c.state = 'dead', c.visible_at = NULL, c.finished_at = NOW(6),
+                    c.claim_token = c.claim_token + 1,
+                    c.last_error = CONCAT('cancelled: row ', NEW.parent_id,
+                                          ', which it waited for, is dead')
+                WHERE c.state = 'ready' AND c.id <> NEW.child_id;
             SET SESSION max_recursive_iterations = old_depth;
         END IF;
     ELSEIF p_state = 'ready' THEN

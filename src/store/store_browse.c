@@ -328,9 +328,10 @@ static size_t add_action(struct store *s, enum store_bulk_action a, const char *
 		sql_add(s, "COMMIT");
 		return RUN_MAX_STMTS;
 	}
-	/* The rows deleted, named (and locked) first: the rows that waited for them are
-	 * cancelled or counted off as for store_cancel's, exactly once. */
-	sql_add(s, "SELECT GROUP_CONCAT(id) INTO @claimd_gone FROM work_items WHERE %s AND "
+	/* The rows deleted, named (and locked) first: the rows that waited for those deleted
+	 * while ready are cancelled or counted off as for store_cancel's, exactly once. */
+	sql_add(s, "SELECT GROUP_CONCAT(id), GROUP_CONCAT(IF(state = 'ready', id, NULL)) INTO "
+		"@claimd_gone, @claimd_gone_ready FROM work_items WHERE %s AND "
 		"state IN ('ready', 'dead') FOR UPDATE", which);
 	sq_end(s);
 	at = s->ncuts;

@@ -136,18 +136,19 @@
 	"AS k ON c.id = k.child_id SET c.visible_at = GREATEST(c.run_at, NOW(6)) " \
 	"WHERE c.state = 'ready' AND c.waiting_for = 0 AND c.visible_at IS NULL " \
 	"AND c.group_key IS NULL"
-/* The rows that go dead with a dead parent: the parents (DEAD_ANCHOR: %s a SELECT of (id,
- * root) pairs), then down the edges that say on_dead = 'cancel'. */
+/* The rows that go dead with a dead parent: the parents (the anchor: %s, a SELECT of (id,
+ * root) pairs, rows that this transaction made dead or deleted while ready), then down the
+ * edges that say on_dead = 'cancel' the rows that are ready, which go dead now. Not through
+ * rows that were dead already: theirs went with them when they died, and counting their
+ * 'run' edges off again would release a child early. */
 #define DEAD_SET \
 	"WITH RECURSIVE dead_set (id, root) AS (%s UNION SELECT d.child_id, dead_set.root " \
-	"FROM work_deps d JOIN dead_set ON d.parent_id = dead_set.id WHERE d.on_dead = 'cancel') "
-/* They go dead (%s: DEAD_SET; %s the anchor's ids, which are dead already). */
-#define DEPS_CANCEL \
-	"UPDATE work_items c JOIN (%sSELECT id, MIN(root) AS root FROM dead_set GROUP BY id) AS k " \
-	"ON c.id = k.id SET c.state = 'dead', c.visible_at = NULL, c.finished_at = NOW(6), " \
-	"c.claim_token = c.claim_token + 1, c.last_error = CONCAT('cancelled: row ', k.root, " \
-	"', which it waited for, is dead') WHERE c.state = 'ready' AND c.id NOT IN (%s)"
-/* Edges that say on_dead = 'run' from any of them count as done (%s: DEAD_SET). */
+	"FROM work_deps d JOIN dead_set ON d.parent_id = dead_set.id JOIN work_items r " \
+	"ON r.id = d.child_id WHERE d.on_dead = 'cancel' AND r.state = 'ready') "
+/* In this order, each reading the set as it was (the rows still ready): edges that say
+ * on_dead = 'run' from any of them count as done (%s: DEAD_SET); the children that waited
+ * for nothing more start; then the set goes dead (%s: DEAD_SET; %s the anchor's ids, which
+ * are dead or gone already). */
 #define DEPS_DEAD_RUN \
 	"UPDATE work_items c JOIN (SELECT d.child_id, COUNT(*) AS n FROM work_deps d JOIN " \
 	"(%sSELECT DISTINCT id FROM dead_set) AS x ON d.parent_id = x.id WHERE d.on_dead = 'run' " \
@@ -159,6 +160,11 @@
 	"ON c.id = k.child_id SET c.visible_at = GREATEST(c.run_at, NOW(6)) " \
 	"WHERE c.state = 'ready' AND c.waiting_for = 0 AND c.visible_at IS NULL " \
 	"AND c.group_key IS NULL"
+#define DEPS_CANCEL \
+	"UPDATE work_items c JOIN (%sSELECT id, MIN(root) AS root FROM dead_set GROUP BY id) AS k " \
+	"ON c.id = k.id SET c.state = 'dead', c.visible_at = NULL, c.finished_at = NOW(6), " \
+	"c.claim_token = c.claim_token + 1, c.last_error = CONCAT('cancelled: row ', k.root, " \
+	"', which it waited for, is dead') WHERE c.state = 'ready' AND c.id NOT IN (%s)"
 
 /* Putting dead rows back (claimd-workflows(7), RETRYING): every path that does (a retry of
  * one row, of a queue's dead rows, a bulk retry) runs these in its transaction, after
@@ -400,13 +406,14 @@ void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n, 
 /* "DEPS_DONE; DEPS_RELEASE;" for the rows refs[0..n), finished by this transaction with
  * token + 1 (those that went done count). */
 void sq_add_deps_done(struct store *s, const struct store_ref *refs, size_t n);
-/* "DEPS_CANCEL; DEPS_DEAD_RUN; DEPS_DEAD_RELEASE;" for the rows refs[0..n) that this
+/* "DEPS_DEAD_RUN; DEPS_DEAD_RELEASE; DEPS_CANCEL;" for the rows refs[0..n) that this
  * transaction made dead (token + 1). */
 void sq_add_deps_dead(struct store *s, const struct store_ref *refs, size_t n);
-/* The same for row id, if this transaction deleted it (@claimd_deleted > 0). */
+/* The same for row id, if this transaction deleted it while it was ready (@claimd_deleted
+ * > 0 and @claimd_was_ready = 1: a dead row's children were seen to when it died). */
 void sq_add_deps_gone(struct store *s, uint64_t id);
-/* The same for the rows of ids ("1,2,3") that this transaction deleted, named in
- * @claimd_gone (a GROUP_CONCAT of their ids). */
+/* The same for the rows of ids ("1,2,3") that this transaction deleted while they were
+ * ready, named in @claimd_gone_ready (a GROUP_CONCAT of their ids). */
 void sq_add_deps_gone_ids(struct store *s, const char *ids);
 /* The statements that put back the dead rows which says (a condition on work_items) and the
  * rows their death cancelled, counting their parents again (PUT_BACK_*, DOOMED_*), in a

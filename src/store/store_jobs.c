@@ -285,6 +285,13 @@ int store_cancel(struct store *s, uint64_t id, const char *reason, char ret_stat
 	sql_add(s, "SET @claimd_cancel_queue = (SELECT queue FROM work_items WHERE id = %llu)",
 		(unsigned long long)id);
 	sq_end(s);
+	/* Deleted while ready, it cancels (or counts off) the rows that wait for it; dead, it
+	 * did so when it died. */
+	sql_add(s, "SET @claimd_was_ready = 0");
+	sq_end(s);
+	sql_add(s, "SELECT state = 'ready' INTO @claimd_was_ready FROM work_items WHERE %s "
+		"FOR UPDATE", which);
+	sq_end(s);
 	sql_add(s, "DELETE FROM work_items WHERE %s", which);
 	sq_end(s);
 	sql_add(s, "SET @claimd_deleted = ROW_COUNT()");
@@ -316,7 +323,7 @@ int store_cancel(struct store *s, uint64_t id, const char *reason, char ret_stat
 	if (row && row[1])
 		sq_utf8_sanitize(row[1], ret_by, 255);
 	mysql_free_result(rr.res);
-	if (rr.rows[3] > 0)
+	if (rr.rows[5] > 0)   /* the DELETE */
 		return 1;
 	if (strcmp(ret_state, "claimed") == 0)
 		return 2;

@@ -246,11 +246,11 @@ static void add_dead(struct store *s, const char *anchor, const char *ids)
 	if (buf_failed(&set)) {
 		s->sql.failed = true;
 	} else {
-		sql_add(s, DEPS_CANCEL, set.data, ids);
-		sq_end(s);
 		sql_add(s, DEPS_DEAD_RUN, set.data);
 		sq_end(s);
 		sql_add(s, DEPS_DEAD_RELEASE, set.data);
+		sq_end(s);
+		sql_add(s, DEPS_CANCEL, set.data, ids);
 		sq_end(s);
 	}
 	buf_free(&set);
@@ -280,8 +280,8 @@ void sq_add_deps_gone(struct store *s, uint64_t id)
 {
 	char anchor[128], ids[24];
 
-	snprintf(anchor, sizeof(anchor), "SELECT %llu, %llu FROM DUAL WHERE @claimd_deleted > 0",
-		 (unsigned long long)id, (unsigned long long)id);
+	snprintf(anchor, sizeof(anchor), "SELECT %llu, %llu FROM DUAL WHERE @claimd_deleted > 0 "
+		 "AND @claimd_was_ready = 1", (unsigned long long)id, (unsigned long long)id);
 	snprintf(ids, sizeof(ids), "%llu", (unsigned long long)id);
 	add_dead(s, anchor, ids);
 }
@@ -292,7 +292,7 @@ void sq_add_deps_gone_ids(struct store *s, const char *ids)
 
 	buf_init(&anchor);
 	buf_printf(&anchor, "SELECT DISTINCT d.parent_id, d.parent_id FROM work_deps d WHERE "
-		   "d.parent_id IN (%s) AND FIND_IN_SET(d.parent_id, @claimd_gone) > 0", ids);
+		   "d.parent_id IN (%s) AND FIND_IN_SET(d.parent_id, @claimd_gone_ready) > 0", ids);
 	if (buf_failed(&anchor))
 		s->sql.failed = true;
 	else

@@ -5,7 +5,8 @@ counts the row's parents again and waits for those not finished; a retried paren
 the rows its death cancelled, waiting for it again; a child whose parent is still dead is not
 put back (it would run before its parent, or never); a waiting child that had counted off a
 dead parent on an on_dead = 'run' edge waits for it again when it is retried. A whole queue's
-dead rows go back 500 to a transaction."""
+dead rows go back 500 to a transaction. And a dead row's children are seen to once: deleting
+it later, or a death whose cancels reach it, does not count it off them again."""
 
 import json
 import urllib.error
@@ -121,8 +122,10 @@ def it_does_not_put_back_a_child_whose_parent_is_still_dead(t):
 def it_a_waiting_child_waits_again_for_a_retried_run_edge_parent(t):
     db = t.database()
     gate = t.tmpdir + '/open'
-    # x fails for good; y waits until the gate file exists; z waits for x (run) and y.
-    h = t.log_handler(f'case "$payload" in x) [ -e {gate}.x ] || rc=3;; '
+    # x fails for good, then (put back) waits for the gate and succeeds; y waits for the
+    # gate; z waits for x (run) and y.
+    h = t.log_handler(f'case "$payload" in x) if [ -e {gate}.x ]; then while [ ! -e {gate} ]; '
+                      f'do sleep 0.05; done; else rc=3; fi;; '
                       f'y) while [ ! -e {gate} ]; do sleep 0.05; done;; esac')
     c = _http(t, db, h)
     x, y, z = _graph(c, {'ref': 'x', 'payload': 'x', 'max_attempts': 1},
@@ -130,7 +133,7 @@ def it_a_waiting_child_waits_again_for_a_retried_run_edge_parent(t):
                      {'ref': 'z', 'payload': 'z', 'after': ['x', 'y'], 'on_dead': 'run'})
     _final(db, [x], 'x dead')
     wait_for(lambda: db.row(z, 'waiting_for')[0], 10, 'z counted x off', until=lambda w: w == '1')
-    open(gate + '.x', 'w').close()   # x succeeds when it runs again
+    open(gate + '.x', 'w').close()   # x waits for the gate when it runs again
     st, body = _post(c, f'/v1/jobs/{x}/retry')
     check_eq((st, body.get('retried')), (200, 1), f'retry x: {body}')
     check_eq(db.row(z, 'waiting_for, visible_at IS NULL'), ('2', '1'),
@@ -160,6 +163,57 @@ def it_retries_a_whole_queue_of_dead_rows_in_chunks(t):
     check_eq(db.states()['ready'], n, 'rows ready')
     check_eq(c.ctl('resume', 'default').returncode, 0, 'resume')
     wait_for(db.states, 120, 'every row done', until=lambda s: s['done'] == n)
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def it_discarding_a_dead_parent_does_not_release_its_child_again(t):
+    """p died (its run edge counted off c); deleting p later (a discard of a dead row) must not
+    count it off c again: c still waits for q."""
+    db = t.database()
+    gate = t.tmpdir + '/open'
+    h = t.log_handler(f'case "$payload" in p) rc=3;; q) while [ ! -e {gate} ]; do sleep 0.05; '
+                      'done;; esac')
+    c = _http(t, db, h)
+    p, q, cc = _graph(c, {'ref': 'p', 'payload': 'p', 'max_attempts': 1},
+                      {'ref': 'q', 'payload': 'q'},
+                      {'ref': 'c', 'payload': 'c', 'after': ['p', 'q'], 'on_dead': 'run'})
+    _final(db, [p], 'p dead')
+    wait_for(lambda: db.row(cc, 'waiting_for')[0], 10, 'c counted p off', until=lambda w: w == '1')
+    st, body = _post(c, f'/v1/jobs/bulk?action=discard&id={p}&confirm=1')
+    check_eq((st, body.get('acted')), (200, 1), f'discard p: {body}')
+    check_eq(db.row(cc, 'state, waiting_for, visible_at IS NULL'), ('ready', '1', '1'),
+             'c after p was discarded: still waiting for q')
+    open(gate, 'w').close()
+    _final(db, [q, cc], 'q and c done')
+    runs = runs_of(h)
+    check(runs[cc][0][0] >= runs[q][0][1], f'c started before q ended: {runs}')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def it_a_death_does_not_count_off_again_through_a_row_dead_already(t):
+    """a dies: b (after a and x) is cancelled, and counted off c on its run edge. When x dies
+    later, b is dead already: its run edge to c must not be counted off again (c still waits
+    for d)."""
+    db = t.database()
+    gate, xgate = t.tmpdir + '/open', t.tmpdir + '/x'
+    h = t.log_handler(f'case "$payload" in a) rc=3;; x) while [ ! -e {xgate} ]; do sleep 0.05; '
+                      f'done; rc=3;; d) while [ ! -e {gate} ]; do sleep 0.05; done;; esac')
+    c = _http(t, db, h, '--workers', '3')
+    a, x, b, d, cc = _graph(c, {'ref': 'a', 'payload': 'a', 'max_attempts': 1},
+                            {'ref': 'x', 'payload': 'x', 'max_attempts': 1},
+                            {'ref': 'b', 'payload': 'b', 'after': ['a', 'x']},
+                            {'ref': 'd', 'payload': 'd'},
+                            {'ref': 'c', 'payload': 'c', 'after': ['b', 'd'], 'on_dead': 'run'})
+    _final(db, [a, b], 'a dead, b cancelled')
+    check_eq(db.row(cc, 'waiting_for')[0], '1', 'c, after b was cancelled: waits for d')
+    open(xgate, 'w').close()
+    _final(db, [x], 'x dead')
+    check_eq(db.row(cc, 'state, waiting_for, visible_at IS NULL'), ('ready', '1', '1'),
+             'c after x died too: still waiting for d')
+    open(gate, 'w').close()
+    _final(db, [d, cc], 'd and c done')
+    runs = runs_of(h)
+    check(runs[cc][0][0] >= runs[d][0][1], f'c started before d ended: {runs}')
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
