@@ -69,16 +69,20 @@
  * the rows this very transaction finished (token + 1) from rows finished before.
  * A successful run: done, or for a recurring row (period_s set) ready again period_s after
  * it finished, with a fresh count of attempts. Visible at NOW(6) + period_s, recurring rows
- * are claimed least recently finished first. */
+ * are claimed least recently finished first. A row whose cancel was asked for while it ran
+ * (a live request, sql/migrations/007_cancel.sql) is dead, cancelled, even so: its cancel
+ * was answered "cancelling", and it must not end done after that answer. (The assignments
+ * run left to right: after the first, state says which.) */
 #define COMPLETE \
-	QUIET "UPDATE work_items SET state = IF(period_s IS NULL, 'done', 'ready'), " \
+	QUIET "UPDATE work_items SET state = IF(" CANCEL_LIVE ", 'dead', IF(period_s IS NULL, " \
+	"'done', 'ready')), " \
 	"claim_token = claim_token + 1, " \
 	"finished_at = NOW(6), " \
-	"visible_at = IF(period_s IS NULL, NULL, LEAST(NOW(6) + INTERVAL period_s SECOND, " \
-	TS_MAX ")), " \
-	"attempts = IF(period_s IS NULL, attempts, 0), " \
-	"last_error = IF(period_s IS NULL, last_error, NULL), " \
-	"dedupe_until = IF(period_s IS NULL AND dedupe_key IS NOT NULL, " \
+	"visible_at = IF(period_s IS NULL OR state = 'dead', NULL, LEAST(NOW(6) + INTERVAL " \
+	"period_s SECOND, " TS_MAX ")), " \
+	"attempts = IF(period_s IS NULL OR state = 'dead', attempts, 0), " \
+	"last_error = IF(state = 'dead', " CANCEL_ERROR ", IF(period_s IS NULL, last_error, NULL)), " \
+	"dedupe_until = IF((period_s IS NULL OR state = 'dead') AND dedupe_key IS NOT NULL, " \
 	"NOW(6) + INTERVAL %u SECOND, NULL)"
 #define CLAIM_HEAD_SCAN_MS 1000u /* scan from the oldest row at least this often */
 
@@ -362,7 +366,9 @@ static int sql_add_complete(struct store *s, const struct store_ref *done, size_
 		sq_add_group_next(s, done, n, false);
 	for (size_t i = 0; i < n; i++)
 		if (done[i].dependents) {
+			/* Done, or dead for a cancel: each counts only the rows it applies to. */
 			sq_add_deps_done(s, done, n);
+			sq_add_deps_dead(s, done, n);
 			break;
 		}
 	return grouped ? 2 : 1;
