@@ -1,5 +1,7 @@
 #include "common/proc.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -197,6 +199,84 @@ int proc_kill_group(pid_t pid, int sig)
 	if (pid <= 0)
 		return -EINVAL;
 	return kill(-pid, sig) == 0 ? 0 : -errno;
+}
+
+/* ppid and pgrp of pid, from /proc/PID/stat (after the name, which may hold ')' and
+ * spaces: from its last ')'). Returns 0 or -ESRCH (gone, or unreadable). */
+static int stat_of(pid_t pid, pid_t *ret_ppid, pid_t *ret_pgrp)
+{
+	char path[32], buf[1024];
+	const char *p;
+	int fd, ppid, pgrp;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -ESRCH;
+	buf[n] = '\0';
+	if (!(p = strrchr(buf, ')')) || sscanf(p + 1, " %*c %d %d", &ppid, &pgrp) != 2)
+		return -ESRCH;
+	*ret_ppid = ppid;
+	*ret_pgrp = pgrp;
+	return 0;
+}
+
+/* Whether pid descends from me, by its parents: 1, 0 (it does not), or -ESRCH (a process on
+ * the way went away: look again). */
+static int descends(pid_t pid, pid_t me)
+{
+	pid_t ppid, pgrp;
+
+	for (unsigned steps = 0; steps < 4096; steps++) {
+		if (stat_of(pid, &ppid, &pgrp) < 0)
+			return -ESRCH;
+		if (ppid == me)
+			return 1;
+		if (ppid <= 1)
+			return 0;
+		pid = ppid;
+	}
+	return 0;
+}
+
+/* One look through /proc: see proc_group_ours. */
+static int group_ours(pid_t pgid, pid_t me)
+{
+	struct dirent *e;
+	int members = 0, r = 0;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return -errno;
+	while (r == 0 && (e = readdir(d))) {
+		pid_t pid, ppid, pgrp;
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		pid = (pid_t)strtol(e->d_name, NULL, 10);
+		if (stat_of(pid, &ppid, &pgrp) < 0 || pgrp != pgid)
+			continue;
+		members++;
+		r = pid == me ? -EPERM : descends(pid, me);
+		r = r == 1 ? 0 : r == 0 ? -EPERM : r;
+	}
+	closedir(d);
+	return r < 0 ? r : members > 0;
+}
+
+int proc_group_ours(pid_t pgid)
+{
+	pid_t me = getpid();
+	int r = -ESRCH;
+
+	if (pgid <= 1 || pgid == me || pgid == getpgrp() || pgid == getsid(0))
+		return -EPERM;
+	for (unsigned tries = 0; tries < 3 && r == -ESRCH; tries++)
+		r = group_ours(pgid, me);
+	return r == -ESRCH ? -EPERM : r;
 }
 
 int proc_kill(pid_t pid, int sig)

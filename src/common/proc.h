@@ -50,6 +50,13 @@ int proc_spawn_io(char *const argv[], char *const envp[], bool pipe_stdout,
 int proc_kill_group(pid_t pid, int sig);
 int proc_kill(pid_t pid, int sig);
 
+/* Whether process group pgid is this process's to take down, by what /proc says now: pgid
+ * greater than 1, not this process's own group nor its session's, and every process in it a
+ * descendant of this process (by their parents; a subreaper's orphans stay its
+ * descendants). For a group id read from memory others write (the scoreboard). Returns 1, 0
+ * (no process in the group), -EPERM (not ours), or -errno (no /proc). */
+int proc_group_ours(pid_t pgid);
+
 /* Non-blocking wait for pid. Returns 1 and fills *ret_status (waitpid status) if it exited,
  * 0 if still running, -errno on error (e.g. -ECHILD). */
 int proc_reap(pid_t pid, int *ret_status);
