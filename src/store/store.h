@@ -222,7 +222,7 @@ void store_free(struct store *s);
  * set (and not empty), else the first line of dsn->password_file if set, else the one of
  * dsn->option_file if it has one, else none.
  * -ENOTCONN: server unreachable (try again later); -EIO: refused (bad password, unknown
- * database, unreadable password_file: retrying will not help until someone fixes it). */
+ * database); -EPERM: password_file refused (common/secret.h): retrying will not help. */
 int store_connect(struct store *s, char *err, size_t errlen);
 bool store_connected(const struct store *s);
 /* "host:port" of the server connected to (the DSN's hosts, in their order: the first that
