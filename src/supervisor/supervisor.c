@@ -230,7 +230,9 @@ static int reload(struct sup *s, char *summary, size_t len)
 	}
 	notify_send("RELOADING=1");
 	r = config_parse(s->argc, s->argv, &next, err, sizeof(err));
-	if (r == CONFIG_RUN && handler_check(next.handler, err, sizeof(err)) < 0)
+	if (r == CONFIG_RUN && (handler_check(next.handler, err, sizeof(err)) < 0 ||
+				handler_user_check(next.handler, s->cfg->handler_user, err,
+						   sizeof(err)) < 0))
 		r = -EINVAL;
 	/* The secret files, as at the start: one group or others may access now is refused
 	 * (one not there is for what reads it to say). */

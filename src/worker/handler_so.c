@@ -733,7 +733,7 @@ static int so_make(const struct handler_env *env, const char *arg, void **ret, c
 }
 
 const struct handler_kind handler_so = {
-	.prefix = "so:", .takes_arg = true,
+	.prefix = "so:", .takes_arg = true, .in_worker = true,
 	.check = so_check, .make = so_make, .free = so_free, .submit = so_submit,
 	.withdraw = so_withdraw, .stop_all = so_stop_all, .cancel = so_cancel,
 	.running = so_running, .queued = so_queued, .concurrency = so_concurrency,
