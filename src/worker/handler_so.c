@@ -28,9 +28,12 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/proc.h"
 #include "worker/handler_kind.h"
 #include "worker/handler_util.h"
 #include "worker/so_load.h"
+
+#define SO_LANE_NAME "handler-lane"   /* the name of each lane's thread */
 
 struct handler_so;
 
@@ -272,6 +275,7 @@ static void lane_main(void *arg)
 	struct lane *l = arg;
 	struct handler_so *s = l->s;
 
+	proc_set_name(SO_LANE_NAME);   /* what top -H and ps -L show for the thread */
 	uv_mutex_lock(&s->lock);
 	for (;;) {
 		struct handler_job *job;
