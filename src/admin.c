@@ -62,6 +62,10 @@ int admin_preflight(const struct config *cfg)
 			"the workers connect when it does\n", err);
 		return 0;
 	}
+	if (r == -EPERM) {
+		fprintf(stderr, "claimd: %s\n", err);   /* the password file, before any connection */
+		return -1;
+	}
 	if (r < 0) {
 		fprintf(stderr, "claimd: the database refused the connection: %s\n",
 			*err ? err : strerror(-r));

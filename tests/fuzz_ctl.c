@@ -151,3 +151,8 @@ void fuzz_report(const char *name)
 	printf("%s: %lu request lines decoded, %lu command lines and %lu named-parameter sets "
 	       "parsed, all re-encoded\n", name, decoded, parsed, from_params);
 }
+
+unsigned long fuzz_accepted(void)
+{
+	return decoded + parsed + from_params;
+}

@@ -1,6 +1,9 @@
 /* The replay driver of every fuzz target (see fuzz.h): runs each file named, and each regular
  * file of each directory named, through LLVMFuzzerTestOneInput from a buffer of exactly the
- * file's size (so the sanitizers see any read past its end). */
+ * file's size (so the sanitizers see any read past its end), and counts the inputs the target
+ * accepted (fuzz_accepted grew while it ran).
+ *
+ *     fuzz_NAME [--min-accepted N] FILE|DIR...   fails unless at least N inputs were accepted */
 #include "fuzz.h"
 
 #include <dirent.h>
@@ -12,6 +15,7 @@
 #include <sys/stat.h>
 
 static const char *name = "fuzz";
+static int accepted;   /* inputs during which fuzz_accepted() grew */
 
 /* Returns 1 if it ran, -errno if the file could not be read. */
 static int run_file(const char *path)
@@ -28,7 +32,11 @@ static int run_file(const char *path)
 	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
 	if (!buf || fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size)
 		goto fail;
-	LLVMFuzzerTestOneInput(buf, (size_t)st.st_size);
+	{
+		unsigned long before = fuzz_accepted();
+		LLVMFuzzerTestOneInput(buf, (size_t)st.st_size);
+		accepted += fuzz_accepted() > before;
+	}
 	r = 1;
 fail:
 	free(buf);
@@ -68,10 +76,20 @@ static int run_dir(const char *dir)
 int main(int argc, char **argv)
 {
 	struct stat st;
-	int total = 0, r;
+	int total = 0, min = 0, first = 1, r;
+	char *end;
 
 	name = basename(argv[0]);
-	for (int i = 1; i < argc; i++) {
+	if (argc > 2 && !strcmp(argv[1], "--min-accepted")) {
+		long v = strtol(argv[2], &end, 10);
+		if (*argv[2] == '\0' || *end || v < 0 || v > 1000000) {
+			fprintf(stderr, "%s: --min-accepted '%s' is not a count\n", name, argv[2]);
+			return 1;
+		}
+		min = (int)v;
+		first = 3;
+	}
+	for (int i = first; i < argc; i++) {
 		r = stat(argv[i], &st) < 0 ? -errno : S_ISDIR(st.st_mode) ? run_dir(argv[i])
 									 : run_file(argv[i]);
 		if (r < 0) {
@@ -80,10 +98,16 @@ int main(int argc, char **argv)
 		}
 		total += r;
 	}
-	printf("%s: ran %d files\n", name, total);
+	printf("%s: ran %d files, %d accepted\n", name, total, accepted);
 	fuzz_report(name);
 	if (total == 0) {
-		fprintf(stderr, "%s: no input files (usage: %s FILE|DIR...)\n", name, name);
+		fprintf(stderr, "%s: no input files (usage: %s [--min-accepted N] FILE|DIR...)\n",
+			name, name);
+		return 1;
+	}
+	if (accepted < min) {
+		fprintf(stderr, "%s: %d of %d inputs accepted, fewer than the %d the corpus holds "
+			"valid: the target refuses what it should take\n", name, accepted, total, min);
 		return 1;
 	}
 	return 0;

@@ -66,3 +66,8 @@ void fuzz_report(const char *name)
 {
 	printf("%s: %lu replies accepted, %lu refused\n", name, accepted, refused);
 }
+
+unsigned long fuzz_accepted(void)
+{
+	return accepted;
+}

@@ -50,3 +50,8 @@ void fuzz_report(const char *name)
 {
 	printf("%s: %lu files parsed\n", name, parsed);
 }
+
+unsigned long fuzz_accepted(void)
+{
+	return parsed;
+}

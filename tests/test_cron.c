@@ -2,13 +2,17 @@
  * changes by the rules cron.h states (spring forward, fall back, both hemispheres, a
  * 30-minute change), and tzfile_parse: the spans of a zone given as a table, as a footer's
  * rule and as both, and every prefix and every one-byte change of a file read without
- * crashing. The zones are built here as TZif bytes: the test needs no tzdata. */
+ * crashing; tzfile_load's errors, final or not. The zones are built here as TZif bytes: the
+ * test needs no tzdata. */
 #include "common/cron.h"
 #include "common/tzfile.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "common/civil.h"
@@ -392,6 +396,68 @@ static void test_tzfile(void)
 	}
 }
 
+/* tzfile_load's answers, each naming what the caller does: -ENOENT (no such zone) and
+ * -EINVAL (not a zone file) are final; a file that does not read for now (here a symbolic
+ * link loop, ELOOP) is neither, and the same zone reads once the file is back. */
+static void test_tzfile_load_errors(void)
+{
+	char dir[] = "/tmp/claimd-test-tzdir-XXXXXX", path[256], err[256];
+	int32_t offs[] = { 3600 };
+	int64_t times[] = { 0 };
+	struct tzfile *z = NULL;
+	struct bytes o;
+	FILE *f;
+
+	if (!mkdtemp(dir)) {
+		CHECK(0, "mkdtemp: %s", strerror(errno));
+		return;
+	}
+	setenv("TZDIR", dir, 1);
+	snprintf(path, sizeof(path), "%s/T", dir);
+	CHECK(mkdir(path, 0700) == 0, "mkdir %s", path);
+	snprintf(path, sizeof(path), "%s/T/Dir", dir);
+	CHECK(mkdir(path, 0700) == 0, "mkdir %s", path);
+	snprintf(path, sizeof(path), "%s/T/Junk", dir);
+	if ((f = fopen(path, "w"))) {
+		fputs("not TZif\n", f);
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "%s/T/Loop", dir);
+	CHECK(symlink("Loop", path) == 0, "symlink %s", path);
+
+	CHECK(tzfile_load("T/None", &z, err, sizeof(err)) == -ENOENT && !z &&
+	      strstr(err, "no time zone 'T/None'"), "a missing zone: %s", err);
+	CHECK(tzfile_load("T/Junk/Zone", &z, err, sizeof(err)) == -ENOENT && !z,
+	      "a path through a file (ENOTDIR) is no such zone: %s", err);
+	CHECK(tzfile_load("T/Dir", &z, err, sizeof(err)) == -EINVAL && !z &&
+	      strstr(err, "is not a time zone file"), "a directory: %s", err);
+	CHECK(tzfile_load("T/Junk", &z, err, sizeof(err)) == -EINVAL && !z,
+	      "a file that is not TZif: %s", err);
+	CHECK(tzfile_load("T/Loop", &z, err, sizeof(err)) == -ELOOP && !z &&
+	      strstr(err, "cannot read time zone 'T/Loop'"),
+	      "a file that does not read for now is neither final answer: %s", err);
+	/* The file is back: the same name reads. */
+	unlink(path);
+	tzif(&o, times, offs, 1, 0, "CET-1");
+	if ((f = fopen(path, "w"))) {
+		fwrite(o.b, 1, o.n, f);
+		fclose(f);
+	}
+	CHECK(tzfile_load("T/Loop", &z, err, sizeof(err)) == 0 && z &&
+	      tzfile_offset(z, 86400) == 3600, "the zone reads once its file does: %s", err);
+	tzfile_free(z);
+
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/T/Junk", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/T/Dir", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/T", dir);
+	rmdir(path);
+	rmdir(dir);
+	unsetenv("TZDIR");
+}
+
 int main(void)
 {
 	test_parse();
@@ -400,6 +466,7 @@ int main(void)
 	test_fall_back();
 	test_other_zones();
 	test_tzfile();
+	test_tzfile_load_errors();
 	if (failures)
 		return 1;
 	printf("ok - cron\n");

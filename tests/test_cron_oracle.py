@@ -10,9 +10,10 @@ case where one of those wall-clock times is skipped or shown twice by the zone's
 compared (claimd's rules for those are checked case by case in test_cron.c) and is counted
 apart. Where croniter differs, a plain day-by-day, minute-by-minute search (written here from
 the definition) decides: croniter 1.3.5 has bugs of its own ('*/5' in the day of the month
-skips days after a month's end; '31 2 */3' gives nothing). Fails if any compared case
-disagrees with both, if croniter differs in more than 1% of them, or if fewer than 90% could
-be compared.
+skips days after a month's end; '31 2 */3' gives nothing). Where neither fires, that search
+must find nothing either. Fails if any compared case disagrees with both, if croniter differs
+in more than 1% of them, if fewer than 90% could be compared, or if an expression both call
+never-firing fires.
 
     tests/test_cron_oracle.py BUILD/tests/cron_next [CASES]
 """
@@ -39,6 +40,7 @@ MONTHS = "jan feb mar apr may jun jul aug sep oct nov dec".split()
 DAYS = "sun mon tue wed thu fri sat".split()
 FIELDS = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 6)]
 NEXT = 4
+HORIZON_S = 30 * 365 * 86400   # cron.h's CRON_HORIZON_YEARS, its leap days left out
 
 
 def item(rng, f):
@@ -179,7 +181,15 @@ def main():
             near += 1
             continue
         if not theirs and not ours:
-            never += 1
+            # Neither fires: the day-by-day search must find no time either, within the 30
+            # years claimd looks ahead (CRON_HORIZON_YEARS).
+            found = [w for w in brute_utc(expr, zone, after) if w - after < HORIZON_S]
+            if found:
+                bad.append((expr, zone, after, ours, theirs))
+                print("NEVER %r in %s after %d: neither claimd nor croniter fires, the "
+                      "day-by-day search does: %s" % (expr, zone, after, found))
+            else:
+                never += 1
             continue
         compared += 1
         if ours == theirs:
@@ -196,7 +206,7 @@ def main():
               "claimd %s, croniter %s" % (expr, zone, after, ours, theirs))
     print("cron oracle: %d cases, %d compared, %d agreed with croniter, %d where croniter "
           "differs and a day-by-day search agrees with claimd, %d near a clock change (not "
-          "compared), %d never fire" % (cases, compared, agreed, len(oracle_wrong), near, never))
+          "compared), %d never fire (the day-by-day search agrees)" % (cases, compared, agreed, len(oracle_wrong), near, never))
     if len(oracle_wrong) > 0.01 * compared:
         print("croniter differs too often for its differences to be its own")
         sys.exit(1)

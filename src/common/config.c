@@ -133,6 +133,10 @@ const struct option_def config_defs[] = {
 	  "and the HTTP port are open, before any worker or handler starts" },
 	{ "allow-root", K_FLAG, NULL, AT(allow_root), 0, 1, A_RESTART,
 	  "let handlers run as root (refused otherwise)" },
+	{ "handler-user", K_TEXT, "NAME", AT(handler_user), 1, 0, A_RESTART,
+	  "run exec: and pipe: handlers as this user (its groups, gid and uid), away from\n"
+	  "claimd's secret files and control socket; needs claimd to keep root (no --user)\n"
+	  "or to have CAP_SETUID, CAP_SETGID and CAP_KILL" },
 	{ "verbose", K_SET_LEVEL, NULL, NONE, 3, 0, A_WORKERS, "log-level debug" },
 	{ "quiet", K_SET_LEVEL, NULL, NONE, 1, 0, A_WORKERS, "log-level warn" },
 	{ "help", K_ACTION, NULL, NONE, CONFIG_HELP, 0, A_RESTART, "this text" },

@@ -82,6 +82,7 @@ struct config {
 	bool exec_result;   /* an exec: handler's stdout is the row's result */
 	bool pipe_ready;    /* a pipe: co-process says {"ready":true} before it is sent work */
 	char user[64];      /* drop to this user after start-up ("" = stay) */
+	char handler_user[64];   /* exec: and pipe: handlers run as this user ("" = claimd's) */
 	bool allow_root;    /* handlers may run as root */
 	bool migrate;       /* --migrate: bring the schema up to date and exit */
 	bool doctor;        /* --doctor: check the set-up and exit */

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -301,6 +302,13 @@ int dsn_may_use_tls(const struct dsn *d)
 {
 	return (d->ssl_mode != DSN_SSL_DEFAULT && d->ssl_mode != DSN_SSL_DISABLED) ||
 	       (d->ssl_mode == DSN_SSL_DEFAULT && (d->option_file[0] || d->ssl_ca[0]));
+}
+
+const char *dsn_password_file(const struct dsn *d)
+{
+	const char *env = getenv("CLAIMD_DB_PASSWORD");
+
+	return (env && *env) || !d->password_file[0] ? NULL : d->password_file;
 }
 
 /* Strips the scheme; returns the length of the prefix, or 0 if it is not ours. */

@@ -55,6 +55,10 @@ struct dsn {
  * may ask for it). */
 int dsn_may_use_tls(const struct dsn *d);
 
+/* The file a connection of d reads its password from: d's password_file, unless
+ * $CLAIMD_DB_PASSWORD (set, not empty) is the password. NULL when none. */
+const char *dsn_password_file(const struct dsn *d);
+
 /* Parse s into *ret. Returns 0, or -EINVAL with a human message in err (what is wrong and
  * where), leaving *ret untouched. Percent-escapes (%2F) are decoded in every part.
  * Accepted query parameters: socket, password_file, ssl-mode (DISABLED, PREFERRED, REQUIRED,

@@ -1,5 +1,7 @@
 #include "common/proc.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -10,8 +12,10 @@
 #include <spawn.h>
 #include <stdint.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,24 +64,57 @@ int proc_die_with_parent(pid_t parent_pid)
 	return 0;
 }
 
-/* The handler itself, in the guard's process group: between fork and exec, only
- * async-signal-safe calls. */
-static void handler_exec(char *const argv[], char *const envp[], pid_t guard)
+static void write_exec_error(const char *what, const char *path, int err)
 {
-	const char *e;
+	const char *e = strerror(err);
 
+	(void)!write(2, "claimd: cannot ", 15);
+	(void)!write(2, what, strlen(what));
+	(void)!write(2, path, strlen(path));
+	(void)!write(2, ": ", 2);
+	(void)!write(2, e, strlen(e));
+	(void)!write(2, "\n", 1);
+}
+
+/* Become as: groups, gid, uid (in that order: each needs the privilege the next gives up),
+ * and check that the old uid cannot be taken back. System calls only. Returns 0 or -errno. */
+static int become(const struct proc_user *as)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct none[2] = { { 0, 0, 0 }, { 0, 0, 0 } };
+
+	if (setgroups((size_t)as->ngroups, as->groups) < 0 || setgid(as->gid) < 0 ||
+	    setuid(as->uid) < 0)
+		return -errno;
+	/* From root the kernel clears the capabilities at setuid; from a user that was given
+	 * CAP_SETUID and CAP_SETGID (ambient) it does not: drop them all here. */
+	if (as->uid != 0 && ((prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
+			      errno != EINVAL) || syscall(SYS_capset, &hdr, none) < 0))
+		return -errno;
+	if (as->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0))
+		return -EPERM;
+	return 0;
+}
+
+/* The handler itself, in the guard's process group: between fork and exec, only
+ * async-signal-safe calls. The user changes first: a change of credentials clears the
+ * parent-death signal. */
+static void handler_exec(char *const argv[], char *const envp[], pid_t guard,
+			 const struct proc_user *as)
+{
+	int r;
+
+	if (as && (r = become(as)) < 0) {
+		write_exec_error("become user ", as->name, -r);
+		_exit(127);
+	}
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != guard)
 		_exit(127);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
 	execve(argv[0], argv, envp);
-	e = strerror(errno);
-	(void)!write(2, "claimd: cannot exec ", 20);
-	(void)!write(2, argv[0], strlen(argv[0]));
-	(void)!write(2, ": ", 2);
-	(void)!write(2, e, strlen(e));
-	(void)!write(2, "\n", 1);
+	write_exec_error("exec ", argv[0], errno);
 	_exit(127);
 }
 
@@ -96,7 +133,7 @@ static void on_guard_orphaned(int sig)
  * worker. It ignores SIGTERM, so a SIGTERM to the group reaches the handler and the guard
  * stays to report how the handler ended. */
 static void guard_run(char *const argv[], char *const envp[], int in_fd, int out_fd,
-		      int err_fd, pid_t worker)
+		      int err_fd, pid_t worker, const struct proc_user *as)
 {
 	sigset_t none;
 	int fd, status;
@@ -123,7 +160,7 @@ static void guard_run(char *const argv[], char *const envp[], int in_fd, int out
 	if (h < 0)
 		_exit(127);
 	if (h == 0)
-		handler_exec(argv, envp, getppid());
+		handler_exec(argv, envp, getppid(), as);
 	/* Our copies of the pipes would keep them open after the handler is gone. */
 	fd = open("/dev/null", O_RDWR);
 	dup2(fd, 0);
@@ -160,7 +197,7 @@ static int nonblock(int fd)
 }
 
 int proc_spawn_io(char *const argv[], char *const envp[], bool pipe_stdout,
-		  struct proc_child *ret)
+		  const struct proc_user *as, struct proc_child *ret)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
 	pid_t parent = getpid(), pid;
@@ -173,7 +210,7 @@ int proc_spawn_io(char *const argv[], char *const envp[], bool pipe_stdout,
 	if (pid < 0)
 		goto fail;
 	if (pid == 0)
-		guard_run(argv, envp, in[0], out[1], err[1], parent);
+		guard_run(argv, envp, in[0], out[1], err[1], parent, as);
 	/* Also set the group from the parent side: no race with an early kill of the group. */
 	setpgid(pid, pid);
 	close(in[0]);
@@ -195,7 +232,7 @@ fail:
 
 int proc_spawn(char *const argv[], char *const envp[], struct proc_child *ret)
 {
-	return proc_spawn_io(argv, envp, false, ret);
+	return proc_spawn_io(argv, envp, false, NULL, ret);
 }
 
 int proc_kill_group(pid_t pid, int sig)
@@ -203,6 +240,84 @@ int proc_kill_group(pid_t pid, int sig)
 	if (pid <= 0)
 		return -EINVAL;
 	return kill(-pid, sig) == 0 ? 0 : -errno;
+}
+
+/* ppid and pgrp of pid, from /proc/PID/stat (after the name, which may hold ')' and
+ * spaces: from its last ')'). Returns 0 or -ESRCH (gone, or unreadable). */
+static int stat_of(pid_t pid, pid_t *ret_ppid, pid_t *ret_pgrp)
+{
+	char path[32], buf[1024];
+	const char *p;
+	int fd, ppid, pgrp;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -ESRCH;
+	buf[n] = '\0';
+	if (!(p = strrchr(buf, ')')) || sscanf(p + 1, " %*c %d %d", &ppid, &pgrp) != 2)
+		return -ESRCH;
+	*ret_ppid = ppid;
+	*ret_pgrp = pgrp;
+	return 0;
+}
+
+/* Whether pid descends from me, by its parents: 1, 0 (it does not), or -ESRCH (a process on
+ * the way went away: look again). */
+static int descends(pid_t pid, pid_t me)
+{
+	pid_t ppid, pgrp;
+
+	for (unsigned steps = 0; steps < 4096; steps++) {
+		if (stat_of(pid, &ppid, &pgrp) < 0)
+			return -ESRCH;
+		if (ppid == me)
+			return 1;
+		if (ppid <= 1)
+			return 0;
+		pid = ppid;
+	}
+	return 0;
+}
+
+/* One look through /proc: see proc_group_ours. */
+static int group_ours(pid_t pgid, pid_t me)
+{
+	struct dirent *e;
+	int members = 0, r = 0;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return -errno;
+	while (r == 0 && (e = readdir(d))) {
+		pid_t pid, ppid, pgrp;
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		pid = (pid_t)strtol(e->d_name, NULL, 10);
+		if (stat_of(pid, &ppid, &pgrp) < 0 || pgrp != pgid)
+			continue;
+		members++;
+		r = pid == me ? -EPERM : descends(pid, me);
+		r = r == 1 ? 0 : r == 0 ? -EPERM : r;
+	}
+	closedir(d);
+	return r < 0 ? r : members > 0;
+}
+
+int proc_group_ours(pid_t pgid)
+{
+	pid_t me = getpid();
+	int r = -ESRCH;
+
+	if (pgid <= 1 || pgid == me || pgid == getpgrp() || pgid == getsid(0))
+		return -EPERM;
+	for (unsigned tries = 0; tries < 3 && r == -ESRCH; tries++)
+		r = group_ours(pgid, me);
+	return r == -ESRCH ? -EPERM : r;
 }
 
 int proc_kill(pid_t pid, int sig)
@@ -251,6 +366,51 @@ void proc_describe_status(int status, char *out, size_t outlen)
 int proc_reap_any(pid_t *ret_pid, int *ret_status)
 {
 	return reap(-1, ret_pid, ret_status);
+}
+
+int proc_user_lookup(const char *name, struct proc_user *ret, char *err, size_t errlen)
+{
+	struct passwd pw, *found = NULL;
+	char buf[4096];
+	int n = PROC_GROUPS_MAX;
+	int r = getpwnam_r(name, &pw, buf, sizeof(buf), &found);
+
+	if (r != 0 || !found) {
+		snprintf(err, errlen, "no user '%s'%s%s", name, r ? ": " : "", r ? strerror(r) : "");
+		return r ? -r : -ENOENT;
+	}
+	if (strlen(name) >= sizeof(ret->name)) {
+		snprintf(err, errlen, "user name '%.80s' is too long", name);
+		return -ENAMETOOLONG;
+	}
+	if (getgrouplist(name, pw.pw_gid, ret->groups, &n) < 0) {
+		snprintf(err, errlen, "user '%s' is in more than %d groups", name, PROC_GROUPS_MAX);
+		return -E2BIG;
+	}
+	snprintf(ret->name, sizeof(ret->name), "%s", name);
+	ret->ngroups = n;
+	ret->uid = pw.pw_uid;
+	ret->gid = pw.pw_gid;
+	return 0;
+}
+
+bool proc_can_switch_user(void)
+{
+	/* CAP_KILL, CAP_SETGID, CAP_SETUID: to stop a handler that is another user's, too. */
+	const uint64_t need = (1ull << 5) | (1ull << 6) | (1ull << 7);
+	unsigned long long eff = 0;
+	char line[256];
+	bool found = false;
+	FILE *f;
+
+	if (geteuid() == 0)
+		return true;
+	if (!(f = fopen("/proc/self/status", "re")))
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "CapEff: %llx", &eff) == 1;
+	fclose(f);
+	return found && (eff & need) == need;
 }
 
 int proc_become_subreaper(void)

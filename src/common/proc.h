@@ -31,6 +31,26 @@ struct proc_child {
 	int stdout_fd;  /* read end of its stdout (proc_spawn_io with pipe_stdout), else -1 */
 };
 
+#define PROC_GROUPS_MAX 256   /* supplementary groups of a user processes are started as */
+
+/* A user to start processes as: its uid, its primary gid and its groups (initgroups'),
+ * looked up once so that a child becomes it with system calls alone. */
+struct proc_user {
+	char name[64];
+	uid_t uid;
+	gid_t gid;
+	int ngroups;
+	gid_t groups[PROC_GROUPS_MAX];
+};
+
+/* User name, looked up (the password and group databases). Returns 0, or -ENOENT (no such
+ * user) or another negative errno, with err saying so. */
+int proc_user_lookup(const char *name, struct proc_user *ret, char *err, size_t errlen);
+
+/* Whether this process may start processes as another user, and signal them: its effective
+ * uid is 0, or it has CAP_SETUID, CAP_SETGID and CAP_KILL in its effective set. */
+bool proc_can_switch_user(void);
+
 /* Run argv[0] with argv and envp, no shell, under a guard process: ret->pid is the guard, which
  * leads a new process group holding the handler and anything it starts, exits the way the
  * handler did, and kills the whole group if the calling process dies (by any means). Signal
@@ -41,14 +61,23 @@ struct proc_child {
 int proc_spawn(char *const argv[], char *const envp[], struct proc_child *ret);
 
 /* proc_spawn, and with pipe_stdout the handler's stdout is a new pipe too (ret->stdout_fd,
- * non-blocking, close-on-exec) instead of inherited. */
+ * non-blocking, close-on-exec) instead of inherited; with as (not NULL) the handler runs as
+ * that user (its groups, gid and uid set before the exec; the guard stays the caller's, to
+ * report and to kill the group). A failure to become it shows as an exec failure. */
 int proc_spawn_io(char *const argv[], char *const envp[], bool pipe_stdout,
-		  struct proc_child *ret);
+		  const struct proc_user *as, struct proc_child *ret);
 
 /* Send sig to the process group whose id is pid (a process proc_spawn started leads its own
  * group). Returns 0 or -errno. */
 int proc_kill_group(pid_t pid, int sig);
 int proc_kill(pid_t pid, int sig);
+
+/* Whether process group pgid is this process's to take down, by what /proc says now: pgid
+ * greater than 1, not this process's own group nor its session's, and every process in it a
+ * descendant of this process (by their parents; a subreaper's orphans stay its
+ * descendants). For a group id read from memory others write (the scoreboard). Returns 1, 0
+ * (no process in the group), -EPERM (not ours), or -errno (no /proc). */
+int proc_group_ours(pid_t pgid);
 
 /* Non-blocking wait for pid. Returns 1 and fills *ret_status (waitpid status) if it exited,
  * 0 if still running, -errno on error (e.g. -ECHILD). */

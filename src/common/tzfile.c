@@ -382,8 +382,10 @@ int tzfile_load(const char *name, struct tzfile **ret, char *err, size_t errlen)
 			    "Europe/Berlin)", name ? name : "");
 	if (strcmp(name, "UTC") == 0 || strcmp(name, "Etc/UTC") == 0) {
 		struct tzfile *z = calloc(1, sizeof(*z));
-		if (!z)
+		if (!z) {
+			snprintf(err, errlen, "time zone '%s': out of memory", name);
 			return -ENOMEM;
+		}
 		*ret = z;
 		return 0;
 	}
@@ -391,20 +393,36 @@ int tzfile_load(const char *name, struct tzfile **ret, char *err, size_t errlen)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
-		snprintf(err, errlen, "no time zone '%s' (%s: %s)", name, path, strerror(-r));
-		return r == -ENOENT || r == -ENOTDIR ? -ENOENT : r;
+		if (r == -ENOENT || r == -ENOTDIR) {
+			snprintf(err, errlen, "no time zone '%s' (%s: %s)", name, path, strerror(-r));
+			return -ENOENT;
+		}
+		/* Too many open files, EIO, a permission: the zone may read later. */
+		snprintf(err, errlen, "cannot read time zone '%s' (%s: %s)", name, path, strerror(-r));
+		return r == -EINVAL ? -EIO : r;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > TZFILE_SIZE_MAX) {
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot read time zone '%s' (%s: %s)", name, path, strerror(-r));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > TZFILE_SIZE_MAX) {
 		r = errmsg_invalid(err, errlen, "'%s' is not a time zone file", path);
 		goto out;
 	}
 	if (!(buf = malloc((size_t)st.st_size + 1))) {
+		snprintf(err, errlen, "time zone '%s': out of memory", name);
 		r = -ENOMEM;
 		goto out;
 	}
 	got = read(fd, buf, (size_t)st.st_size + 1);
 	if (got != st.st_size) {
-		r = errmsg_invalid(err, errlen, "reading '%s' failed", path);
+		/* A read error, or a file that changed size while read (tzdata being replaced). */
+		r = got < 0 ? -errno : -EIO;
+		snprintf(err, errlen, "cannot read time zone '%s' (%s: %s)", name, path,
+			 got < 0 ? strerror(-r) : "it changed while read");
+		if (r == -EINVAL || r == -ENOENT)
+			r = -EIO;
 		goto out;
 	}
 	r = tzfile_parse(buf, (size_t)got, ret, err, errlen);

@@ -33,9 +33,10 @@ int tzfile_parse(const uint8_t *buf, size_t len, struct tzfile **ret, char *err,
 
 /* The zone named name ("Europe/Berlin", "UTC"), read from $TZDIR or TZFILE_DIR, into *ret.
  * "UTC" and "Etc/UTC" need no file. A name is letters, digits and '/_+-', its parts not
- * starting with '.'. Returns 0, -ENOMEM, -EINVAL (a name that cannot be a zone, or a file
- * that is not TZif) or -ENOENT (no such zone), with what is wrong in err. Blocks on the
- * file. */
+ * starting with '.'. Returns 0, -EINVAL (a name that cannot be a zone, or a file that is not
+ * TZif), -ENOENT (no such zone), or another negative errno when the file could not be read
+ * now (-EMFILE, -EIO, -EACCES, -ELOOP, -ENOMEM, ...: it may read later), with what is wrong
+ * in err. Blocks on the file. */
 int tzfile_load(const char *name, struct tzfile **ret, char *err, size_t errlen);
 
 /* Accepts NULL. */

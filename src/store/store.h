@@ -222,7 +222,7 @@ void store_free(struct store *s);
  * set (and not empty), else the first line of dsn->password_file if set, else the one of
  * dsn->option_file if it has one, else none.
  * -ENOTCONN: server unreachable (try again later); -EIO: refused (bad password, unknown
- * database, unreadable password_file: retrying will not help until someone fixes it). */
+ * database); -EPERM: password_file refused (common/secret.h): retrying will not help. */
 int store_connect(struct store *s, char *err, size_t errlen);
 bool store_connected(const struct store *s);
 /* "host:port" of the server connected to (the DSN's hosts, in their order: the first that
@@ -671,8 +671,9 @@ int store_schedules(struct store *s, const char *name, const char *after, unsign
 
 /* The tick arithmetic, which the store does not know: the first tick of expression cron in
  * zone strictly after after (UTC seconds) into *ret. Returns 0, -ENOENT when it never fires
- * again, or -EINVAL with why in err (an expression or zone refused). Runs on the store's
- * thread. */
+ * again, -EINVAL with why in err (an expression or zone refused), or another negative error
+ * with why in err when it cannot tell now (a zone file that did not read: the schedule
+ * waits). Runs on the store's thread. */
 typedef int (*store_tick_fn)(void *data, const char *cron, const char *zone, int64_t after,
 			     int64_t *ret, char *err, size_t errlen);
 
@@ -681,6 +682,8 @@ struct store_fire {
 	unsigned schedules;     /* schedules it went through */
 	unsigned rows;          /* rows it added */
 	unsigned refused;       /* schedules it found cannot run (their error set) */
+	unsigned waiting;       /* schedules tick could not compute now, left due as they were */
+	char why[256];          /* tick's error for the first of them */
 	bool more;              /* due schedules left: call again */
 	int64_t due_in_ms;      /* until the next tick of a schedule that runs (database clock);
 				 * -1: none */
@@ -689,10 +692,11 @@ struct store_fire {
 /* Add the rows of due schedules. When none is due and every one is read (the usual case),
  * that is one statement and no transaction. Else for each (at most max, each in a
  * transaction of its own, the schedule's row locked FOR UPDATE SKIP LOCKED), the rows of its
- * due ticks by its
- * catch_up, and its next tick, in the same transaction; a schedule not read yet (next_tick_at
- * NULL) gets its first tick after now. A tick after 2038-01-19 (the TIMESTAMP's end) counts
- * as never. Returns 0 with *ret filled, or a negative error (what committed stays). */
+ * due ticks by its catch_up, and its next tick, in the same transaction; a schedule not read
+ * yet (next_tick_at NULL) gets its first tick after now. A tick after 2038-01-19 (the
+ * TIMESTAMP's end) counts as never. A schedule tick cannot compute now is rolled back and
+ * passed by for the rest of the call (at most max of them); due_in_ms leaves them aside. Returns
+ * 0 with *ret filled, or a negative error (what committed stays). */
 int store_schedule_fire(struct store *s, store_tick_fn tick, void *data, unsigned max,
 			struct store_fire *ret, char *err, size_t errlen);
 

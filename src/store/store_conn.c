@@ -428,20 +428,19 @@ bool store_connected(const struct store *s)
 }
 
 /* CLAIMD_DB_PASSWORD if set and not empty, else the first line of password_file. */
-static int read_password(const struct store *s, char *pw, size_t pwlen, char *err, size_t errlen)
+static int read_password(const struct dsn *d, char *pw, size_t pwlen, char *err, size_t errlen)
 {
-	const char *env = getenv("CLAIMD_DB_PASSWORD");
-	char why[300];
+	const char *file = dsn_password_file(d);
+	char why[600];
 
 	pw[0] = '\0';
-	if (env && *env) {
-		snprintf(pw, pwlen, "%s", env);
+	if (!file) {
+		const char *env = getenv("CLAIMD_DB_PASSWORD");
+		snprintf(pw, pwlen, "%s", env ? env : "");
 		return 0;
 	}
-	if (!s->dsn.password_file[0])
-		return 0;
-	if (secret_read("password_file", s->dsn.password_file, pw, pwlen, why, sizeof(why)) < 0)
-		return sq_fail_msg(-EIO, err, errlen, "store_connect: %s", why);
+	if (secret_read("password_file", file, pw, pwlen, why, sizeof(why)) < 0)
+		return sq_fail_msg(-EPERM, err, errlen, "%s", why);
 	return 0;
 }
 
@@ -591,7 +590,7 @@ int store_connect(struct store *s, char *err, size_t errlen)
 	int r;
 
 	drop(s);
-	r = read_password(s, pw, sizeof(pw), err, errlen);
+	r = read_password(&s->dsn, pw, sizeof(pw), err, errlen);
 	if (r < 0)
 		return r;
 	buf_init(&why);

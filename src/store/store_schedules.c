@@ -251,9 +251,18 @@ static bool parse_i64(const char *p, int64_t *ret)
 	return true;
 }
 
-/* Lock the first due schedule. Returns 1 (in a transaction), 0 (none due, no transaction),
- * or a negative error. */
-static int lock_due(struct store *s, struct due *d, char *err, size_t errlen)
+/* " AND name NOT IN (...)" for the schedules that wait (skip, their quoted names, comma
+ * separated), or nothing. */
+static void add_skip(struct store *s, const struct buf *skip)
+{
+	if (skip->len)
+		sql_add(s, " AND name NOT IN (%s)", skip->data);
+}
+
+/* Lock the first due schedule, not one of skip. Returns 1 (in a transaction), 0 (none due,
+ * no transaction), or a negative error. */
+static int lock_due(struct store *s, const struct buf *skip, struct due *d, char *err,
+		    size_t errlen)
 {
 	struct run rr;
 	MYSQL_ROW row;
@@ -265,8 +274,9 @@ static int lock_due(struct store *s, struct due *d, char *err, size_t errlen)
 	sq_end(s);
 	sql_add(s, "SELECT name, cron, time_zone, catch_up + 0, UNIX_TIMESTAMP(next_tick_at), "
 		"UNIX_TIMESTAMP(NOW(6)) FROM schedules WHERE paused = 0 AND error IS NULL AND "
-		"(next_tick_at IS NULL OR next_tick_at <= NOW(6)) ORDER BY next_tick_at LIMIT 1 "
-		"FOR UPDATE SKIP LOCKED");
+		"(next_tick_at IS NULL OR next_tick_at <= NOW(6))");
+	add_skip(s, skip);
+	sql_add(s, " ORDER BY next_tick_at LIMIT 1 FOR UPDATE SKIP LOCKED");
 	r = sq_run(s, "store_schedule_fire", &rr, err, errlen);
 	if (r < 0) {
 		sq_abort(s);
@@ -333,8 +343,8 @@ static void add_next(struct store *s, int64_t next)
 }
 
 /* The ticks of d that are due, by its catch_up, into ticks (at most STORE_SCHEDULE_ALL_MAX),
- * and the next tick after them into *ret_next (-1: never). Returns how many, or -EINVAL
- * with err filled. */
+ * and the next tick after them into *ret_next (-1: never). Returns how many, or tick's error
+ * (-EINVAL: refused; another: not now) with err filled. */
 static int due_ticks(store_tick_fn tick, void *data, const struct due *d, int64_t *ticks,
 		     int64_t *ret_next, char *err, size_t errlen)
 {
@@ -414,17 +424,29 @@ static int add_rows(struct store *s, const struct due *d, const int64_t *ticks, 
 	return commit(s, err, errlen);
 }
 
+/* A schedule whose ticks tick could not compute now (a zone file that did not read): its
+ * transaction rolled back, its row left as it is for a later pass. */
+static int wait_one(struct store *s, struct store_fire *ret, const char *why, bool *waits)
+{
+	sq_abort(s);
+	if (!ret->waiting)
+		snprintf(ret->why, sizeof(ret->why), "%s", why);
+	*waits = true;
+	return 0;
+}
+
 /* One due schedule, locked: its rows and next tick. Returns rows added, or a negative
- * error; *refused when it was found unable to run. */
+ * error; *refused when it was found unable to run, *waits when it cannot run now. */
 static int fire_one(struct store *s, store_tick_fn tick, void *data, const struct due *d,
-		    bool *refused, char *err, size_t errlen)
+		    struct store_fire *ret, bool *refused, bool *waits, char *err, size_t errlen)
 {
 	int64_t ticks[STORE_SCHEDULE_ALL_MAX + 1];
-	char why[256];
+	char why[sizeof(ret->why)];
 	int64_t next;
 	int n, r;
 
-	*refused = false;
+	*refused = *waits = false;
+	why[0] = '\0';
 	if (d->unread) {
 		r = tick(data, d->cron, d->zone, d->now, &next, why, sizeof(why));
 		if (r == 0 && next > TS_LAST_S)
@@ -435,8 +457,7 @@ static int fire_one(struct store *s, store_tick_fn tick, void *data, const struc
 			add_refusal(s, d, r == -ENOENT ? "fires no more (its next time is after "
 				    "2038-01-19, or more than 30 years away)" : why);
 		} else if (r < 0) {
-			sq_abort(s);
-			return sq_fail_msg(r, err, errlen, "store_schedule_fire: %s", why);
+			return wait_one(s, ret, why, waits);
 		} else {
 			sql_add(s, "UPDATE schedules SET next_tick_at = FROM_UNIXTIME(%lld) "
 				"WHERE name = %s", (long long)next, d->q);
@@ -452,18 +473,16 @@ static int fire_one(struct store *s, store_tick_fn tick, void *data, const struc
 		r = commit(s, err, errlen);
 		return r < 0 ? r : 0;
 	}
-	if (n < 0) {
-		sq_abort(s);
-		return sq_fail_msg(n, err, errlen, "store_schedule_fire: %s", why);
-	}
+	if (n < 0)
+		return wait_one(s, ret, why, waits);
 	r = add_rows(s, d, ticks, n, next, err, errlen);
 	return r < 0 ? r : n;
 }
 
-/* Until the next tick of a schedule that runs (ms, database clock; 0 when due, -1 none),
- * and whether a schedule is not read yet. One statement, no locks. */
-static int next_due(struct store *s, int64_t *ret_ms, bool *ret_unread, char *err,
-		    size_t errlen)
+/* Until the next tick of a schedule that runs, skip's aside (ms, database clock; 0 when
+ * due, -1 none), and whether a schedule is not read yet. One statement, no locks. */
+static int next_due(struct store *s, const struct buf *skip, int64_t *ret_ms, bool *ret_unread,
+		    char *err, size_t errlen)
 {
 	struct run rr;
 	MYSQL_ROW row;
@@ -473,6 +492,7 @@ static int next_due(struct store *s, int64_t *ret_ms, bool *ret_unread, char *er
 	sq_reset(s);
 	sql_add(s, "SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), MIN(next_tick_at)) DIV 1000, "
 		"COUNT(*) - COUNT(next_tick_at) FROM schedules WHERE paused = 0 AND error IS NULL");
+	add_skip(s, skip);
 	r = sq_run(s, "store_schedule_fire", &rr, err, errlen);
 	if (r < 0)
 		return sq_final(r);
@@ -489,35 +509,51 @@ int store_schedule_fire(struct store *s, store_tick_fn tick, void *data, unsigne
 	int r = sq_check(s, "store_schedule_fire", NULL, 0, NULL, err, errlen);
 	unsigned attempt = 0;
 	bool unread = false;
+	struct buf skip;   /* the quoted names of the schedules that wait, comma separated */
 	struct due d;
 
 	memset(ret, 0, sizeof(*ret));
 	ret->due_in_ms = -1;
 	if (r < 0)
 		return r;
+	buf_init(&skip);
 	/* Nothing due (the usual answer): one statement, no transaction. */
-	if ((r = next_due(s, &ret->due_in_ms, &unread, err, errlen)) < 0)
+	if ((r = next_due(s, &skip, &ret->due_in_ms, &unread, err, errlen)) < 0)
 		return r;
 	if (!unread && ret->due_in_ms != 0)
 		return 0;
-	while (ret->schedules < max) {
-		bool refused = false;
+	while (ret->schedules < max && ret->waiting < max) {
+		bool refused = false, waits = false;
 		memset(&d, 0, sizeof(d));
-		r = lock_due(s, &d, err, errlen);
+		r = lock_due(s, &skip, &d, err, errlen);
 		if (r > 0)
-			r = fire_one(s, tick, data, &d, &refused, err, errlen);
+			r = fire_one(s, tick, data, &d, ret, &refused, &waits, err, errlen);
 		else if (r == 0)
 			break;
 		if (r < 0) {
 			if (sq_retry(s, r, &attempt))
 				continue;
-			return sq_final(r);
+			r = sq_final(r);
+			goto out;
 		}
 		attempt = 0;
+		if (waits) {
+			/* Passed by for the rest of this call. */
+			buf_printf(&skip, "%s%s", skip.len ? "," : "", d.q);
+			ret->waiting++;
+			if (buf_failed(&skip)) {
+				r = sq_fail_msg(-ENOMEM, err, errlen, "store_schedule_fire: out of memory");
+				goto out;
+			}
+			continue;
+		}
 		ret->schedules++;
 		ret->rows += (unsigned)r;
 		ret->refused += refused;
 	}
 	ret->more = ret->schedules == max;
-	return ret->more ? 0 : next_due(s, &ret->due_in_ms, &unread, err, errlen);
+	r = ret->more ? 0 : next_due(s, &skip, &ret->due_in_ms, &unread, err, errlen);
+out:
+	buf_free(&skip);
+	return r;
 }

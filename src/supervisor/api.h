@@ -90,9 +90,15 @@ void api_early(void *data, struct http_request *r);
 /* ---- api_serve.c: the server as the settings say ---- */
 
 /* Before the supervisor starts (claimd's main, before the user changes): the token files
- * cfg names read into cfg (http_token, http_read_token), the TLS files checked readable.
- * Returns 0 or -EINVAL with err filled (claimd exits 2). */
+ * cfg names read into cfg (http_token, http_read_token), the TLS files checked readable
+ * and the key as a secret (common/secret.h). Returns 0 or -EINVAL with err filled (claimd
+ * exits 2). */
 int api_serve_prepare(struct config *cfg, char *err, size_t errlen);
+
+/* At a reload: the secret files cfg names (the token files, the TLS key, when it serves
+ * HTTP) still each its owner's alone (secret_check; one not there is left to what reads
+ * it). Returns 0 or -EPERM with err naming the file, its mode and the fix. */
+int api_serve_check_secrets(const struct config *cfg, char *err, size_t errlen);
 
 /* Serve the API on cfg's --http address with h (whose loop, cmds, callbacks and data are
  * set): without a token file (and without --http-insecure-no-auth) a token is made and

@@ -6,12 +6,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/ctl.h"
 #include "common/log.h"
+#include "common/secret.h"
 #include "supervisor/http_token.h"
 
 /* Whether path can be read now (as claimd starts: before it becomes --user). */
@@ -46,8 +48,30 @@ int api_serve_prepare(struct config *cfg, char *err, size_t errlen)
 	}
 	if (*cfg->http_tls_cert &&
 	    (readable("--http-tls-cert", cfg->http_tls_cert, err, errlen) < 0 ||
-	     readable("--http-tls-key", cfg->http_tls_key, err, errlen) < 0))
+	     secret_check("--http-tls-key", cfg->http_tls_key, err, errlen) < 0))
 		return -EINVAL;
+	return 0;
+}
+
+int api_serve_check_secrets(const struct config *cfg, char *err, size_t errlen)
+{
+	static const struct {
+		const char *what;
+		size_t at;
+	} files[] = {
+		{ "--http-token-file", offsetof(struct config, http_token_file) },
+		{ "--http-read-token-file", offsetof(struct config, http_read_token_file) },
+		{ "--http-tls-key", offsetof(struct config, http_tls_key) },
+	};
+
+	if (!*cfg->http)
+		return 0;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		const char *path = (const char *)cfg + files[i].at;
+		int r;
+		if (*path && (r = secret_check(files[i].what, path, err, errlen)) == -EPERM)
+			return r;
+	}
 	return 0;
 }
 

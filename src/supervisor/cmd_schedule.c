@@ -49,9 +49,9 @@ int cmd_schedule_db(struct call *call, struct store *s, char *err, size_t errlen
 	char why[256];
 	int r;
 
-	if (schedules_check(q->cron, q->zone, why, sizeof(why)) < 0) {
+	if ((r = schedules_check(q->cron, q->zone, why, sizeof(why))) < 0) {
 		snprintf(err, errlen, "schedule: %s", why);
-		return -EINVAL;
+		return r == -EINVAL ? r : -EAGAIN;   /* a zone file that may read later */
 	}
 	if (!ctl_has(q, CTL_F_PAYLOAD))
 		d.payload = NULL;

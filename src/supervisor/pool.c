@@ -241,6 +241,31 @@ static void on_respawn(uv_timer_t *t)
 		pool_spawn(sl);
 }
 
+/* The process groups of the handlers a dead worker was running, as its scoreboard says.
+ * That is memory the worker (and an so: handler in it) writes: a group is killed only if
+ * its processes descend from us (a handler's, orphaned to us, the subreaper), never 1 (that
+ * would be kill(-1)) nor our own. */
+static void kill_groups_left(struct slot *sl)
+{
+	struct sb_item run[SCOREBOARD_ENTRIES];
+	size_t n = pool_running(sl, run, SCOREBOARD_ENTRIES);
+
+	for (size_t i = 0; i < n; i++) {
+		int r;
+		if (run[i].pgid == 0)
+			continue;   /* in-process */
+		r = proc_group_ours(run[i].pgid);
+		if (r > 0)
+			proc_kill_group(run[i].pgid, SIGKILL);
+		else if (r < 0)
+			log_warn("worker slot=%u pid=%d: its scoreboard names process group %d for "
+				 "row %llu, %s: not killed", sl->idx, (int)sl->pid, (int)run[i].pgid,
+				 (unsigned long long)run[i].id, r == -EPERM ?
+				 "which is not one of its handlers' (corrupted memory?)" :
+				 "which cannot be checked");
+	}
+}
+
 /* Waited for: log how it ended, and take down what its handler left if it died. */
 static void on_worker_exit(struct child *c)
 {
@@ -258,13 +283,8 @@ static void on_worker_exit(struct child *c)
 		log_info("worker slot=%u pid=%d stopped", sl->idx, (int)sl->pid);
 	/* A handler outlives a killed worker only by the children it started itself (the
 	 * handler gets SIGKILL with its parent): take each running one's process group down. */
-	if (failed) {
-		struct sb_item run[SCOREBOARD_ENTRIES];
-		size_t n = pool_running(sl, run, SCOREBOARD_ENTRIES);
-		for (size_t i = 0; i < n; i++)
-			if (run[i].pgid > 0)
-				proc_kill_group(run[i].pgid, SIGKILL);
-	}
+	if (failed)
+		kill_groups_left(sl);
 	sl->exited_at = pool_now_ms(p);
 	pool_slot_set(sl, SLOT_EXITED);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/backoff.h"
 #include "common/cron.h"
 #include "common/log.h"
 #include "common/tzfile.h"
@@ -12,9 +13,15 @@
 
 #define ZONES_KEPT 16
 
+/* A zone read, or one whose file did not read for now (fail) and is not read again before
+ * retry_at. */
 struct zone {
 	char name[TZFILE_NAME_MAX + 1];
 	struct tzfile *z;
+	int fail;
+	uint64_t retry_at;             /* ms, uv_hrtime's clock */
+	struct backoff backoff;
+	char why[256];
 };
 
 struct schedules {
@@ -26,36 +33,88 @@ struct schedules {
 	struct store_fire out;         /* the job's */
 	struct zone zones[ZONES_KEPT]; /* the job's: zones read, the oldest replaced first */
 	unsigned next_zone;
+	uint64_t retry_in_ms;          /* the job's: until a zone that failed is read again */
 	char last_err[STORE_ERR_MAX];  /* the last failure logged, not repeated */
+	char last_wait[sizeof(((struct store_fire *)0)->why)];   /* likewise, a zone's */
 };
 
-/* On the pool thread: the zone named name, read once. */
+static uint64_t now_ms(void)
+{
+	return uv_hrtime() / 1000000u;
+}
+
+/* Reads slot's zone (again). A zone refused is not kept. */
+static int zone_load(struct zone *slot, char *err, size_t errlen)
+{
+	int r = tzfile_load(slot->name, &slot->z, err, errlen);
+
+	if (r == -EINVAL || r == -ENOENT) {
+		slot->name[0] = '\0';
+		return -EINVAL;   /* -ENOENT would say "never fires again" */
+	}
+	if (r < 0) {
+		slot->fail = r;
+		slot->retry_at = now_ms() + backoff_next(&slot->backoff);
+		snprintf(slot->why, sizeof(slot->why), "%s", err);
+		return r;
+	}
+	slot->fail = 0;
+	backoff_reset(&slot->backoff);
+	return 0;
+}
+
+/* On the pool thread: the zone named name, read once. A zone whose file did not read
+ * (too many open files, an I/O error) is not read again before its retry time, which
+ * doubles with each failure; until then, its error again. */
 static int zone_of(struct schedules *s, const char *name, struct tzfile **ret, char *err,
 		   size_t errlen)
 {
-	struct zone *slot;
+	struct zone *slot = NULL;
 	int r;
 
-	for (unsigned i = 0; i < ZONES_KEPT; i++)
-		if (s->zones[i].z && !strcmp(s->zones[i].name, name)) {
-			*ret = s->zones[i].z;
-			return 0;
-		}
-	slot = &s->zones[s->next_zone++ % ZONES_KEPT];
-	tzfile_free(slot->z);
-	slot->z = NULL;
-	if ((r = tzfile_load(name, &slot->z, err, errlen)) < 0)
-		return r == -ENOMEM ? r : -EINVAL;
-	snprintf(slot->name, sizeof(slot->name), "%s", name);
+	for (unsigned i = 0; i < ZONES_KEPT && !slot; i++)
+		if ((s->zones[i].z || s->zones[i].fail) && !strcmp(s->zones[i].name, name))
+			slot = &s->zones[i];
+	if (slot && slot->z) {
+		*ret = slot->z;
+		return 0;
+	}
+	if (slot && now_ms() < slot->retry_at) {
+		snprintf(err, errlen, "%s", slot->why);
+		return slot->fail;
+	}
+	if (!slot) {
+		slot = &s->zones[s->next_zone++ % ZONES_KEPT];
+		tzfile_free(slot->z);
+		*slot = (struct zone){ .backoff = BACKOFF_INIT(SCHEDULES_ZONE_RETRY_MIN_MS,
+							       SCHEDULES_ZONE_RETRY_MAX_MS) };
+		snprintf(slot->name, sizeof(slot->name), "%s", name);
+	}
+	if ((r = zone_load(slot, err, errlen)) < 0)
+		return r;
 	*ret = slot->z;
 	return 0;
+}
+
+/* On the pool thread: until the first zone that failed may be read again (UINT64_MAX: none). */
+static uint64_t zone_retry_in(const struct schedules *s)
+{
+	uint64_t now = now_ms(), in = UINT64_MAX;
+
+	for (unsigned i = 0; i < ZONES_KEPT; i++)
+		if (s->zones[i].fail && !s->zones[i].z) {
+			uint64_t at = s->zones[i].retry_at;
+			uint64_t d = at > now ? at - now : 0;
+			in = d < in ? d : in;
+		}
+	return in;
 }
 
 static int tick(void *data, const char *expr, const char *zone, int64_t after, int64_t *ret,
 		char *err, size_t errlen)
 {
 	struct schedules *s = data;
-	struct tzfile *z;
+	struct tzfile *z = NULL;
 	struct cron c;
 	int r;
 
@@ -68,8 +127,29 @@ static int tick(void *data, const char *expr, const char *zone, int64_t after, i
 static int job_run(struct dbq_job *j, struct store *st, char *err, size_t errlen)
 {
 	struct schedules *s = container_of(j, struct schedules, job);
+	int r = store_schedule_fire(st, tick, s, SCHEDULES_BATCH, &s->out, err, errlen);
 
-	return store_schedule_fire(st, tick, s, SCHEDULES_BATCH, &s->out, err, errlen);
+	s->retry_in_ms = zone_retry_in(s);
+	return r;
+}
+
+/* Schedules that wait for a zone: logged when why changes, and when none waits again. */
+static void log_waiting(struct schedules *s, uint64_t wait)
+{
+	const struct store_fire *o = &s->out;
+
+	if (!o->waiting) {
+		if (s->last_wait[0])
+			log_info("schedules: no schedule waits for its time zone any more");
+		s->last_wait[0] = '\0';
+		return;
+	}
+	if (strcmp(s->last_wait, o->why) != 0)
+		log_warn("schedules: %u schedule%s cannot run now: %s; trying again in %.1f s "
+			 "(then less and less often, up to every %u s)", o->waiting,
+			 o->waiting == 1 ? "" : "s", o->why, (double)wait / 1000,
+			 SCHEDULES_ZONE_RETRY_MAX_MS / 1000);
+	snprintf(s->last_wait, sizeof(s->last_wait), "%s", o->why);
 }
 
 static void job_done(struct dbq_job *j)
@@ -96,6 +176,9 @@ static void job_done(struct dbq_job *j)
 		wait = 0;
 	else if (s->out.due_in_ms >= 0)
 		wait = (uint64_t)s->out.due_in_ms;
+	if (s->out.waiting && s->retry_in_ms < wait)
+		wait = s->retry_in_ms;
+	log_waiting(s, wait);
 	s->due_at = now + wait;
 }
 
@@ -146,7 +229,7 @@ int schedules_check(const char *cron, const char *zone, char *err, size_t errlen
 	if ((r = cron_parse(cron, &c, err, errlen)) < 0)
 		return r;
 	if ((r = tzfile_load(zone ? zone : "UTC", &z, err, errlen)) < 0)
-		return r == -ENOMEM ? r : -EINVAL;
+		return r == -ENOENT ? -EINVAL : r;
 	r = cron_next(&c, z, 0, &t);
 	tzfile_free(z);
 	if (r == -ENOENT) {

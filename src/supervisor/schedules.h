@@ -3,7 +3,10 @@
  * after schedules_kick), a job on the supervisor's database queue adds the due schedules' rows
  * (store_schedule_fire). Every supervisor does this; the store makes sure each tick gets its
  * rows once. The cron arithmetic (common/cron.h) and the zones (common/tzfile.h, kept once
- * read) run on the database queue's thread. Logs the rows added and what it refused, once. */
+ * read) run on the database queue's thread. A zone file that does not read for a reason that
+ * may pass (too many open files, an I/O error) refuses nothing: its schedules wait, and it
+ * is read again after a wait that doubles. Logs the rows added, what it refused and what
+ * waits, once. */
 #ifndef CLAIMD_SCHEDULES_H
 #define CLAIMD_SCHEDULES_H
 
@@ -14,6 +17,8 @@
 #include "supervisor/dbq.h"
 
 #define SCHEDULES_RETRY_MS 10000u   /* after a failure */
+#define SCHEDULES_ZONE_RETRY_MIN_MS 1000u    /* a zone file that did not read: read again */
+#define SCHEDULES_ZONE_RETRY_MAX_MS 60000u   /* after 1 s, 2 s, 4 s, ... at most this */
 #define SCHEDULES_BATCH 50u           /* schedules one job goes through */
 
 struct schedules;
@@ -32,7 +37,8 @@ bool schedules_tick(struct schedules *s);
 void schedules_kick(struct schedules *s);
 
 /* Pure: whether cron is an expression claimd takes and zone a zone it can read (the file
- * is read: blocks), with why not in err. Returns 0 or -EINVAL. */
+ * is read: blocks), with why not in err. Returns 0, -EINVAL, or another negative error when
+ * the zone's file could not be read now (tzfile_load). */
 int schedules_check(const char *cron, const char *zone, char *err, size_t errlen);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "common/proc.h"
+#include "common/secret.h"
 #include "store/store.h"
 #include "supervisor/api.h"
 #include "supervisor/cmd.h"
@@ -219,6 +220,7 @@ static int reload(struct sup *s, char *summary, size_t len)
 {
 	static struct config next;   /* large: not on the stack */
 	char err[600] = "", restart[300], tls[300] = "";
+	const char *pwfile;
 	bool replace;
 	int r;
 
@@ -228,7 +230,16 @@ static int reload(struct sup *s, char *summary, size_t len)
 	}
 	notify_send("RELOADING=1");
 	r = config_parse(s->argc, s->argv, &next, err, sizeof(err));
-	if (r == CONFIG_RUN && handler_check(next.handler, err, sizeof(err)) < 0)
+	if (r == CONFIG_RUN && (handler_check(next.handler, err, sizeof(err)) < 0 ||
+				handler_user_check(next.handler, s->cfg->handler_user, err,
+						   sizeof(err)) < 0))
+		r = -EINVAL;
+	/* The secret files, as at the start: one group or others may access now is refused
+	 * (one not there is for what reads it to say). */
+	if (r == CONFIG_RUN && ((pwfile = dsn_password_file(&next.dsn)) &&
+				secret_check("password_file", pwfile, err, sizeof(err)) == -EPERM))
+		r = -EINVAL;
+	if (r == CONFIG_RUN && api_serve_check_secrets(&next, err, sizeof(err)) < 0)
 		r = -EINVAL;
 	if (r != CONFIG_RUN) {
 		log_error("reload: %s; the running settings stay", *err ? err : "--help or --version");

@@ -45,7 +45,8 @@ static void on_alarm(int sig)
 			_exit(FENCE_EXIT);
 		}
 		int32_t pg = __atomic_load_n(&e->pgid, __ATOMIC_ACQUIRE);
-		if (pg > 0) {
+		/* Never kill(-1) nor our own group, whatever the memory says. */
+		if (pg > 1 && pg != getpgrp()) {
 			kill(-pg, SIGKILL);
 			killed = true;
 		}

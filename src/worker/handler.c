@@ -53,6 +53,19 @@ int handler_spec_check(const char *spec, char *err, size_t errlen)
 	return parse_spec(spec, &k, &arg, err, errlen);
 }
 
+int handler_user_check(const char *spec, const char *user, char *err, size_t errlen)
+{
+	const struct handler_kind *k;
+	const char *arg;
+
+	if (!user || !*user || parse_spec(spec, &k, &arg, err, errlen) < 0 || !k->in_worker)
+		return 0;   /* a spec that does not parse is handler_check's to refuse */
+	snprintf(err, errlen, "--handler-user %s: a %s plugin runs inside the worker, as claimd's "
+		 "user, and cannot run as another; use an exec: or pipe: handler, or leave "
+		 "--handler-user out", user, k->prefix);
+	return -EINVAL;
+}
+
 int handler_check(const char *spec, char *err, size_t errlen)
 {
 	const struct handler_kind *k;
@@ -71,7 +84,7 @@ int handler_new(uv_loop_t *loop, const char *spec, const struct handler_opts *op
 	struct handler_env env = {
 		.loop = loop, .concurrency = opts->concurrency, .kill_grace_ms = opts->kill_grace_ms,
 		.exec_result = opts->exec_result, .pipe_ready = opts->pipe_ready,
-		.scoreboard = opts->scoreboard,
+		.scoreboard = opts->scoreboard, .as = opts->as,
 		.lease_ok_ns = opts->lease_ok_ns, .hooks = opts->hooks,
 	};
 	const char *arg;

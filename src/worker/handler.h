@@ -35,6 +35,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "common/proc.h"
 #include "common/scoreboard.h"
 #include "worker/handler_job.h"
 
@@ -48,6 +49,8 @@ struct handler_opts {
 	bool pipe_ready;          /* pipe: started at once, ready when it says so (handler_ready) */
 	/* Where each running item is written (entries [0, concurrency)); NULL: nowhere. */
 	struct sb_slot *scoreboard;
+	/* exec: and pipe: processes run as this user (borrowed); NULL: the worker's. */
+	const struct proc_user *as;
 	/* Until when (uv_hrtime) the leases of the items held are surely the worker's: an item
 	 * is not started once it has passed (HANDLER_RELEASED). Read from any thread; NULL: no
 	 * check. */
@@ -69,6 +72,9 @@ void handler_free(struct handler *h);
 int handler_check(const char *spec, char *err, size_t errlen);
 /* The spec's form alone (a known kind, with its argument): nothing is loaded or run. */
 int handler_spec_check(const char *spec, char *err, size_t errlen);
+/* Whether spec's handler can run as user (--handler-user; NULL or "": no user asked for):
+ * not a so: plugin, which runs inside the worker. Returns 0 or -EINVAL with err. */
+int handler_user_check(const char *spec, const char *user, char *err, size_t errlen);
 
 /* Queue job (the caller's until its done hook): it starts as soon as fewer than the
  * concurrency run. Returns 0, or -ENOMEM (not taken; done is not called). */

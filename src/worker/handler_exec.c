@@ -288,7 +288,7 @@ static int run_start(struct exec *e, struct handler_job *job)
 	job->deadline_ms = handler_util_now_ms() + job->timeout_ms;
 	r = handler_util_env(job, &env);
 	if (r == 0) {
-		r = proc_spawn_io(e->args.argv, env.vars, e->env.exec_result, &pc);
+		r = proc_spawn_io(e->args.argv, env.vars, e->env.exec_result, e->env.as, &pc);
 		handler_util_env_free(&env);
 	}
 	opts.stderr_fd = pc.stderr_fd;

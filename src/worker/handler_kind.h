@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "common/child.h"
+#include "common/proc.h"
 #include "common/scoreboard.h"
 #include "worker/handler_job.h"
 
@@ -28,6 +29,7 @@ struct handler_env {
 	bool exec_result;             /* exec: stdout is the result */
 	bool pipe_ready;              /* pipe: wait for the co-process's ready line */
 	struct sb_slot *scoreboard;   /* never NULL: handler.c gives a private one if need be */
+	const struct proc_user *as;   /* the processes it starts run as this user; NULL: ours */
 	const uint64_t *lease_ok_ns;  /* NULL: no check */
 	struct handler_hooks hooks;
 };
@@ -35,6 +37,8 @@ struct handler_env {
 struct handler_kind {
 	const char *prefix;  /* "exec:"; for a kind without an argument its whole spec ("noop") */
 	bool takes_arg;
+	bool in_worker;      /* runs code of its own inside the worker (so:): as the worker's
+			      * user, whatever env->as says */
 	/* Check arg (what follows the prefix) at start-up, making nothing: the executable, the
 	 * library and its ABI. Returns 0 or -EINVAL with err. NULL: nothing to check. */
 	int (*check)(const char *arg, char *err, size_t errlen);

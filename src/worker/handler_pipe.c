@@ -480,7 +480,7 @@ static void coproc_start(struct handler_pipe *p)
 		uv_timer_start(&p->start_timer, on_kick, p->not_before - now, 0);
 		return;
 	}
-	r = pipe_coproc_start(p->env.loop, p->env.reaper, p->args.argv, &h, &p->cp);
+	r = pipe_coproc_start(p->env.loop, p->env.reaper, p->args.argv, p->env.as, &h, &p->cp);
 	if (r < 0) {
 		snprintf(what, sizeof(what), "cannot start the co-process %s: %s", p->args.argv[0],
 			 strerror(-r));

@@ -28,9 +28,12 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/proc.h"
 #include "worker/handler_kind.h"
 #include "worker/handler_util.h"
 #include "worker/so_load.h"
+
+#define SO_LANE_NAME "handler-lane"   /* the name of each lane's thread */
 
 struct handler_so;
 
@@ -272,6 +275,7 @@ static void lane_main(void *arg)
 	struct lane *l = arg;
 	struct handler_so *s = l->s;
 
+	proc_set_name(SO_LANE_NAME);   /* what top -H and ps -L show for the thread */
 	uv_mutex_lock(&s->lock);
 	for (;;) {
 		struct handler_job *job;
@@ -733,7 +737,7 @@ static int so_make(const struct handler_env *env, const char *arg, void **ret, c
 }
 
 const struct handler_kind handler_so = {
-	.prefix = "so:", .takes_arg = true,
+	.prefix = "so:", .takes_arg = true, .in_worker = true,
 	.check = so_check, .make = so_make, .free = so_free, .submit = so_submit,
 	.withdraw = so_withdraw, .stop_all = so_stop_all, .cancel = so_cancel,
 	.running = so_running, .queued = so_queued, .concurrency = so_concurrency,

@@ -272,7 +272,8 @@ static int watch_pipes(struct pipe_coproc *cp, uv_loop_t *loop, const struct pro
 }
 
 int pipe_coproc_start(uv_loop_t *loop, struct child_reaper *reaper, char *const argv[],
-		      const struct pipe_coproc_hooks *hooks, struct pipe_coproc **ret)
+		      const struct proc_user *as, const struct pipe_coproc_hooks *hooks,
+		      struct pipe_coproc **ret)
 {
 	struct child_opts opts = { .group = true, .settle_ms = SETTLE_MS, .on_gone = on_child_gone };
 	struct proc_child pc = { .pid = 0, .stdin_fd = -1, .stderr_fd = -1, .stdout_fd = -1 };
@@ -285,7 +286,7 @@ int pipe_coproc_start(uv_loop_t *loop, struct child_reaper *reaper, char *const 
 	cp->hooks = *hooks;
 	r = handler_util_env(NULL, &env);
 	if (r == 0) {
-		r = proc_spawn_io(argv, env.vars, true, &pc);
+		r = proc_spawn_io(argv, env.vars, true, as, &pc);
 		handler_util_env_free(&env);
 	}
 	opts.stderr_fd = pc.stderr_fd;

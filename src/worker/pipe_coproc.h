@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "common/child.h"
+#include "common/proc.h"
 
 struct pipe_coproc;
 
@@ -32,10 +33,11 @@ struct pipe_coproc_hooks {
 	void *data;
 };
 
-/* Start argv (argv[0] an absolute path) on loop, its exit watched through reaper. Returns 0
- * with *ret, or -errno (nothing left running). */
+/* Start argv (argv[0] an absolute path) on loop, as user as (NULL: ours), its exit watched
+ * through reaper. Returns 0 with *ret, or -errno (nothing left running). */
 int pipe_coproc_start(uv_loop_t *loop, struct child_reaper *reaper, char *const argv[],
-		      const struct pipe_coproc_hooks *hooks, struct pipe_coproc **ret);
+		      const struct proc_user *as, const struct pipe_coproc_hooks *hooks,
+		      struct pipe_coproc **ret);
 /* No more hooks; its pipes are closed and the process left as it is (SIGKILL it first if it
  * must not run on: pipe_coproc_kill). Accepts NULL. */
 void pipe_coproc_free(struct pipe_coproc *cp);

@@ -12,6 +12,7 @@
 #include "common/backoff.h"
 #include "common/chan.h"
 #include "common/config.h"
+#include "common/proc.h"
 #include "common/proto.h"
 #include "common/scoreboard.h"
 #include "store/store.h"
@@ -47,6 +48,7 @@ struct worker {
 	struct store *store;
 	struct handler *handler;
 	struct sb_slot *board;    /* this worker's scoreboard slot */
+	struct proc_user handler_as;   /* --handler-user, looked up (its name "": none) */
 	char claimer[160];
 	enum wstate state;
 	bool stopping;            /* a STOP came */

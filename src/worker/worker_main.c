@@ -169,10 +169,18 @@ static int worker_init(struct worker *w, const struct config *cfg)
 		return r;
 	w->locked_async.data = w;
 	w->cancel_later.type = PROTO_CANCEL;
+	/* Checked at start (claimd.c); looked up again here, where the handlers start. */
+	if (*cfg->handler_user &&
+	    ((r = proc_user_lookup(cfg->handler_user, &w->handler_as, err, sizeof(err))) < 0 ||
+	     (!proc_can_switch_user() && (r = -EPERM)))) {
+		log_error("--handler-user %s: %s", cfg->handler_user,
+			  r == -EPERM ? "this worker cannot start processes as another user" : err);
+		return r;
+	}
 	struct handler_opts ho = {
 		.concurrency = cfg->concurrency, .kill_grace_ms = cfg->kill_grace_ms,
 		.exec_result = cfg->exec_result, .pipe_ready = cfg->pipe_ready, .scoreboard = w->board,
-		.lease_ok_ns = &w->b.lease_ok_ns,
+		.as = *cfg->handler_user ? &w->handler_as : NULL, .lease_ok_ns = &w->b.lease_ok_ns,
 		.hooks = { .done = worker_on_done, .progress = worker_on_progress,
 			   .ready = on_handler_ready, .notice = on_handler_notice, .data = w },
 	};

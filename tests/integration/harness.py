@@ -671,6 +671,16 @@ exit $rc
 '''
 
 
+def write_secret(path, text):
+    """Write a secret file (a password, a token) as claimd takes one: mode 0600, whatever the
+    umask. Returns path."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, 'w') as f:
+        f.write(text)
+    os.chmod(path, 0o600)
+    return path
+
+
 def write_script(dir, name, text, lang='bash'):
     """Write an executable script; text is the body (without shebang for bash/python)."""
     path = os.path.join(dir, name)

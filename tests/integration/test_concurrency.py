@@ -6,6 +6,7 @@ every item running, a plugin stuck past its deadline fails that item alone and i
 other items go back; a cooperative plugin told to stop at its deadline keeps its worker."""
 
 import json
+import os
 import re
 import signal
 import time
@@ -60,14 +61,46 @@ def it_so_runs_up_to_concurrency_items_at_once_in_one_worker(t):
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
+def _lanes(pid):
+    """The threads of worker pid that run in-process items (named handler-lane)."""
+    n = 0
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/comm') as f:
+                n += f.read().strip() == 'handler-lane'
+        except FileNotFoundError:
+            pass
+    return n
+
+
 def it_noop_goes_through_the_same_path_at_any_concurrency(t):
+    """noop is a plugin built in: at each --concurrency its workers run it as they run a
+    thread-safe so: plugin, on as many handler threads of theirs (counted in /proc), and every
+    row is done once."""
     db = t.database()
-    db.insert_items(3000)
-    c = t.claimd(db, '--workers', '2', '--concurrency', '4', '--handler', 'noop')
-    wait_for(db.states, 60, 'all 3000 rows done', until=lambda s: s['done'] == 3000)
-    check_eq(db.states(), {'ready': 0, 'claimed': 0, 'done': 3000, 'dead': 0}, 'rows by state')
-    check_eq(db.scalar('SELECT MAX(attempts) FROM work_items'), '1', 'attempts')
-    check_eq(c.stop(), 0, 'claimd exit code')
+    _, spec = t.plugin('ok')
+    threads = {}
+    for conc, n in ((1, 500), (4, 3000)):
+        for kind, handler in (('noop', 'noop'), ('so', spec)):
+            c = t.claimd(db, '--workers', '2', '--concurrency', str(conc), '--handler', handler,
+                         name=f'{kind}{conc}')
+            c.wait_ready(workers=2)
+            db.execute('DELETE FROM work_items')
+            db.insert_items(n)
+            wait_for(db.states, 60, f'{kind} at {conc}: all {n} rows done',
+                     until=lambda s: s['done'] == n)
+            check_eq(db.states(), {'ready': 0, 'claimed': 0, 'done': n, 'dead': 0},
+                     f'{kind} at {conc}: rows by state')
+            check_eq(db.scalar('SELECT MAX(attempts) FROM work_items'), '1',
+                     f'{kind} at {conc}: attempts')
+            threads[kind, conc] = sorted(_lanes(w['pid']) for w in c.status()['workers'])
+            check_eq(c.stop(), 0, f'{kind} at {conc}: claimd exit code')
+    t.note(f'handler threads of each worker: {threads}')
+    for conc in (1, 4):
+        check_eq(threads['noop', conc], threads['so', conc],
+                 f'handler threads of a noop worker and of a so: worker at --concurrency {conc}')
+        check_eq(threads['noop', conc], [conc, conc],
+                 f'handler threads of each noop worker at --concurrency {conc}')
 
 
 def it_v2_plugin_runs_one_at_a_time_whatever_the_concurrency(t):

@@ -39,8 +39,7 @@ class Cluster:
         self.nodes = [Server(os.path.join(self.dir, f'n{i}'), owned=False)
                       for i in range(1, NODES + 1)]
         self.pwfile = os.path.join(self.dir, 'password')
-        with open(self.pwfile, 'w') as f:
-            f.write(PASSWORD)
+        harness.write_secret(self.pwfile, PASSWORD)
         self.nodes[0].sql(f"CREATE USER IF NOT EXISTS 'claimd'@'%' IDENTIFIED BY '{PASSWORD}'; "
                           "GRANT REPLICATION SLAVE ON *.* TO 'claimd'@'%'")
 

@@ -5,6 +5,7 @@ pipe: runs tests/pipe_echo.py as the co-process; so: runs the plugins of tests/p
 (built as claimd_test_<name>.so in $CLAIMD_TEST_PLUGIN_DIR). Both log one line per event in
 the harness's handler-log format, with the pid that handled the item."""
 
+import datetime
 import os
 import signal
 import time
@@ -404,8 +405,12 @@ def it_exec_handler_gets_item_metadata_and_no_claimd_variables(t):
              'CLAIMD_SEQ, CLAIMD_GROUP (no group), CLAIMD_TEST_SECRET (not passed on)')
     check(meta['deadline'].isdigit() and 0 < int(meta['deadline']) <= 300000,
           f'CLAIMD_DEADLINE_MS {meta["deadline"]!r}')
-    check(meta['enqueued'] == 'unset' or meta['enqueued'].endswith('Z'),
-          f'CLAIMD_ENQUEUED_AT {meta["enqueued"]!r}')
+    # Every row has its created_at: the variable is always set, to it (ms, UTC).
+    ms = int(db.scalar(f'SELECT ROUND(UNIX_TIMESTAMP(created_at) * 1000) FROM work_items '
+                       f'WHERE id = {item}'))
+    want = (datetime.datetime.fromtimestamp(ms // 1000, datetime.timezone.utc)
+            .strftime('%Y-%m-%dT%H:%M:%S') + f'.{ms % 1000:03d}Z')
+    check_eq(meta['enqueued'], want, "CLAIMD_ENQUEUED_AT (the row's created_at)")
 
 
 if __name__ == '__main__':

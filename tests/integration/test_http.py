@@ -26,8 +26,7 @@ def _http_claimd(t, db, *args, token=False, workers=2, handler='noop', name=None
     extra = []
     if token:
         path = os.path.join(t.tmpdir, 'token')
-        with open(path, 'w') as f:
-            f.write(TOKEN + '\n')
+        harness.write_secret(path, TOKEN + '\n')
         extra = ['--http-token-file', path]
     c = t.claimd(db, '--workers', str(workers), '--handler', handler, '--http', '127.0.0.1:0',
                  *extra, *args, name=name)
@@ -466,8 +465,7 @@ def it_refuses_an_open_address_over_plain_http_and_a_bad_token_file(t):
     check_eq(c.wait_exit(10), 2, 'exit code for 0.0.0.0 over plain HTTP')
     check('not a loopback address' in c.log(), f'message: {c.log_tail(3)!r}')
     short = os.path.join(t.tmpdir, 'short')
-    with open(short, 'w') as f:
-        f.write('abc\n')
+    harness.write_secret(short, 'abc\n')
     c = t.claimd(db, '--handler', 'noop', '--http', '127.0.0.1:0', '--http-token-file', short)
     check_eq(c.wait_exit(10), 2, 'exit code for a short token')
     check('16' in c.log(), f'message: {c.log_tail(3)!r}')

@@ -139,8 +139,7 @@ def _auth(token):
 def it_refuses_what_it_should_before_reading_and_writes_nothing(t):
     db = t.database()
     read_file = os.path.join(t.tmpdir, 'read-token')
-    with open(read_file, 'w') as f:
-        f.write(READ_TOKEN + '\n')
+    harness.write_secret(read_file, READ_TOKEN + '\n')
     c = _claimd(t, db, '--http-read-token-file', read_file)
     token, port = c.http_token(), c.port
     c.wait_ready()

@@ -86,7 +86,11 @@ def it_an_idle_limited_queue_sends_only_the_idle_poll(t):
     db = t.database()
     c = t.claimd(db, '--workers', '2', '--handler', 'noop')
     c.wait_ready()
-    c.ctl('limit', 'default', '--interval', '100')
+    r = c.ctl('limit', 'default', '--interval', '100')
+    check_eq((r.returncode, 'min_interval_ms: 100' in r.stdout.splitlines()), (0, True),
+             f'claimctl limit: {r.stdout!r} {r.stderr!r}')
+    check_eq(db.sql("SELECT min_interval_ms FROM queues WHERE name = 'default'"), [('100',)],
+             'the limit in the queues table')
     db.insert_items(5)
     wait_for(db.states, 10, 'rows done', until=lambda s: s['done'] == 5)
     q0 = int(db.scalar("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "

@@ -6,7 +6,9 @@ delete them."""
 
 import datetime
 import json
+import os
 import re
+import shutil
 import time
 import urllib.request
 from zoneinfo import ZoneInfo
@@ -161,6 +163,42 @@ def it_refuses_what_it_cannot_run_and_says_why(t):
     check(s['next'].endswith('23:00:00'), f'its next tick: {s["next"]}')
     for c in sups:
         check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
+def it_retries_a_zone_it_cannot_read_for_now(t):
+    db = t.database()
+    # A zone directory of the test's own: Test/Zone is a symbolic link to itself, which
+    # open() refuses with ELOOP. That is not "no such zone" nor "not a zone file": the
+    # schedule waits, not refused, and runs once the file reads.
+    tzdir = os.path.join(t.tmpdir, 'zoneinfo')
+    os.makedirs(os.path.join(tzdir, 'Test'))
+    zone = os.path.join(tzdir, 'Test', 'Zone')
+    os.symlink('Zone', zone)
+    db.execute("INSERT INTO schedules (name, cron, time_zone, payload, next_tick_at) VALUES "
+               "('blocked', '* * * * *', 'Test/Zone', 'blocked', NOW() - INTERVAL 10 MINUTE), "
+               "('utc', '* * * * *', 'UTC', 'utc', NOW() - INTERVAL 10 MINUTE)")
+    c = t.claimd(db, '--workers', '1', '--handler', 'noop',
+                 env=dict(os.environ, TZDIR=tzdir))
+    c.wait_ready()
+    # The schedule of another zone is not held up by the one that waits.
+    wait_for(lambda: _schedule(db, 'utc')['ticks'], 10, 'the UTC schedule fires',
+             until=lambda n: n > 0)
+    time.sleep(2.5)   # a few retries, each failing
+    s = _schedule(db, 'blocked')
+    check_eq((s['error'], s['ticks']), ('', 0), 'the schedule waits, with no error set')
+    log = c.log()
+    check('Test/Zone' in log and 'symbolic links' in log and 'trying again' in log,
+          f'the log says which zone, why, and that it tries again: {c.log_tail(5)!r}')
+    # The zone reads again: the schedule runs (its missed ticks as catch_up one says).
+    os.unlink(zone)
+    shutil.copy('/usr/share/zoneinfo/Europe/Berlin', zone)
+    s = wait_for(lambda: _schedule(db, 'blocked'), 30, 'the schedule fires once the zone reads',
+                 until=lambda s: s['ticks'] > 0)
+    check_eq((s['error'], len(_rows_of(db, 'blocked'))), ('', 1),
+             'one row for the missed ticks, no error')
+    check(s['next'] > datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M:%S'),
+          f"its next tick is ahead: {s['next']}")
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 
 def it_is_managed_over_http_and_claimctl(t):

@@ -56,8 +56,7 @@ def it_connects_over_verified_tls_and_refuses_a_wrong_ca(t):
     server.sql("CREATE USER app@'%' IDENTIFIED BY 'tls-test-password' REQUIRE SSL;"
                "GRANT ALL ON claimd.* TO app@'%'")
     pwfile = os.path.join(t.tmpdir, 'db-password')
-    with open(pwfile, 'w') as f:
-        f.write('tls-test-password\n')
+    harness.write_secret(pwfile, 'tls-test-password\n')
     base = f'mysql://app@127.0.0.1:{port}/claimd?password_file={pwfile}'
     env = {k: v for k, v in os.environ.items() if k != 'CLAIMD_DB_PASSWORD'}
     for mode in ('VERIFY_CA', 'VERIFY_IDENTITY'):

@@ -199,8 +199,9 @@ class Db:
         """The DSN of a user of claimd's own (COUNTED_USER, made here), so that the server's
         processlist tells its connections from the bench's."""
         pw = os.path.join(self.out, 'counted-user.password')
-        with open(pw, 'w') as f:
+        with open(os.open(pw, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'w') as f:
             f.write('bench-counted')
+        os.chmod(pw, 0o600)   # claimd takes a password file of its owner's alone
         self.sql.query("CREATE USER IF NOT EXISTS '%s'@'localhost' IDENTIFIED BY "
                        "'bench-counted'" % COUNTED_USER)
         self.sql.query("GRANT ALL ON claimd.* TO '%s'@'localhost'" % COUNTED_USER)
@@ -228,8 +229,9 @@ class GaleraDb(Db):
         self.sock = os.path.join(self.path, 'n1', 'mysqld.sock')
         self.sql = Sql(self.sock, os.path.join(out, 'sql-client-galera.err'))
         pw = os.path.join(self.path, 'password')
-        with open(pw, 'w') as f:
+        with open(os.open(pw, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'w') as f:
             f.write('bench-galera')
+        os.chmod(pw, 0o600)
         self.sql.query("CREATE USER IF NOT EXISTS 'bench'@'%' IDENTIFIED BY 'bench-galera'")
         self.sql.query("GRANT ALL ON claimd.* TO 'bench'@'%'")
         self.sql.query("GRANT REPLICATION SLAVE ON *.* TO 'bench'@'%'")
