@@ -513,14 +513,6 @@ int store_supervisors(struct store *s, struct store_supervisor **ret, size_t *re
 		      size_t errlen);
 void store_supervisors_free(struct store_supervisor *svs, size_t n);
 
-/* Put dead row id back (claimd-workflows(7), RETRYING): ready with attempts 0 (last_error
- * stays until the next failure), waiting for its parents that are not finished, with the
- * rows its death cancelled; a grouped row waits behind its group's running row, if any.
- * (A queue's dead rows go back through store_bulk_chunk, 500 a transaction.) Returns how
- * many rows went back (0: row id is not dead), or -ENOLINK with err naming the dead row it
- * waits for on a 'cancel' edge (it stays dead), or another negative error. */
-int store_retry_dead(struct store *s, uint64_t id, char *err, size_t errlen);
-
 /* FIFO groups of queues[0..n) that have live rows but none running or due (their running
  * row was deleted by hand, say): the oldest row of each gets its turn. Returns how many
  * groups went on, or a negative error. */

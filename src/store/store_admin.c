@@ -2,6 +2,7 @@
  * queue settings (pause, rate limit and its start slots), dead rows back, counts, and the
  * maintenance passes (pruning done and dead rows, forgetting expired dedupe keys). */
 #include "store/store.h"
+#include "store/store_browse.h"
 #include "store/store_int.h"
 
 #include "common/trace.h"

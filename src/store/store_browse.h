@@ -65,6 +65,14 @@ int store_job_extra_get(struct store *s, uint64_t id, struct store_job_extra *re
 			size_t errlen);
 void store_job_extra_clear(struct store_job_extra *x);
 
+/* Put dead row id back (claimd-workflows(7), RETRYING): ready with attempts 0 (last_error
+ * stays until the next failure), waiting for its parents that are not finished, with the
+ * rows its death cancelled; a grouped row waits behind its group's running row, if any.
+ * (A queue's dead rows go back through store_bulk_chunk, 500 a transaction.) Returns how
+ * many rows went back (0: row id is not dead), or -ENOLINK with err naming the dead row it
+ * waits for on a 'cancel' edge (it stays dead), or another negative error. */
+int store_retry_dead(struct store *s, uint64_t id, char *err, size_t errlen);
+
 /* Bulk actions on the rows a filter picks: retry (dead rows back to ready, attempts 0, as
  * store_retry_dead), discard (ready and dead rows deleted, as store_cancel deletes them),
  * cancel (discard, and claimed rows asked to stop, as store_cancel). */
