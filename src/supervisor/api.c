@@ -71,6 +71,8 @@ static void on_metrics_queues(void *data, const struct ctl_request *req,
 		log_warn("metrics: cannot read the queues: %s", res->err);
 	memset(&st, 0, sizeof(st));
 	ws = h->snapshot(h->data, &st);
+	if (h->http)
+		http_stats(h->http, &h->metrics.server);
 	buf_init(&b);
 	metrics_render(&h->metrics, &st, h->stats, res->rc < 0 ? NULL : res->queues,
 		       res->rc < 0 ? 0 : res->nqueues, res->queues_age_s, &b);

@@ -105,6 +105,7 @@ int api_serve_open(struct api_host *h, const struct config *cfg)
 		.max_body = CTL_PAYLOAD_MAX, .handle = api_handle, .data = h,
 		.access_of = api_access_of, .early = api_early, .on_answer = api_count,
 	};
+	h->metrics.max_conns = cfg->http_max_conns;
 	r = http_open(&o, &h->http, err, sizeof(err));
 	if (r < 0)
 		log_error("%s", err);

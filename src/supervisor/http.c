@@ -260,6 +260,8 @@ static struct http_request *new_request(struct http_daemon *d, struct MHD_Connec
 	d->requests = r;
 	r->method = strdup(method);
 	r->path = strdup(url);
+	r->hc = http_conn_of(c);
+	http_conn_busy(r->hc, true);
 	d->srv->in_flight++;
 	return r;
 }
@@ -383,6 +385,8 @@ void http_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (r->next)
 		r->next->prev = r->prev;
 	d->srv->in_flight--;
+	http_conn_busy(r->hc, false);
+	r->hc = NULL;
 	switch (r->state) {
 	case HTTP_S_STREAM:
 	case HTTP_S_STREAM_IDLE:

@@ -9,9 +9,13 @@
  * the body never read.
  *
  * Limits: at most max_conns connections (more wait in the kernel's queue) and
- * max_conns_per_ip from one client address (more are closed at accept), a body of at most max_body bytes (413: at once when Content-Length
- * tells, else at the body's end, what passed the limit dropped; past twice the limit the
- * connection is closed without an answer), a connection idle for HTTP_TIMEOUT_S is closed.
+ * max_conns_per_ip from one client (more are closed at accept; a client is an IPv4 address or
+ * an IPv6 /64, http_peer.h), a body of at most max_body bytes (413: at once when
+ * Content-Length tells, else at the body's end, what passed the limit dropped; past twice the
+ * limit the connection is closed without an answer), a connection idle for HTTP_TIMEOUT_S is
+ * closed. When fewer than an eighth of max_conns are left,
+ * connections without a request for HTTP_SHED_AFTER_MS (between keep-alive requests, or that
+ * never sent a whole one) are closed, the oldest first, so that a new one is taken in.
  *
  * HTTPS: a certificate and key (PEM files), read at open and again by http_reload_tls, which
  * starts a new listener on the same socket: new connections get the new certificate, open
@@ -21,12 +25,14 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <uv.h>
 
 #include "supervisor/http_guard.h"
 
 #define HTTP_TIMEOUT_S 60
+#define HTTP_SHED_AFTER_MS 1000  /* idle this long, a connection is closed when places run short */
 #define HTTP_DRAIN_S 60      /* an old listener's connections after a reload, at most */
 #define HTTP_TOKEN_MAX HTTP_GUARD_TOKEN_MAX
 #define HTTP_ARGS_MAX 32
@@ -78,6 +84,14 @@ const char *http_scheme(const struct http_server *s);
 int http_reload_tls(struct http_server *s, char *err, size_t errlen);
 /* Requests being handled (answered or not yet). */
 unsigned http_in_flight(const struct http_server *s);
+
+/* What the server counts, for /metrics. */
+struct http_stats {
+	unsigned connections;        /* open */
+	uint64_t peers_refused;      /* connections closed at accept: max_conns_per_ip reached */
+	uint64_t shed;               /* idle connections closed: places ran short */
+};
+void http_stats(const struct http_server *s, struct http_stats *ret);
 /* Stop listening and close every connection; requests waiting for an answer must have been
  * answered. Accepts NULL. The loop must run afterwards for the handles to close. */
 void http_close(struct http_server *s);
