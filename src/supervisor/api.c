@@ -340,6 +340,11 @@ static void run(struct api_host *h, struct api_call *call, enum ctl_verb verb,
 	}
 	if (verb == CTL_ADD)
 		api_trace_default(r, &call->req);
+	/* An event stream, a ?wait: its connection is held, one of --http-max-streams. */
+	if ((call->events || call->deadline) && http_long_lived(r) < 0) {
+		free(call);
+		return;
+	}
 	cmd_run(h->cmds, &call->req, on_done, call);
 }
 

@@ -267,12 +267,36 @@ static bool collect(struct api_watch *w)
 	return true;
 }
 
+/* Calls whose client went away leave the list before their rows are read for nothing: a
+ * stream's (on_gone said so, or its client closed while the stream waited for news), a
+ * wait's (MHD does not watch a suspended connection: http_gone looks). Their places among
+ * --http-max-streams are free once their connections are. */
+static void drop_gone(struct api_watch *w)
+{
+	struct api_call **p = &w->waiting;
+
+	while (*p) {
+		struct api_call *call = *p;
+		if (call->r && !http_gone(call->r)) {
+			p = &call->next;
+			continue;
+		}
+		*p = call->next;
+		if (call->r && call->streaming)
+			http_stream_end(call->r);
+		else if (call->r)   /* 499 as nginx logs it: never sent, counted in /metrics */
+			http_respond_error(call->r, 499, "the client went away");
+		call_free(call);
+	}
+}
+
 static void start_read(struct api_watch *w)
 {
 	if (w->inflight) {
 		w->again = true;
 		return;
 	}
+	drop_gone(w);
 	if (!w->waiting) {
 		if (w->following) {
 			w->following = false;
@@ -283,11 +307,6 @@ static void start_read(struct api_watch *w)
 	if (!collect(w)) {
 		log_warn("http: out of memory for the rows requests wait for; reading them later");
 		schedule(w, API_WAIT_SLOW_MS);
-		return;
-	}
-	if (!w->nids[0] && !w->nids[1]) {
-		take_reading(w);   /* only streams whose client went away: dropped */
-		schedule(w, 0);
 		return;
 	}
 	w->inflight = true;

@@ -92,7 +92,8 @@ struct http_server {
 	char address[80];
 	char mhd_said[512];             /* what libmicrohttpd said since a start (why it failed) */
 	struct http_peers peers;        /* connections per client, every daemon's */
-	uint64_t peers_refused, shed;   /* counters (http_stats) */
+	unsigned nstreams;              /* long-lived requests (http_long_lived) */
+	uint64_t streams_refused, peers_refused, shed;   /* counters (http_stats) */
 };
 
 struct http_request {
@@ -108,6 +109,7 @@ struct http_request {
 	const char *names[HTTP_ARGS_MAX], *values[HTTP_ARGS_MAX];
 	size_t nargs;
 	bool args_overflow;          /* a fact about the query, not a step of its life */
+	bool long_lived;             /* holds one of max_streams (http_long_lived) */
 	char *hdr_names[HEADERS_MAX], *hdr_values[HEADERS_MAX];
 	size_t nhdrs;
 	enum http_state state;       /* changed only by http_enter */

@@ -393,7 +393,9 @@ unsigned http_in_flight(const struct http_server *s)
 void http_stats(const struct http_server *s, struct http_stats *ret)
 {
 	struct http_stats st = {
-		.peers_refused = s->peers_refused, .shed = s->shed,
+		.streams = s->nstreams, .max_streams = s->o.max_streams,
+		.streams_refused = s->streams_refused, .peers_refused = s->peers_refused,
+		.shed = s->shed,
 	};
 
 	if (s->cur)

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Requests that hold their connection (event streams: suspended, they never time out) and
-idle connections against the real claimd: with the places filled by streams and idle
-connections, idle ones are closed to take /healthz in; the per-client cap counts an IPv6 /64 as
-one client (claimd in a network namespace of its own, where the test gives its loopback IPv6
-addresses of two /64s). /healthz's time is measured."""
+"""Requests that hold their connection (event streams, ?wait long polls: suspended, they never
+time out) against the real claimd: at most --http-max-streams at once, more answered 503 at once
+with Retry-After and the API's JSON error, their connection closed; a place freed when a client
+goes away; the rest of --http-max-connections kept for /healthz and short requests, from any
+client, even with the rest filled by idle connections (closed to make room); the per-client
+cap counting an IPv6 /64 as one client (claimd in a network namespace of its own, where the
+test gives its loopback IPv6 addresses of two /64s). /healthz's time is
+measured while the streams are open."""
 
 import json
 import os
@@ -16,6 +19,7 @@ import time
 
 import harness
 from harness import check, check_eq, wait_for
+from test_cli import GOOD_DSN, run_claimd
 from test_http_abuse import Conn, request
 
 FAR = '2037-01-01T00:00:00Z'
@@ -148,6 +152,126 @@ def _summary(times):
             f'({len(ms)} requests)')
 
 
+def it_answers_healthz_and_the_api_under_300_streams(t):
+    db = t.database()
+    c = _claimd(t, db)       # the defaults: 256 connections, 32 per client, 128 streams
+    c.wait_ready()
+    job, port = _far_job(c), c.port
+    before = _timed(port, 'GET', '/healthz', '127.0.0.12')
+    # 30 streams from each of 10 addresses (under the per-client cap of 32).
+    t0 = time.monotonic()
+    held = [Held(c, f'/v1/jobs/{job}/events', f'127.0.0.{2 + k // 30}') for k in range(300)]
+    statuses = heads(held)
+    t.note(f'300 streams asked for and answered in {(time.monotonic() - t0) * 1000:.0f} ms')
+    # Another client, and one of the ten (30 held of its 32), still get /healthz and the API.
+    ok = [h for h in held if h.status == 200]
+    busiest = max(range(2, 12), key=lambda k: sum(h.src == f'127.0.0.{k}' for h in ok))
+    check(sum(h.src == f'127.0.0.{busiest}' for h in ok) < 32, 'room left for the busiest')
+    for src in ('127.0.0.12', f'127.0.0.{busiest}'):
+        for what, times in (('/healthz', _timed(port, 'GET', '/healthz', src)),
+                            ('/v1/queues', _timed(port, 'GET', '/v1/queues', src, _auth(c), n=5))):
+            check(all(s == 200 for s, _ in times), f'{what} from {src}: {times!r}')
+            t.note(f'{what} from {src} while 128 streams are open: {_summary(times)}')
+    ok = [h for h in held if h.status == 200]
+    refused = [h for h in held if h.status == 503]
+    check_eq((len(ok), len(refused)), (128, 172),
+             f'streams taken and refused (statuses {sorted(set(map(str, statuses)))})')
+    for h in refused[:5]:
+        hd = h.headers()
+        body = json.loads(h.body_to_close())   # the server closes after it
+        check_eq(hd.get('retry-after'), '5', 'Retry-After of a refused stream')
+        check('--http-max-streams' in body.get('error', ''), f'the refusal says why: {body!r}')
+    check(all(h.closed_by_server(5) for h in refused), 'refused streams closed by the server')
+    check(all(h.read_until(b'event: job', 5) for h in ok), 'the streams sent the row')
+    t.note(f'/healthz from 127.0.0.12 before the streams: {_summary(before)}')
+    m = _metrics(c)
+    check_eq((m.get('claimd_http_streams'), m.get('claimd_http_streams_max'),
+              m.get('claimd_http_streams_refused_total'),
+              m.get('claimd_http_requests_total{route="job.events",code="503"}')),
+             (128.0, 128.0, 172.0, 172.0), 'the streams in /metrics')
+    check(all(not h.closed_by_server(0) for h in ok), 'the streams taken are still open')
+    for h in held:
+        h.close()
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def it_refuses_a_stream_past_the_cap_and_frees_a_place_when_a_client_leaves(t):
+    db = t.database()
+    c = _claimd(t, db, '--http-max-connections', '16', '--http-max-streams', '4')
+    c.wait_ready()
+    job, port = _far_job(c), c.port
+    held = [Held(c, f'/v1/jobs/{job}/events', '127.0.0.2') for _ in range(4)]
+    check_eq(heads(held), [200] * 4, 'four streams')
+    extra = Held(c, f'/v1/jobs/{job}/events', '127.0.0.3')
+    check_eq(extra.head(), 503, 'a fifth stream')
+    check_eq(extra.headers().get('retry-after'), '5', 'its Retry-After')
+    check_eq(extra.headers().get('content-type'), 'application/json', 'its type')
+    check('error' in json.loads(extra.body_to_close()), 'its body: {"error": ...}')
+    check(extra.closed_by_server(5), 'its connection closed')
+    # Short requests go on meanwhile.
+    check_eq(request(port, 'GET', '/v1/queues', headers=_auth(c), src='127.0.0.3')[0], 200,
+             '/v1/queues while the streams are full')
+    # A client goes away: its place is taken by the next stream, within a few seconds.
+    held[0].close()
+    t0 = time.monotonic()
+
+    def next_stream():
+        h = Held(c, f'/v1/jobs/{job}/events', '127.0.0.4')
+        if h.head() == 200:
+            return h
+        h.close()
+        return None
+    again = wait_for(next_stream, 10, 'a stream taken after a client went away', interval=0.1)
+    t.note(f'a place freed {(time.monotonic() - t0) * 1000:.0f} ms after its client went away')
+    m = _metrics(c)
+    check_eq(m.get('claimd_http_streams'), 4.0, 'streams open')
+    check(m.get('claimd_http_streams_refused_total', 0) >= 1, f'refusals counted: {m!r}')
+    for h in held[1:] + [again, extra]:
+        h.close()
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def it_counts_wait_requests_as_streams(t):
+    db = t.database()
+    c = _claimd(t, db, '--http-max-connections', '16', '--http-max-streams', '4')
+    c.wait_ready()
+    job, port = _far_job(c), c.port
+    waits = [Held(c, f'/v1/jobs/{job}?wait=60s', '127.0.0.2') for _ in range(4)]
+    # They wait: no answer yet (the row is due in 2037).
+    check(not any(w.conn.answered(0.5) for w in waits), 'the waits wait')
+    for path in (f'/v1/jobs/{job}?wait=60s', f'/v1/jobs/{job}/events'):
+        h = Held(c, path, '127.0.0.3')
+        t0 = time.monotonic()
+        check_eq(h.head(), 503, f'{path} with four waits held')
+        check((time.monotonic() - t0) < 2, f'{path}: refused at once')
+        check_eq(h.headers().get('retry-after'), '5', f'{path}: Retry-After')
+        h.close()
+    # A plain read of the row is no long poll.
+    check_eq(request(port, 'GET', f'/v1/jobs/{job}', headers=_auth(c), src='127.0.0.3')[0], 200,
+             'the row without ?wait')
+    check_eq(request(port, 'GET', '/healthz', src='127.0.0.3')[0], 200, '/healthz')
+    # A waiting client goes away (MHD does not watch a suspended connection: claimd looks).
+    waits[0].close()
+    t0 = time.monotonic()
+
+    def short_wait():
+        h = Held(c, f'/v1/jobs/{job}?wait=1s', '127.0.0.4')
+        status = h.head()
+        h.close()
+        return status
+    wait_for(short_wait, 10, 'a wait taken after a waiting client went away',
+             until=lambda s: s == 200, interval=0.1)
+    t.note(f'a wait\'s place freed within {(time.monotonic() - t0) * 1000:.0f} ms of its client '
+           'going away (the probe itself waits 1 s)')
+    m = _metrics(c)
+    check_eq(m.get('claimd_http_streams'), 3.0, 'three waits held after the probe')
+    check_eq(m.get('claimd_http_requests_total{route="job",code="499"}'), 1.0,
+             'the wait whose client went away, counted')
+    for w in waits[1:]:
+        w.close()
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
 def it_closes_idle_connections_to_answer_healthz_at_the_limit(t):
     db = t.database()
     # 64 connections, 32 of them streams (auto: half), 16 per client; 8 places kept free.
@@ -187,8 +311,27 @@ def it_closes_idle_connections_to_answer_healthz_at_the_limit(t):
     check(len(old) >= 8, f'idle connections closed: {len(old)}')
     check(all(x.reply()[0] is None for x in old[:8]), 'closed without an answer')
     check(all(not h.closed_by_server(0) for h in streams), 'no stream closed')
+    m = _metrics(c)
+    check_eq(m.get('claimd_http_streams'), 32.0, 'streams open')
     for x in silent + kept + fresh + streams:
         x.close()
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def it_takes_a_stream_cap_under_the_connections_only(t):
+    for n in ('16', '17'):
+        rc, _, err, left = run_claimd(t, ['--dsn', GOOD_DSN, '--handler', 'noop', '--http',
+                                          '127.0.0.1:0', '--http-max-connections', '16',
+                                          '--http-max-streams', n])
+        check_eq(rc, 2, f'exit code for --http-max-streams {n} of 16: {err!r}')
+        check(f'--http-max-streams {n}: must be under --http-max-connections (16)' in err,
+              f'the message: {err!r}')
+        check_eq(left, [], 'processes left')
+    db = t.database()
+    c = _claimd(t, db, '--http-max-connections', '17', '--http-max-streams', 'auto')
+    m = _metrics(c)
+    check_eq((m.get('claimd_http_streams_max'), m.get('claimd_http_connections_max')),
+             (8.0, 17.0), 'auto: half, rounded down')
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
