@@ -76,9 +76,15 @@ const struct option_def config_defs[] = {
 	  "let a non-loopback --http serve plain HTTP (the token readable on the network)\n"
 	  "instead of requiring --http-tls-cert" },
 	{ "http-max-connections", K_UINT, "N", AT(http_max_conns), 1, 65536, A_RESTART,
-	  "HTTP connections at once (default 256)" },
+	  "HTTP connections at once (default 256); when fewer than an eighth are left,\n"
+	  "connections idle for a second are closed to take new ones in" },
 	{ "http-max-connections-per-ip", K_UINT, "N", AT(http_max_conns_per_ip), 1, 65536,
-	  A_RESTART, "HTTP connections at once from one client address (default 32)" },
+	  A_RESTART, "HTTP connections at once from one client: an IPv4 address, an IPv6\n"
+	  "/64 (default 32)" },
+	{ "http-max-streams", K_UINT_AUTO, "N|auto", AT(http_max_streams), 1, 65535, A_RESTART,
+	  "event streams and ?wait requests at once, a share of --http-max-connections\n"
+	  "(under it: the rest is for /healthz, /metrics and short requests); more are\n"
+	  "answered 503 with Retry-After (default auto: half of --http-max-connections)" },
 	{ "exec-result", K_FLAG, NULL, AT(exec_result), 0, 1, A_WORKERS,
 	  "an exec: handler's stdout (at most 64 KiB) is the row's result" },
 	{ "pipe-ready", K_FLAG, NULL, AT(pipe_ready), 0, 1, A_WORKERS,

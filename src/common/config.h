@@ -79,6 +79,7 @@ struct config {
 	char http_hosts[1024];        /* more names the Host header may give: "a,b" */
 	unsigned http_max_conns;
 	unsigned http_max_conns_per_ip;
+	unsigned http_max_streams;    /* 0: auto (config_http_max_streams) */
 	bool exec_result;   /* an exec: handler's stdout is the row's result */
 	bool pipe_ready;    /* a pipe: co-process says {"ready":true} before it is sent work */
 	char user[64];      /* drop to this user after start-up ("" = stay) */
@@ -119,6 +120,10 @@ bool config_workers_differ(const struct config *a, const struct config *b);
 /* Copy into cur what a reload applies from next: every option but those only a restart
  * applies (config_needs_restart names them). */
 void config_apply_live(struct config *cur, const struct config *next);
+
+/* --http-max-streams as it applies: the number given, or for auto half of
+ * --http-max-connections (rounded down). */
+unsigned config_http_max_streams(const struct config *c);
 
 /* "100ms", "2s", "1.5", "5m", "1h" -> milliseconds. Returns 0 or -EINVAL (also for values
  * over ~49 days or negative). */

@@ -26,6 +26,11 @@ static bool valid_hosts(const char *v)
 
 /* The HTTP options together: a token unless refused on purpose (loopback only), and a
  * non-loopback address only with HTTPS or the cleartext acknowledged. */
+unsigned config_http_max_streams(const struct config *c)
+{
+	return c->http_max_streams ? c->http_max_streams : c->http_max_conns / 2;
+}
+
 int config_check_http(const struct config *c, char *err, size_t errlen)
 {
 	const char *given = *c->http_token_file ? "--http-token-file" :
@@ -55,8 +60,15 @@ int config_check_http(const struct config *c, char *err, size_t errlen)
 		      "--http-insecure-cleartext to send the token over plain HTTP";
 	else if (!valid_hosts(c->http_hosts))
 		why = "--http-host takes names (a,b), each NAME, NAME:PORT, [IPv6]:PORT or *";
+
 	if (why) {
 		snprintf(err, errlen, "--http %s: %s", c->http, why);
+		return -EINVAL;
+	}
+	if (c->http_max_streams && c->http_max_streams >= c->http_max_conns) {
+		snprintf(err, errlen, "--http-max-streams %u: must be under --http-max-connections "
+			 "(%u): what is left is for /healthz, /metrics and short requests",
+			 c->http_max_streams, c->http_max_conns);
 		return -EINVAL;
 	}
 	return 0;

@@ -72,6 +72,8 @@ static void on_metrics_queues(void *data, const struct ctl_request *req,
 		log_warn("metrics: cannot read the queues: %s", res->err);
 	memset(&st, 0, sizeof(st));
 	ws = h->snapshot(h->data, &st);
+	if (h->http)
+		http_stats(h->http, &h->metrics.server);
 	buf_init(&b);
 	metrics_render(&h->metrics, &st, h->stats, res->rc < 0 ? NULL : res->queues,
 		       res->rc < 0 ? 0 : res->nqueues, res->queues_age_s, &b);
@@ -339,6 +341,11 @@ static void run(struct api_host *h, struct api_call *call, enum ctl_verb verb,
 	}
 	if (verb == CTL_ADD)
 		api_trace_default(r, &call->req);
+	/* An event stream, a ?wait: its connection is held, one of --http-max-streams. */
+	if ((call->events || call->deadline) && http_long_lived(r) < 0) {
+		free(call);
+		return;
+	}
 	cmd_run(h->cmds, &call->req, on_done, call);
 }
 

@@ -4,7 +4,8 @@
  * (a bad request, or a value the database refuses: the parameter named), 401 (no or a wrong
  * token), 403 (the read-only token asking for a change; a change from another origin), 404
  * (no such route or row), 405 (with Allow), 409 (a row in the wrong state), 413 (body too
- * large), 421 (a Host that is not this server's), 503 (the database or stopping). Every
+ * large), 421 (a Host that is not this server's), 503 (the database or stopping; for an event
+ * stream or a ?wait also --http-max-streams open already: with Retry-After). Every
  * route but /healthz needs the token (http.h, http_guard.h); the dashboard's files do not.
  *
  *   GET    /healthz                       200 "ok", or 503 and why

@@ -126,9 +126,11 @@ int api_serve_open(struct api_host *h, const struct config *cfg)
 		.tls_cert_file = *cfg->http_tls_cert ? cfg->http_tls_cert : NULL,
 		.tls_key_file = *cfg->http_tls_key ? cfg->http_tls_key : NULL,
 		.max_conns = cfg->http_max_conns, .max_conns_per_ip = cfg->http_max_conns_per_ip,
+		.max_streams = config_http_max_streams(cfg),
 		.max_body = CTL_PAYLOAD_MAX, .handle = api_handle, .data = h,
 		.access_of = api_access_of, .early = api_early, .on_answer = api_count,
 	};
+	h->metrics.max_conns = cfg->http_max_conns;
 	r = http_open(&o, &h->http, err, sizeof(err));
 	if (r < 0)
 		log_error("%s", err);

@@ -23,6 +23,7 @@
 
 #define KEEPALIVE_MS 15000   /* a comment line on a quiet stream, for proxies */
 #define GAP_MS 25            /* between two reads the binary log asks for, at least */
+#define GONE_MS 500          /* between two looks for clients that went away, at least */
 static const unsigned RECHECK_MS[] = { 25, 100, 400 };   /* after a change */
 
 struct api_watch {
@@ -34,6 +35,7 @@ struct api_watch {
 	bool stopped;
 	bool following;                 /* follow_rows(true) was said */
 	uint64_t read_at;               /* when the last read started (the loop's clock) */
+	uint64_t gone_at;               /* when drop_gone last looked */
 	uint64_t changed_at;            /* the binary log's last change; 0: none */
 	/* the read: the ids sorted, then what store_watch found */
 	struct dbq_job job;
@@ -267,12 +269,42 @@ static bool collect(struct api_watch *w)
 	return true;
 }
 
+/* Calls whose client went away leave the list before their rows are read for nothing: a
+ * stream's (on_gone said so, or its client closed while the stream waited for news), a
+ * wait's (MHD does not watch a suspended connection: http_gone looks, a poll() each). Their
+ * places among --http-max-streams are free once their connections are. At most every
+ * GONE_MS: reads come every 100 ms without the binary log, every 25 ms while it tells of
+ * changes, and a look is a syscall per waiting call. */
+static void drop_gone(struct api_watch *w)
+{
+	struct api_call **p = &w->waiting;
+	uint64_t now = now_ms(w);
+
+	if (w->gone_at && now - w->gone_at < GONE_MS)
+		return;
+	w->gone_at = now;
+	while (*p) {
+		struct api_call *call = *p;
+		if (call->r && !http_gone(call->r)) {
+			p = &call->next;
+			continue;
+		}
+		*p = call->next;
+		if (call->r && call->streaming)
+			http_stream_end(call->r);
+		else if (call->r)   /* 499 as nginx logs it: never sent, counted in /metrics */
+			http_respond_error(call->r, 499, "the client went away");
+		call_free(call);
+	}
+}
+
 static void start_read(struct api_watch *w)
 {
 	if (w->inflight) {
 		w->again = true;
 		return;
 	}
+	drop_gone(w);
 	if (!w->waiting) {
 		if (w->following) {
 			w->following = false;
@@ -283,11 +315,6 @@ static void start_read(struct api_watch *w)
 	if (!collect(w)) {
 		log_warn("http: out of memory for the rows requests wait for; reading them later");
 		schedule(w, API_WAIT_SLOW_MS);
-		return;
-	}
-	if (!w->nids[0] && !w->nids[1]) {
-		take_reading(w);   /* only streams whose client went away: dropped */
-		schedule(w, 0);
 		return;
 	}
 	w->inflight = true;

@@ -5,6 +5,8 @@
 #include "supervisor/http_int.h"
 
 #include <assert.h>
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,10 @@ void http_enter(struct http_request *r, enum http_state to)
 	}
 	log_debug("http: request %s -> %s", http_state_name(from), http_state_name(to));
 	r->state = to;
+	if (r->long_lived && (to == HTTP_S_ORPHAN || to == HTTP_S_DONE)) {
+		r->long_lived = false;   /* its connection is done with it */
+		r->srv->nstreams--;
+	}
 	if (to == HTTP_S_DONE) {
 		free_request(r);
 		return;
@@ -163,6 +169,45 @@ void http_set_tag(struct http_request *r, const char *tag)
 	r->tag = tag;
 }
 
+int http_long_lived(struct http_request *r)
+{
+	struct http_server *s = r->srv;
+	char msg[160], retry[16];
+
+	if (r->long_lived)
+		return 0;
+	if (s->nstreams < s->o.max_streams) {
+		s->nstreams++;
+		r->long_lived = true;
+		return 0;
+	}
+	s->streams_refused++;
+	snprintf(retry, sizeof(retry), "%d", HTTP_STREAMS_RETRY_S);
+	snprintf(msg, sizeof(msg), "%u event streams and waiting requests at once already "
+		 "(--http-max-streams): try again later", s->o.max_streams);
+	http_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, retry);
+	/* A client that ignores Retry-After holds no idle connection. */
+	http_add_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	http_respond_error(r, 503, msg);
+	return -EBUSY;
+}
+
+bool http_gone(const struct http_request *r)
+{
+	const union MHD_ConnectionInfo *info;
+	struct pollfd p;
+
+	if (r->state == HTTP_S_ORPHAN || r->state == HTTP_S_OWED)
+		return true;
+	if (!suspended_in(r->state) || !r->conn)
+		return false;   /* MHD watches it: it tells when it closes */
+	info = mhd.get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!info)
+		return false;
+	p = (struct pollfd){ .fd = info->connect_fd, .events = POLLRDHUP };
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 const char *http_method(const struct http_request *r)
 {
 	return r->method;
@@ -260,6 +305,8 @@ static struct http_request *new_request(struct http_daemon *d, struct MHD_Connec
 	d->requests = r;
 	r->method = strdup(method);
 	r->path = strdup(url);
+	r->hc = http_conn_of(c);
+	http_conn_busy(r->hc, true);
 	d->srv->in_flight++;
 	return r;
 }
@@ -383,6 +430,8 @@ void http_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (r->next)
 		r->next->prev = r->prev;
 	d->srv->in_flight--;
+	http_conn_busy(r->hc, false);
+	r->hc = NULL;
 	switch (r->state) {
 	case HTTP_S_STREAM:
 	case HTTP_S_STREAM_IDLE:

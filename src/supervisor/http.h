@@ -9,9 +9,15 @@
  * the body never read.
  *
  * Limits: at most max_conns connections (more wait in the kernel's queue) and
- * max_conns_per_ip from one client address (more are closed at accept), a body of at most max_body bytes (413: at once when Content-Length
- * tells, else at the body's end, what passed the limit dropped; past twice the limit the
- * connection is closed without an answer), a connection idle for HTTP_TIMEOUT_S is closed.
+ * max_conns_per_ip from one client (more are closed at accept; a client is an IPv4 address or
+ * an IPv6 /64, http_peer.h), a body of at most max_body bytes (413: at once when
+ * Content-Length tells, else at the body's end, what passed the limit dropped; past twice the
+ * limit the connection is closed without an answer), a connection idle for HTTP_TIMEOUT_S is
+ * closed. At most max_streams requests are long-lived at once (http_long_lived: event streams
+ * and long polls, suspended connections that never time out): the rest of max_conns is kept
+ * for short requests, /healthz and /metrics. When fewer than an eighth of max_conns are left,
+ * connections without a request for HTTP_SHED_AFTER_MS (between keep-alive requests, or that
+ * never sent a whole one) are closed, the oldest first, so that a new one is taken in.
  *
  * HTTPS: a certificate and key (PEM files), read at open and again by http_reload_tls, which
  * starts a new listener on the same socket: new connections get the new certificate, open
@@ -21,12 +27,15 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <uv.h>
 
 #include "supervisor/http_guard.h"
 
 #define HTTP_TIMEOUT_S 60
+#define HTTP_SHED_AFTER_MS 1000  /* idle this long, a connection is closed when places run short */
+#define HTTP_STREAMS_RETRY_S 5   /* Retry-After of a long-lived request refused */
 #define HTTP_DRAIN_S 60      /* an old listener's connections after a reload, at most */
 #define HTTP_TOKEN_MAX HTTP_GUARD_TOKEN_MAX
 #define HTTP_ARGS_MAX 32
@@ -50,6 +59,7 @@ struct http_opts {
 	const char *tls_key_file;
 	unsigned max_conns;
 	unsigned max_conns_per_ip;
+	unsigned max_streams;       /* long-lived requests at once (under max_conns) */
 	size_t max_body;
 	http_handler handle;
 	void *data;
@@ -78,6 +88,17 @@ const char *http_scheme(const struct http_server *s);
 int http_reload_tls(struct http_server *s, char *err, size_t errlen);
 /* Requests being handled (answered or not yet). */
 unsigned http_in_flight(const struct http_server *s);
+
+/* What the server counts, for /metrics. */
+struct http_stats {
+	unsigned connections;        /* open */
+	unsigned streams;            /* long-lived requests now */
+	unsigned max_streams;
+	uint64_t streams_refused;    /* long-lived requests answered 503: max_streams reached */
+	uint64_t peers_refused;      /* connections closed at accept: max_conns_per_ip reached */
+	uint64_t shed;               /* idle connections closed: places ran short */
+};
+void http_stats(const struct http_server *s, struct http_stats *ret);
 /* Stop listening and close every connection; requests waiting for an answer must have been
  * answered. Accepts NULL. The loop must run afterwards for the handles to close. */
 void http_close(struct http_server *s);
@@ -99,6 +120,17 @@ const unsigned char *http_body(const struct http_request *r, size_t *len);
 
 /* A name for what the request is (a route, a static string), handed to on_answer. */
 void http_set_tag(struct http_request *r, const char *tag);
+
+/* r is long-lived (an event stream, a long poll): it holds one of max_streams places until
+ * its connection is done with it. Returns 0, or -EBUSY when all are held: then r is answered,
+ * 503 with Retry-After (HTTP_STREAMS_RETRY_S) and {"error": ...}, its connection closed after;
+ * the caller forgets r. */
+int http_long_lived(struct http_request *r);
+/* Whether r's client went away before its answer: its connection closed, or, while r waits
+ * (suspended, when MHD does not watch it), the client closed its side (looked at now, without
+ * waiting). Its answer, when given, is dropped; give one (http_respond, http_stream_end) to
+ * let go of r. */
+bool http_gone(const struct http_request *r);
 
 /* Add a header to the answer (before http_respond). */
 void http_add_header(struct http_request *r, const char *name, const char *value);

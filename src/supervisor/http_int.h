@@ -1,6 +1,8 @@
 /* http_int — the insides of the HTTP server, shared by http.c (requests and answers),
- * http_listen.c (the listeners on the loop, HTTPS and its reload), http_stream.c (answers
- * that come bit by bit) and http_mhd.c (loading libmicrohttpd). Not an interface. */
+ * http_listen.c (the listeners on the loop, HTTPS and its reload), http_conn.c (the
+ * connections: counted per client, the idle ones closed when places run short),
+ * http_stream.c (answers that come bit by bit) and http_mhd.c (loading libmicrohttpd). Not an
+ * interface. */
 #ifndef CLAIMD_HTTP_INT_H
 #define CLAIMD_HTTP_INT_H
 
@@ -9,6 +11,7 @@
 
 #include "common/buf.h"
 #include "supervisor/http.h"
+#include "supervisor/http_peer.h"
 #include "supervisor/http_state.h"
 
 #define HEADERS_MAX 8
@@ -33,6 +36,7 @@ struct mhd_fns {
 	MHD_FN(suspend_connection);
 	MHD_FN(lookup_connection_value);
 	MHD_FN(get_connection_values);
+	MHD_FN(get_connection_info);
 	MHD_FN(quiesce_daemon);
 	MHD_FN(is_feature_supported);
 };
@@ -54,6 +58,24 @@ struct http_daemon {
 	uint64_t drain_until;           /* the loop's clock */
 	struct http_request *requests;  /* every request it gave us, until completed */
 	struct http_daemon *next;       /* in http_server.old */
+	/* its connections (http_conn.c) */
+	unsigned nconns;                /* open (as MHD counts them) */
+	unsigned nshed;                 /* of them shut down, not yet closed */
+	struct http_conn *idle_head, *idle_tail;   /* idle and not shut down, oldest first */
+	uint64_t shed_at;               /* when the oldest idle one may be shed (0: none) */
+	bool again;                     /* run MHD again at once (it was at its limit) */
+};
+
+/* One connection, from MHD's accept to its close (its socket context). */
+struct http_conn {
+	struct http_daemon *dmn;
+	struct MHD_Connection *c;
+	struct http_peer peer;
+	bool counted;                   /* in http_server.peers */
+	bool busy;                      /* a request on it, from its headers to its end */
+	bool shed;                      /* shut down to make room: closing */
+	uint64_t idle_since;            /* the loop's clock: its start, or its last request's end */
+	struct http_conn *prev, *next;  /* in its daemon's idle list */
 };
 
 struct http_server {
@@ -69,6 +91,9 @@ struct http_server {
 	char *hosts, *cert_file, *key_file;
 	char address[80];
 	char mhd_said[512];             /* what libmicrohttpd said since a start (why it failed) */
+	struct http_peers peers;        /* connections per client, every daemon's */
+	unsigned nstreams;              /* long-lived requests (http_long_lived) */
+	uint64_t streams_refused, peers_refused, shed;   /* counters (http_stats) */
 };
 
 struct http_request {
@@ -76,6 +101,7 @@ struct http_request {
 	struct http_daemon *dmn;            /* its connection's */
 	struct http_request *prev, *next;   /* in http_daemon.requests */
 	struct MHD_Connection *conn;
+	struct http_conn *hc;               /* its connection's, until completed (or NULL) */
 	char *method, *path;
 	const char *tag;
 	unsigned char *body;
@@ -83,6 +109,7 @@ struct http_request {
 	const char *names[HTTP_ARGS_MAX], *values[HTTP_ARGS_MAX];
 	size_t nargs;
 	bool args_overflow;          /* a fact about the query, not a step of its life */
+	bool long_lived;             /* holds one of max_streams (http_long_lived) */
 	char *hdr_names[HEADERS_MAX], *hdr_values[HEADERS_MAX];
 	size_t nhdrs;
 	enum http_state state;       /* changed only by http_enter */
@@ -117,5 +144,22 @@ void http_add_common_headers(struct MHD_Response *resp);
 
 /* Run MHD on the loop's next turn (it takes a resumed connection up only then). */
 void http_kick(struct http_daemon *d);
+
+/* ---- http_conn.c ---- */
+
+/* MHD's accept policy (cls: the http_daemon): a client (http_peer) that holds
+ * max_conns_per_ip connections has the next closed at once. */
+enum MHD_Result http_conn_accept(void *cls, const struct sockaddr *a, socklen_t len);
+/* MHD_OPTION_NOTIFY_CONNECTION (cls: the http_daemon): a connection is counted from its start
+ * to its close, idle until a request comes. */
+void http_conn_notify(void *cls, struct MHD_Connection *c, void **ctx,
+		      enum MHD_ConnectionNotificationCode code);
+/* c's http_conn, or NULL (out of memory at its start). */
+struct http_conn *http_conn_of(struct MHD_Connection *c);
+/* A request on hc starts (busy) or ends. Accepts NULL. */
+void http_conn_busy(struct http_conn *hc, bool busy);
+/* After each run of d: while d is short of places, its connections idle for
+ * HTTP_SHED_AFTER_MS are shut down, the oldest first; d->shed_at says when to look again. */
+void http_conn_shed(struct http_daemon *d);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -38,6 +39,7 @@ static void run(struct http_daemon *d)
 	if (!d->d)
 		return;
 	mhd.run(d->d);
+	http_conn_shed(d);
 	if (!d->draining || ((n = connections(d)) > 0 && uv_now(d->poll.loop) < d->drain_until)) {
 		schedule(d);
 		return;
@@ -72,9 +74,20 @@ static void schedule(struct http_daemon *d)
 {
 	MHD_UNSIGNED_LONG_LONG ms = 0;
 	bool has = mhd.get_timeout(d->d, &ms) == MHD_YES;
+	uint64_t now = uv_now(d->poll.loop);
 
+	if (d->again) {
+		d->again = false;
+		ms = 0;
+		has = true;
+	}
+	if (d->shed_at) {
+		uint64_t left = d->shed_at > now ? d->shed_at - now : 0;
+		if (!has || left < ms)
+			ms = left;
+		has = true;
+	}
 	if (d->draining) {
-		uint64_t now = uv_now(d->poll.loop);
 		uint64_t left = d->drain_until > now ? d->drain_until - now : 0;
 		if (!has || left < ms)
 			ms = left;
@@ -91,6 +104,7 @@ static void free_server(struct http_server *s)
 	free(s->hosts);
 	free(s->cert_file);
 	free(s->key_file);
+	http_peers_free(&s->peers);
 	explicit_bzero(s->token, sizeof(s->token));
 	explicit_bzero(s->read_token, sizeof(s->read_token));
 	free(s);
@@ -237,13 +251,15 @@ static int daemon_start(struct http_server *s, int listen_fd, struct http_daemon
 		{ MHD_OPTION_END, 0, NULL },
 	};
 	given = true;
-	d->d = mhd.start_daemon(flags, 0, NULL, NULL, http_on_access, d,
+	/* The accept policy counts the connections per client (MHD's per-IP limit cannot count
+	 * an IPv6 /64 as one): http_conn.c. */
+	d->d = mhd.start_daemon(flags, 0, http_conn_accept, d, http_on_access, d,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
 				MHD_OPTION_ARRAY, where,
 				MHD_OPTION_CONNECTION_LIMIT, s->o.max_conns,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->o.max_conns_per_ip,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
 				MHD_OPTION_NOTIFY_COMPLETED, http_on_completed, d,
+				MHD_OPTION_NOTIFY_CONNECTION, http_conn_notify, d,
 				MHD_OPTION_END);
 	r = errno;
 	forget(key);
@@ -316,10 +332,14 @@ int http_open(const struct http_opts *o, struct http_server **ret, char *err, si
 	struct http_server *s = calloc(1, sizeof(*s));
 	const union MHD_DaemonInfo *info;
 	bool failed = false;
+	uint64_t seed;
 	int r;
 
 	if (!s)
 		return -ENOMEM;
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != (ssize_t)sizeof(seed))
+		seed = uv_hrtime() ^ ((uint64_t)getpid() << 32);
+	http_peers_init(&s->peers, seed);
 	r = http_load_mhd(err, errlen);
 	if (r < 0) {
 		free(s);
@@ -368,6 +388,21 @@ const char *http_scheme(const struct http_server *s)
 unsigned http_in_flight(const struct http_server *s)
 {
 	return s->in_flight;
+}
+
+void http_stats(const struct http_server *s, struct http_stats *ret)
+{
+	struct http_stats st = {
+		.streams = s->nstreams, .max_streams = s->o.max_streams,
+		.streams_refused = s->streams_refused, .peers_refused = s->peers_refused,
+		.shed = s->shed,
+	};
+
+	if (s->cur)
+		st.connections += s->cur->nconns;
+	for (const struct http_daemon *d = s->old; d; d = d->next)
+		st.connections += d->nconns;
+	*ret = st;
 }
 
 int http_reload_tls(struct http_server *s, char *err, size_t errlen)

@@ -37,6 +37,7 @@ int http_load_mhd(char *err, size_t errlen)
 	LOAD(suspend_connection);
 	LOAD(lookup_connection_value);
 	LOAD(get_connection_values);
+	LOAD(get_connection_info);
 	LOAD(quiesce_daemon);
 	LOAD(is_feature_supported);
 #undef LOAD

@@ -110,6 +110,37 @@ static void render_jobs(const struct jobstats *js, struct buf *b)
 		  JOBSTATS_CLAIM_BUCKETS);
 }
 
+/* The HTTP server's connections and long-lived requests, and what its limits refused. */
+static void render_http_server(const struct metrics *m, struct buf *b)
+{
+	const struct http_stats *s = &m->server;
+
+	head(b, "claimd_http_connections", "gauge", "HTTP connections open.");
+	buf_printf(b, "claimd_http_connections %u\n", s->connections);
+	head(b, "claimd_http_connections_max", "gauge",
+	     "The limit on HTTP connections (--http-max-connections).");
+	buf_printf(b, "claimd_http_connections_max %u\n", m->max_conns);
+	head(b, "claimd_http_connections_refused_total", "counter",
+	     "Connections closed at accept: their client (an IPv4 address, an IPv6 /64) "
+	     "held --http-max-connections-per-ip.");
+	buf_printf(b, "claimd_http_connections_refused_total %llu\n",
+		   (unsigned long long)s->peers_refused);
+	head(b, "claimd_http_connections_shed_total", "counter",
+	     "Idle connections closed to take new ones in (fewer than an eighth of "
+	     "--http-max-connections were left).");
+	buf_printf(b, "claimd_http_connections_shed_total %llu\n", (unsigned long long)s->shed);
+	head(b, "claimd_http_streams", "gauge", "Event streams and ?wait requests open.");
+	buf_printf(b, "claimd_http_streams %u\n", s->streams);
+	head(b, "claimd_http_streams_max", "gauge",
+	     "The limit on event streams and ?wait requests (--http-max-streams).");
+	buf_printf(b, "claimd_http_streams_max %u\n", s->max_streams);
+	head(b, "claimd_http_streams_refused_total", "counter",
+	     "Event streams and ?wait requests answered 503 with Retry-After: "
+	     "--http-max-streams were open.");
+	buf_printf(b, "claimd_http_streams_refused_total %llu\n",
+		   (unsigned long long)s->streams_refused);
+}
+
 void metrics_render(const struct metrics *m, const struct status *st,
 		    const struct jobstats *js, const struct store_queue *qs, size_t nq,
 		    double queues_age_s, struct buf *b)
@@ -148,10 +179,12 @@ void metrics_render(const struct metrics *m, const struct status *st,
 		if (st->workers[i].pid)
 			buf_printf(b, "claimd_worker_items_running{slot=\"%d\"} %zu\n",
 				   st->workers[i].slot, st->workers[i].inflight);
-	head(b, "claimd_http_requests_total", "counter", "HTTP requests answered, by route and code.");
+	head(b, "claimd_http_requests_total", "counter",
+	     "HTTP requests answered, by route and code (499: a ?wait whose client went away).");
 	for (size_t i = 0; i < m->nhttp; i++)
 		buf_printf(b, "claimd_http_requests_total{route=\"%s\",code=\"%u\"} %llu\n",
 			   m->http[i].route, m->http[i].code, (unsigned long long)m->http[i].n);
+	render_http_server(m, b);
 	if (!qs)
 		return;
 	head(b, "claimd_queue_reading_age_seconds", "gauge",

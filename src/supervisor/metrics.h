@@ -11,6 +11,7 @@
 
 #include "common/buf.h"
 #include "store/store.h"
+#include "supervisor/http.h"
 #include "supervisor/jobstats.h"
 #include "supervisor/status.h"
 
@@ -23,6 +24,8 @@ struct metrics {
 		uint64_t n;
 	} http[METRICS_HTTP_MAX];
 	size_t nhttp;
+	struct http_stats server;   /* the HTTP server's, as they are (set before a render) */
+	unsigned max_conns;         /* --http-max-connections */
 };
 
 /* One HTTP answer. */
