@@ -513,11 +513,16 @@ int store_supervisors(struct store *s, struct store_supervisor **ret, size_t *re
 		      size_t errlen);
 void store_supervisors_free(struct store_supervisor *svs, size_t n);
 
-/* FIFO groups of queues[0..n) that have live rows but none running or due (their running
- * row was deleted by hand, say): the oldest row of each gets its turn. Returns how many
- * groups went on, or a negative error. */
-int store_group_heal(struct store *s, const char *const *queues, size_t n, char *err,
-		     size_t errlen);
+/* Keys of queue with fewer rows visible than their limit allows (the running row deleted
+ * by hand, dead rows put back, a limit raised): their oldest parked rows start, as many as the
+ * limit leaves room for. One chunk: the queue's keys after key after ("" from the first), at
+ * most STORE_HEAL_KEYS of them in key order, read from the index alone; only those that may
+ * need it (a limit other than 1, or an oldest live row not visible) have their rows read.
+ * *ret_last (STORE_GROUP_KEY_MAX + 1 bytes; it may be after): the chunk's last key, "" when
+ * the keys ran out. Returns how many rows started, or a negative error. */
+#define STORE_HEAL_KEYS 500
+int store_group_heal(struct store *s, const char *queue, const char *after, char *ret_last,
+		     char *err, size_t errlen);
 
 /* Is queue paused (queues.paused)? Returns 1, 0, or a negative error. Claims and polls skip
  * a paused queue's rows by themselves; a worker asks before starting a prefetched item. */

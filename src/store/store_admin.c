@@ -359,7 +359,7 @@ int store_dedupe_expire(struct store *s, unsigned limit, char *err, size_t errle
 int store_retry_dead(struct store *s, uint64_t id, char *err, size_t errlen)
 {
 	int r = sq_check(s, "store_retry_dead", NULL, 0, NULL, err, errlen);
-	char which[64], scope[96];
+	char which[64];
 	unsigned long long put = 0, doomed = 0, doomed_id = 0, root = 0;
 	MYSQL_ROW row;
 	struct run rr;
@@ -367,8 +367,6 @@ int store_retry_dead(struct store *s, uint64_t id, char *err, size_t errlen)
 	if (r < 0)
 		return r;
 	snprintf(which, sizeof(which), "state = 'dead' AND id = %llu", (unsigned long long)id);
-	snprintf(scope, sizeof(scope), "queue = (SELECT queue FROM work_items WHERE id = %llu)",
-		 (unsigned long long)id);
 	/* A grouped row goes back parked, behind its group's running row if there is one; if
 	 * there is none, the oldest live row of the group starts (GROUP_HEAL). */
 	sq_reset(s);
@@ -376,8 +374,9 @@ int store_retry_dead(struct store *s, uint64_t id, char *err, size_t errlen)
 	sq_end(s);
 	sql_add(s, GROUP_LOCK, which);
 	sq_end(s);
+	sq_add_heal_keys(s, which);
 	sq_add_put_back(s, which);
-	sql_add(s, GROUP_HEAL, scope);
+	sql_add(s, GROUP_HEAL, HEAL_SCOPE);
 	sq_end(s);
 	sql_add(s, PUT_BACK_RESULT);
 	sq_end(s);
@@ -403,23 +402,64 @@ int store_retry_dead(struct store *s, uint64_t id, char *err, size_t errlen)
 	return put > INT32_MAX ? INT32_MAX : (int)put;
 }
 
-int store_group_heal(struct store *s, const char *const *queues, size_t n, char *err,
-		     size_t errlen)
+int store_group_heal(struct store *s, const char *queue, const char *after, char *ret_last,
+		     char *err, size_t errlen)
 {
-	int r = sq_check(s, "store_group_heal", NULL, 0, NULL, err, errlen);
-	struct buf scope;
+	int r = sq_check(s, "store_group_heal", NULL, 0, queue, err, errlen);
+	char q[QUOTED_QUEUE_MAX], a[2 * STORE_GROUP_KEY_MAX + 3];
+	struct buf keys;
+	MYSQL_RES *res = NULL;
+	MYSQL_ROW row;
+	struct run rr;
+	size_t n = 0, sick = 0;
 
-	if (r < 0 || n == 0)
+	if (r < 0)
 		return r;
-	buf_init(&scope);
-	r = sq_add_queue_in(s, "store_group_heal", &scope, queues, n, err, errlen);
+	if (strlen(after) > STORE_GROUP_KEY_MAX)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_group_heal: a key is at most %d bytes",
+				   STORE_GROUP_KEY_MAX);
+	sq_quote(s->conn, q, queue, strlen(queue));
+	sq_quote(s->conn, a, after, strlen(after));
+	ret_last[0] = '\0';   /* after it is read: ret_last may be after */
 	sq_reset(s);
-	if (buf_failed(&scope))
-		s->sql.failed = true;
-	else if (r == 0)
-		sql_add(s, GROUP_HEAL, scope.data);
-	buf_free(&scope);
-	return r < 0 ? r : run_count(s, "store_group_heal", err, errlen);
+	sql_add(s, HEAL_KEYS, q, q, a, STORE_HEAL_KEYS, q, q);
+	r = sq_run(s, "store_group_heal", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	res = rr.res;
+	buf_init(&keys);
+	while (res && (row = mysql_fetch_row(res)) && row[0]) {
+		unsigned long *len = mysql_fetch_lengths(res);
+		snprintf(ret_last, STORE_GROUP_KEY_MAX + 1, "%.*s", (int)len[0], row[0]);
+		n++;
+		if (!row[1] || strcmp(row[1], "1") != 0)
+			continue;
+		char k[2 * STORE_GROUP_KEY_MAX + 3];
+		sq_quote(s->conn, k, row[0], len[0] > STORE_GROUP_KEY_MAX ? STORE_GROUP_KEY_MAX : len[0]);
+		buf_printf(&keys, "%s%s", sick++ ? ", " : "", k);
+	}
+	mysql_free_result(res);
+	if (n < STORE_HEAL_KEYS)
+		ret_last[0] = '\0';   /* the last chunk */
+	if (buf_failed(&keys)) {
+		buf_free(&keys);
+		return sq_fail_msg(-ENOMEM, err, errlen, "store_group_heal: out of memory");
+	}
+	r = 0;
+	if (sick > 0) {
+		char *scope = malloc(keys.len + sizeof(q) + 64);
+		if (!scope) {
+			buf_free(&keys);
+			return sq_fail_msg(-ENOMEM, err, errlen, "store_group_heal: out of memory");
+		}
+		sprintf(scope, "queue = %s AND group_live IN (%s)", q, keys.data);
+		sq_reset(s);
+		sql_add(s, GROUP_HEAL, scope);
+		free(scope);
+		r = run_count(s, "store_group_heal", err, errlen);
+	}
+	buf_free(&keys);
+	return r;
 }
 
 int store_paused(struct store *s, const char *queue, char *err, size_t errlen)

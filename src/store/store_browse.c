@@ -261,15 +261,11 @@ int store_bulk_count(struct store *s, const struct store_filter *f, uint64_t lo,
 	return 0;
 }
 
-/* The chunk's rows, the highest first, read without locks: their ids ("1,2,3") and their
- * queues' condition ("queue IN ('a', 'b')"), and the lowest id. Returns how many, or a
- * negative error. */
+/* The chunk's rows, the highest first, read without locks: their ids ("1,2,3") and the
+ * lowest id. Returns how many, or a negative error. */
 static int chunk_ids(struct store *s, const struct store_filter *f, uint64_t lo, uint64_t hi,
-		     struct buf *ids, struct buf *queues, uint64_t *ret_low, char *err,
-		     size_t errlen)
+		     struct buf *ids, uint64_t *ret_low, char *err, size_t errlen)
 {
-	char seen[16][STORE_QUEUE_MAX + 1], q[QUOTED_QUEUE_MAX];
-	size_t nseen = 0;
 	MYSQL_RES *res;
 	MYSQL_ROW row;
 	int r, n = 0;
@@ -281,24 +277,12 @@ static int chunk_ids(struct store *s, const struct store_filter *f, uint64_t lo,
 	sql_add(s, " ORDER BY id DESC LIMIT %u", STORE_BULK_CHUNK);
 	if ((r = select_one(s, "store_bulk_chunk", &res, err, errlen)) < 0)
 		return r;
-	buf_puts(queues, "queue IN (");
-	while ((row = mysql_fetch_row(res)) && row[0] && row[1]) {
-		size_t k;
+	while ((row = mysql_fetch_row(res)) && row[0]) {
 		buf_printf(ids, "%s%s", n++ ? "," : "", row[0]);
 		*ret_low = strtoull(row[0], NULL, 10);
-		for (k = 0; k < nseen && strcmp(seen[k], row[1]); k++)
-			;
-		if (k < nseen)
-			continue;
-		/* Many queues: the chunk's groups are healed queue by queue all the same. */
-		if (nseen < 16)
-			snprintf(seen[nseen++], sizeof(seen[0]), "%s", row[1]);
-		sq_quote(s->conn, q, row[1], strnlen(row[1], STORE_QUEUE_MAX));
-		buf_printf(queues, "%s%s", k ? ", " : "", q);
 	}
-	buf_puts(queues, ")");
 	mysql_free_result(res);
-	if (buf_failed(ids) || buf_failed(queues))
+	if (buf_failed(ids))
 		return sq_fail_msg(-ENOMEM, err, errlen, "store_bulk_chunk: out of memory");
 	return n;
 }
@@ -308,8 +292,7 @@ static int chunk_ids(struct store *s, const struct store_filter *f, uint64_t lo,
  * rows acted on, and in *ret_second another one's (or RUN_MAX_STMTS); a retry says how many
  * in its result set instead (RUN_MAX_STMTS). */
 static size_t add_action(struct store *s, enum store_bulk_action a, const char *which,
-			 const char *ids, const char *scope, const char *reason,
-			 size_t *ret_second)
+			 const char *ids, const char *reason, size_t *ret_second)
 {
 	size_t at;
 
@@ -318,10 +301,11 @@ static size_t add_action(struct store *s, enum store_bulk_action a, const char *
 	sq_end(s);
 	sql_add(s, GROUP_LOCK, which);
 	sq_end(s);
+	sq_add_heal_keys(s, which);
 	if (a == STORE_BULK_RETRY) {
 		/* The rows acted on: PUT_BACK_RESULT's first column, the result set. */
 		sq_add_put_back(s, which);
-		sql_add(s, GROUP_HEAL, scope);
+		sql_add(s, GROUP_HEAL, HEAL_SCOPE);
 		sq_end(s);
 		sql_add(s, PUT_BACK_RESULT);
 		sq_end(s);
@@ -337,7 +321,7 @@ static size_t add_action(struct store *s, enum store_bulk_action a, const char *
 	at = s->ncuts;
 	sql_add(s, "DELETE FROM work_items WHERE %s AND state IN ('ready', 'dead')", which);
 	sq_end(s);
-	sql_add(s, GROUP_HEAL, scope);
+	sql_add(s, GROUP_HEAL, HEAL_SCOPE);
 	sq_end(s);
 	sql_add(s, "DELETE FROM attempt_errors WHERE item_id IN (%s) AND "
 		"FIND_IN_SET(item_id, @claimd_gone) > 0", ids);
@@ -361,7 +345,7 @@ int store_bulk_chunk(struct store *s, enum store_bulk_action a, const struct sto
 {
 	int r = sq_check(s, "store_bulk_chunk", NULL, 0, f->queue, err, errlen), n;
 	struct store_filter g = narrowed(f, a);
-	struct buf ids, queues, which;
+	struct buf ids, which;
 	uint64_t low = lo, k;
 	size_t at, second;
 	struct run rr;
@@ -373,9 +357,8 @@ int store_bulk_chunk(struct store *s, enum store_bulk_action a, const struct sto
 		return 0;
 	}
 	buf_init(&ids);
-	buf_init(&queues);
 	buf_init(&which);
-	n = chunk_ids(s, &g, lo, hi, &ids, &queues, &low, err, errlen);
+	n = chunk_ids(s, &g, lo, hi, &ids, &low, err, errlen);
 	if (n <= 0) {
 		r = n;
 		goto out;
@@ -391,7 +374,7 @@ int store_bulk_chunk(struct store *s, enum store_bulk_action a, const struct sto
 		goto out;
 	}
 	sq_reset(s);
-	at = add_action(s, a, which.data, ids.data, queues.data, reason, &second);
+	at = add_action(s, a, which.data, ids.data, reason, &second);
 	r = sq_run_retry(s, "store_bulk_chunk", &rr, err, errlen);
 	if (r < 0)
 		goto out;
@@ -411,7 +394,6 @@ out:
 	if (r >= 0)
 		*ret_hi = n >= (int)STORE_BULK_CHUNK ? low : lo;
 	buf_free(&ids);
-	buf_free(&queues);
 	buf_free(&which);
 	return r;
 }

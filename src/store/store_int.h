@@ -119,6 +119,31 @@
 	"SET w.visible_at = GREATEST(w.run_at, NOW(6)) WHERE w.visible_at IS NULL AND " \
 	"w.state = 'ready'"
 
+/* The keys of the rows an operator's action changes (%s: a condition on work_items), kept
+ * before it changes them, so that GROUP_HEAL (with HEAL_SCOPE) reads those keys' rows alone,
+ * not every key of the queue. */
+#define HEAL_KEYS_TABLE \
+	"CREATE OR REPLACE TEMPORARY TABLE claimd_heal_keys (queue VARCHAR(64) NOT NULL, " \
+	"group_key VARCHAR(255) NOT NULL, PRIMARY KEY (queue, group_key))"
+#define HEAL_KEYS_KEEP \
+	"INSERT IGNORE INTO claimd_heal_keys (queue, group_key) SELECT queue, group_key FROM " \
+	"work_items WHERE %s AND group_key IS NOT NULL"
+#define HEAL_SCOPE "(queue, group_live) IN (SELECT queue, group_key FROM claimd_heal_keys)"
+
+/* The keys GROUP_HEAL goes through a chunk at a time (store_group_heal): a queue's keys
+ * after one, at most so many, from group_idx alone, each with whether it may need healing:
+ * its limit is not 1 (a limit raised, or lowered), or its oldest live row is parked (one
+ * lookup: with a limit of 1 that row runs, unless the running one was deleted or older rows
+ * were put back behind it). Arguments: the queue twice, the key after which, how many, the
+ * queue twice. */
+#define HEAL_KEYS \
+	"SELECT k.g, COALESCE(l.concurrency, q.key_concurrency, 1) <> 1 OR (SELECT p.visible_at " \
+	"IS NULL FROM work_items p FORCE INDEX (group_idx) WHERE p.queue = %s AND " \
+	"p.group_live = k.g ORDER BY p.id LIMIT 1) FROM (SELECT DISTINCT group_live AS g FROM " \
+	"work_items FORCE INDEX (group_idx) WHERE queue = %s AND group_live > %s ORDER BY " \
+	"group_live LIMIT %u) AS k LEFT JOIN key_limits l ON l.queue = %s AND l.group_key = k.g " \
+	"LEFT JOIN queues q ON q.name = %s ORDER BY k.g"
+
 /* Dependencies (sql/migrations/005_dependencies.sql). The parents this transaction finished
  * as done (the first %s: their ids; the second: a CASE of their new tokens) are counted off
  * their children's waiting_for; the current value is read under the row's lock, so two
@@ -415,6 +440,9 @@ void sq_add_deps_gone(struct store *s, uint64_t id);
 /* The same for the rows of ids ("1,2,3") that this transaction deleted while they were
  * ready, named in @claimd_gone_ready (a GROUP_CONCAT of their ids). */
 void sq_add_deps_gone_ids(struct store *s, const char *ids);
+/* "HEAL_KEYS_TABLE; HEAL_KEYS_KEEP;": the keys of the rows which says (a condition on
+ * work_items), for a GROUP_HEAL of HEAL_SCOPE after they changed. */
+void sq_add_heal_keys(struct store *s, const char *which);
 /* The statements that put back the dead rows which says (a condition on work_items) and the
  * rows their death cancelled, counting their parents again (PUT_BACK_*, DOOMED_*), in a
  * transaction the caller began (with GROUP_LOCK) and ends; PUT_BACK_RESULT then says what

@@ -264,7 +264,7 @@ int store_cancel(struct store *s, uint64_t id, const char *reason, char ret_stat
 		 char ret_by[256], char *err, size_t errlen)
 {
 	int r = sq_check(s, "store_cancel", NULL, 0, NULL, err, errlen);
-	char which[96], scope[160];
+	char which[96];
 	MYSQL_ROW row;
 	struct run rr;
 
@@ -274,7 +274,6 @@ int store_cancel(struct store *s, uint64_t id, const char *reason, char ret_stat
 	ret_by[0] = '\0';
 	snprintf(which, sizeof(which), "id = %llu AND state IN ('ready', 'dead')",
 		 (unsigned long long)id);
-	snprintf(scope, sizeof(scope), "queue = @claimd_cancel_queue");
 	/* The group is locked first (as every change of a group's rows does); a ready row that
 	 * was its group's turn hands the turn on (GROUP_HEAL). */
 	sq_reset(s);
@@ -282,9 +281,7 @@ int store_cancel(struct store *s, uint64_t id, const char *reason, char ret_stat
 	sq_end(s);
 	sql_add(s, GROUP_LOCK, which);
 	sq_end(s);
-	sql_add(s, "SET @claimd_cancel_queue = (SELECT queue FROM work_items WHERE id = %llu)",
-		(unsigned long long)id);
-	sq_end(s);
+	sq_add_heal_keys(s, which);
 	/* Deleted while ready, it cancels (or counts off) the rows that wait for it; dead, it
 	 * did so when it died. */
 	sql_add(s, "SET @claimd_was_ready = 0");
@@ -299,7 +296,7 @@ int store_cancel(struct store *s, uint64_t id, const char *reason, char ret_stat
 	sql_add(s, "DELETE FROM attempt_errors WHERE item_id = %llu AND @claimd_deleted > 0",
 		(unsigned long long)id);
 	sq_end(s);
-	sql_add(s, GROUP_HEAL, scope);
+	sql_add(s, GROUP_HEAL, HEAL_SCOPE);
 	sq_end(s);
 	/* The rows that waited for it: cancelled, or counted off (work_deps.on_dead). */
 	sq_add_deps_gone(s, id);
@@ -323,7 +320,7 @@ int store_cancel(struct store *s, uint64_t id, const char *reason, char ret_stat
 	if (row && row[1])
 		sq_utf8_sanitize(row[1], ret_by, 255);
 	mysql_free_result(rr.res);
-	if (rr.rows[5] > 0)   /* the DELETE */
+	if (rr.rows[6] > 0)   /* the DELETE */
 		return 1;
 	if (strcmp(ret_state, "claimed") == 0)
 		return 2;

@@ -147,8 +147,9 @@ int store_set_limit(struct store *s, const struct store_limit_set *set, char *er
 		add_updates(s, cols, given, 3);
 	}
 	sq_end(s);
-	/* A raised limit starts the rows it makes room for now, under the keys' locks. */
-	if (set->has_concurrency) {
+	/* A raised limit of one key starts the rows it makes room for now, under the key's lock
+	 * (every key's: the caller's store_group_heal, a chunk of keys at a time). */
+	if (set->has_concurrency && set->key) {
 		sql_add(s, GROUP_LOCK, scope);
 		sq_end(s);
 		sql_add(s, GROUP_HEAL, scope);

@@ -300,6 +300,14 @@ void sq_add_deps_gone_ids(struct store *s, const char *ids)
 	buf_free(&anchor);
 }
 
+void sq_add_heal_keys(struct store *s, const char *which)
+{
+	sql_add(s, HEAL_KEYS_TABLE);
+	sq_end(s);
+	sql_add(s, HEAL_KEYS_KEEP, which);
+	sq_end(s);
+}
+
 void sq_add_put_back(struct store *s, const char *which)
 {
 	static const char *const steps[] = {

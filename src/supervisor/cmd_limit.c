@@ -19,8 +19,16 @@ int cmd_limit_db(struct call *call, struct store *s, char *err, size_t errlen)
 		.interval_ms = q->interval_ms,
 		.burst = q->burst,
 	};
+	char after[STORE_GROUP_KEY_MAX + 1] = "";
 	int r = store_set_limit(s, &set, err, errlen);
 
+	/* Every key's: the rows a raised limit makes room for start now, a chunk of keys a
+	 * statement (on a queue of many keys, many statements, none long). */
+	while (r >= 0 && set.each_key && set.has_concurrency) {
+		r = store_group_heal(s, q->queue, after, after, err, errlen);
+		if (after[0] == '\0')
+			break;
+	}
 	return r < 0 ? r : store_limits_get(s, q->queue, &call->limits, err, errlen);
 }
 

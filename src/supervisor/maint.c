@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/log.h"
 
@@ -23,6 +24,10 @@ struct maint {
 	long long rows[5];            /* rows a step changed since it began */
 	uint64_t prune_from;          /* where the sweep of done rows goes on (0: a new sweep) */
 	uint64_t prune_next;          /* out of the prune step */
+	unsigned heal_queue;          /* where the check of keys goes on: the queue, */
+	char heal_after[STORE_GROUP_KEY_MAX + 1];   /* and the key after which ("" first) */
+	unsigned heal_next_queue;     /* out of the keys' step */
+	char heal_next[STORE_GROUP_KEY_MAX + 1];
 	bool more;                    /* out: the step is not finished */
 };
 
@@ -54,9 +59,18 @@ static int dedupe_run(struct maint *m, struct store *s, char *err, size_t errlen
 	return r;
 }
 
+/* A chunk of one queue's keys (store_group_heal), the next one at the next tick. */
 static int groups_run(struct maint *m, struct store *s, char *err, size_t errlen)
 {
-	return store_group_heal(s, m->queues, m->cfg->nqueues, err, errlen);
+	int r;
+
+	if (m->heal_queue >= m->cfg->nqueues)
+		m->heal_queue = 0, m->heal_after[0] = '\0';
+	r = store_group_heal(s, m->queues[m->heal_queue], m->heal_after, m->heal_next, err,
+			     errlen);
+	m->heal_next_queue = m->heal_queue + (m->heal_next[0] == '\0');
+	m->more = r >= 0 && m->heal_next_queue < m->cfg->nqueues;
+	return r;
 }
 
 static int prune_groups_run(struct maint *m, struct store *s, char *err, size_t errlen)
@@ -84,8 +98,8 @@ static const struct step steps[] = {
 	{ prune_run, true, LOG_INFO, "finished rows older than --keep-done (done) or --keep-dead "
 	  "(dead) pruned", "pruning finished rows" },
 	{ dedupe_run, false, LOG_DEBUG, "expired dedupe keys forgotten", "expiring dedupe keys" },
-	{ groups_run, false, LOG_WARN, "FIFO groups with waiting rows but none running (a "
-	  "running row deleted by hand?) started again", "checking FIFO groups" },
+	{ groups_run, false, LOG_WARN, "rows of keys with fewer running than their limit (a "
+	  "running row deleted by hand?) started", "checking the keys' limits" },
 	{ prune_groups_run, true, LOG_DEBUG, "FIFO groups without rows forgotten",
 	  "forgetting FIFO groups" },
 	{ history_run, false, LOG_DEBUG, "rows of the queues' history older than --keep-history "
@@ -115,6 +129,10 @@ static void job_done(struct dbq_job *j)
 		log_warn("%s failed: %s; trying again later", st->doing, j->err);
 	if (st->run == prune_run)
 		m->prune_from = m->more ? m->prune_next : 0;
+	if (st->run == groups_run) {
+		m->heal_queue = m->more ? m->heal_next_queue : 0;
+		memcpy(m->heal_after, m->more ? m->heal_next : "", m->more ? sizeof(m->heal_after) : 1);
+	}
 	if (m->more) {
 		m->due[k] = true; /* the next tick goes on */
 		return;

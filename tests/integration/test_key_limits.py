@@ -2,9 +2,11 @@
 """Limits per key (a row's group_key) and bursts, through two supervisors sharing the
 database: at most N of a key's rows run at once, started in insertion order (N = 1 stays the
 FIFO group); a raised limit starts waiting rows at once; a key's rate (a start per interval,
-up to a burst at once) and a queue's burst; set with claimctl, HTTP and SQL."""
+up to a burst at once) and a queue's burst; set with claimctl, HTTP and SQL; keys healed a
+chunk at a time."""
 
 import json
+import re
 
 import harness
 from harness import check, check_eq, runs_of, wait_for
@@ -173,6 +175,35 @@ def it_a_queues_burst_and_bad_limits(t):
                       ((), 'needs')):
         r = sups[1].ctl('limit', 'default', *args)
         check(r.returncode != 0 and why in r.stderr, f'limit {args} refused: {r.stderr.strip()}')
+
+
+def it_keys_are_healed_a_chunk_at_a_time_reading_only_the_keys_that_need_it(t):
+    """1,200 keys (more than one chunk of 500): a key whose running row was deleted by hand is
+    found by maintenance in its chunk, and its next row starts; claimctl limit --each-group
+    raises every key's limit at once, chunk by chunk; and a pass over healthy keys reads one
+    row a key (its statement is quick whatever the rows behind)."""
+    db = t.database()
+    nkeys = 1200
+    db.execute("INSERT INTO queues (name, paused) VALUES ('many', 1)")
+    db.execute(f"INSERT INTO work_items (queue, payload, group_key) SELECT 'many', 'x', "
+               f"CONCAT('k', LPAD(seq MOD {nkeys}, 4, '0')) FROM seq_1_to_{3 * nkeys}")
+    visible = lambda: int(db.scalar("SELECT COUNT(*) FROM work_items WHERE queue = 'many' "  # noqa: E731
+                                    "AND visible_at IS NOT NULL"))
+    check_eq(visible(), nkeys, 'rows visible: the oldest of each key')
+    # Nobody serves 'many': rows stay as they are, but maintenance runs each second.
+    c = t.claimd(db, '--workers', '1', '--queue', 'many', '--queue', 'elsewhere', '--handler',
+                 'noop', '--maintenance-interval', '1s')
+    c.wait_ready()
+    gone = int(db.scalar("SELECT MIN(id) FROM work_items WHERE group_key = 'k1100'"))
+    db.execute(f'DELETE FROM work_items WHERE id = {gone}')
+    wait_for(visible, 20, 'the deleted row\'s key healed by maintenance',
+             until=lambda n: n == nkeys)
+    wait_for(lambda: re.search(r'maintenance: 1 rows of keys with fewer running', c.log()), 10,
+             'the maintenance line, at the end of its pass over the keys')
+    r = c.ctl('limit', 'many', '--each-group', '--concurrency', '2', timeout=60)
+    check_eq(r.returncode, 0, f'claimctl limit: {r.stderr}')
+    check_eq(visible(), 2 * nkeys, 'rows visible once every key may run two')
+    check_eq(c.stop(), 0, 'claimd exit code')
 
 
 if __name__ == '__main__':
