@@ -41,6 +41,7 @@ struct run {
 	struct store *s, *guard;
 	unsigned long session;
 	atomic_int sig;             /* the stop signal taken, 0: none */
+	atomic_bool done;           /* the watcher may end (it is woken to see it) */
 	struct at at;
 };
 
@@ -99,7 +100,10 @@ static void *watcher(void *arg)
 	struct run *run = arg;
 	int sig;
 
-	while ((sig = proc_stop_signal_wait(TICK_MS)) != -EINTR) {
+	while (!atomic_load(&run->done)) {
+		sig = proc_stop_signal_wait(TICK_MS);
+		if (sig == -EINTR)
+			continue;   /* woken: done, or a stray SIGUSR1 */
 		if (sig > 0 || atomic_load(&run->sig))
 			stop_now(run, sig);
 		else
@@ -252,6 +256,7 @@ int admin_migrate(const struct config *cfg)
 	if (rc == 0)
 		rc = apply(&run, &have, &b, err, sizeof(err));
 	if (threaded) {
+		atomic_store(&run.done, true);
 		proc_stop_signal_wake(thread);
 		pthread_join(thread, NULL);
 	}
