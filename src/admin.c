@@ -1,6 +1,7 @@
-/* admin — what claimd does instead of running: bring the schema up to date (--migrate),
- * check a set-up (--doctor), and the start-up check of the database (preflight). */
+/* admin — what claimd does instead of running: check a set-up (--doctor), and the start-up
+ * check of the database (preflight); admin_migrate.c brings the schema up to date. */
 #include "admin.h"
+#include "admin_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,12 +17,16 @@
 
 #include "common/buf.h"
 #include "store/store.h"
+#include "store/store_migrate.h"
 
-static int connect_store(const struct config *cfg, struct store **ret, char *err, size_t errlen)
+int admin_connect(const struct config *cfg, bool migrating, struct store **ret, char *err,
+		  size_t errlen)
 {
 	struct store *s = NULL;
 	int r = store_new(&cfg->dsn, "admin", &s);
 
+	if (r == 0 && migrating)
+		store_set_migrating(s);
 	if (r == 0)
 		r = store_connect(s, err, errlen);
 	if (r < 0) {
@@ -32,8 +37,7 @@ static int connect_store(const struct config *cfg, struct store **ret, char *err
 	return 0;
 }
 
-/* MariaDB 10.6 or later, else -ENOTSUP with why (or another error reading the version). */
-static int check_server(struct store *s, char *version, size_t vlen, char *err, size_t errlen)
+int admin_check_server(struct store *s, char *version, size_t vlen, char *err, size_t errlen)
 {
 	char comment[128];
 	int r = store_server_version(s, version, vlen, comment, sizeof(comment), err, errlen);
@@ -55,7 +59,7 @@ int admin_preflight(const struct config *cfg)
 	struct store *s = NULL;
 	char err[600] = "";
 	unsigned have = 0;
-	int r = connect_store(cfg, &s, err, sizeof(err));
+	int r = admin_connect(cfg, false, &s, err, sizeof(err));
 
 	if (r == -ENOTCONN) {
 		fprintf(stderr, "claimd: the database does not answer yet (%s); starting anyway, "
@@ -72,7 +76,7 @@ int admin_preflight(const struct config *cfg)
 		return -1;
 	}
 	char version[80];
-	r = check_server(s, version, sizeof(version), err, sizeof(err));
+	r = admin_check_server(s, version, sizeof(version), err, sizeof(err));
 	if (r == 0)
 		r = store_schema_version(s, &have, err, sizeof(err));
 	store_free(s);
@@ -91,8 +95,7 @@ int admin_preflight(const struct config *cfg)
 	return 0;
 }
 
-/* An error of --migrate or --doctor: on stderr, and with --json also as {"error": ...}. */
-static void admin_error(const struct config *cfg, const char *what, const char *err)
+void admin_error(const struct config *cfg, const char *what, const char *err)
 {
 	struct buf b;
 
@@ -105,58 +108,6 @@ static void admin_error(const struct config *cfg, const char *what, const char *
 	buf_puts(&b, "}\n");
 	fwrite(b.data, 1, b.len, stdout);
 	buf_free(&b);
-}
-
-int admin_migrate(const struct config *cfg)
-{
-	struct store *s = NULL;
-	char err[800] = "";
-	unsigned have = 0;
-	int r = connect_store(cfg, &s, err, sizeof(err)), rc = 0;
-	struct buf b;
-
-	if (r < 0) {
-		admin_error(cfg, "--migrate", err);
-		return 2;
-	}
-	char version[80];
-	r = check_server(s, version, sizeof(version), err, sizeof(err));
-	if (r == -ENOTSUP) {
-		admin_error(cfg, "--migrate", err);
-		store_free(s);
-		return 2;
-	}
-	if (r == 0)
-		r = store_schema_version(s, &have, err, sizeof(err));
-	if (r < 0) {
-		admin_error(cfg, "--migrate", err);
-		store_free(s);
-		return 1;
-	}
-	buf_init(&b);
-	buf_printf(&b, "{\"from\":%u,\"applied\":[", have);
-	if (have >= store_nmigrations && !cfg->json)
-		printf("the schema is at version %u: nothing to do\n", have);
-	for (unsigned i = have; i < store_nmigrations; i++) {
-		const struct store_migration *m = &store_migrations[i];
-		r = store_migrate(s, m, err, sizeof(err));
-		if (r < 0) {
-			admin_error(cfg, "--migrate", err);
-			rc = 1;
-			break;
-		}
-		if (cfg->json)
-			buf_printf(&b, "%s\"%03u_%s\"", i > have ? "," : "", m->version, m->name);
-		else
-			printf("applied migration %03u_%s\n", m->version, m->name);
-		have = m->version;
-	}
-	buf_printf(&b, "],\"version\":%u}\n", have);
-	if (cfg->json && rc == 0)
-		fwrite(b.data, 1, b.len, stdout);
-	buf_free(&b);
-	store_free(s);
-	return rc;
 }
 
 /* ---- --doctor ---- */
@@ -259,7 +210,7 @@ int admin_doctor(const struct config *cfg)
 	buf_init(&json);
 	rep.json = cfg->json ? &json : NULL;
 	say(&rep, "ok", "settings read%s%s", *cfg->config_file ? " from " : "", cfg->config_file);
-	if (connect_store(cfg, &s, err, sizeof(err)) < 0) {
+	if (admin_connect(cfg, false, &s, err, sizeof(err)) < 0) {
 		say(&rep, "FAIL", "cannot connect as claimd would: %s", err);
 		goto local;
 	}
@@ -275,7 +226,7 @@ int admin_doctor(const struct config *cfg)
 		say(&rep, dsn_may_use_tls(&cfg->dsn) ? "warn" : "ok", "connected to the database%s "
 		    "without TLS%s", at, dsn_may_use_tls(&cfg->dsn) ? " (the DSN asks for it where "
 		    "the server offers it: it does not)" : "");
-	r = check_server(s, version, sizeof(version), err, sizeof(err));
+	r = admin_check_server(s, version, sizeof(version), err, sizeof(err));
 	if (r == -ENOTSUP) {
 		/* The checks below would fail half-way on it, and say less. */
 		say(&rep, "FAIL", "unsupported server: %s", err);

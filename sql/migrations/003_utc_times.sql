@@ -20,21 +20,45 @@
 -- inside an hour the clock skipped becomes the moment of the change; one inside an hour the
 -- clock repeated is taken as its first pass. A row of work_items with a time outside the range
 -- stops the migration with an error naming it, before anything is changed: fix or delete it,
--- then run the migration again. The ALTERs rebuild the tables (as long as copying them takes):
--- stop claimd meanwhile. The claim index (queue, priority, visible_at, id) gets 1 byte
+-- then run the migration again. The claim index (queue, priority, visible_at, id) gets 1 byte
 -- smaller per entry (a TIMESTAMP(6) takes 7 bytes, a DATETIME(6) 8).
 --
--- Idempotent: once the columns are TIMESTAMPs, the check finds nothing to check and the ALTERs
--- copy TIMESTAMPs as they are, whatever the session's zone.
+-- Online: MariaDB changes a column's type only by copying the table, under a lock that stops
+-- its writes for as long (minutes for millions of rows). work_items and work_groups are not
+-- copied. Each time column gets a new TIMESTAMP(6) column beside it (<name>_m3, INVISIBLE:
+-- SELECT * and an INSERT without a column list do not see it; an instant ADD COLUMN); triggers
+-- keep it equal to the old one in every row inserted or updated from then on, in the zone of
+-- the session that writes (claimd's and, as a rule, the application's: the server's); the rows
+-- there were are copied in batches of ids (claimd --migrate says how far it got); the indexes
+-- that hold a time are built again on the new columns (online: inserts and updates go on);
+-- then one instant ALTER swaps the names of the old and the new columns and of the old and the
+-- new indexes, and the old ones are dropped. claimd (of any version) goes on claiming and
+-- finishing rows meanwhile, and the application inserting them. queues, supervisors and
+-- claimd_schema, a row per queue, per running claimd and per migration, are copied (a
+-- handful of rows, milliseconds under a shared lock).
+--
+-- Idempotent and resumable: what each table needs is read from its columns' types. Stopped
+-- anywhere, run again it goes on: the new columns, triggers and indexes that are there are
+-- kept, the batches skip rows copied already (a new column still at its first value,
+-- FROM_UNIXTIME(1)), and after the swap only the clean-up is left. Loaded again once done, it
+-- changes nothing. Loaded with the mariadb client, each batched statement runs once over the
+-- whole table.
 
 SET @claimd_sql_mode = @@SESSION.sql_mode,
     @claimd_time_zone = @@SESSION.time_zone,
     SESSION time_zone = COALESCE(@claimd_old_time_zone, @@GLOBAL.time_zone);
 
+-- What is left to do: a table whose time columns are still DATETIMEs.
+SET @claimd_m3_items = IFNULL((SELECT DATA_TYPE = 'datetime' FROM information_schema.COLUMNS
+        WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'work_items' AND COLUMN_NAME = 'run_at'), 0),
+    @claimd_m3_groups = IFNULL((SELECT DATA_TYPE = 'datetime' FROM information_schema.COLUMNS
+        WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'work_groups'
+          AND COLUMN_NAME = 'updated_at'), 0);
+
 DELIMITER //
-IF (SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
-    AND TABLE_NAME = 'work_items' AND COLUMN_NAME = 'run_at') = 'datetime' THEN
-    SET @claimd_bad = (SELECT GROUP_CONCAT(id ORDER BY id SEPARATOR ', ') FROM (
+IF @claimd_m3_items THEN
+    -- SELECT ... INTO, a plain read: SET @v = (SELECT ...) would lock every row it reads.
+    SELECT GROUP_CONCAT(id ORDER BY id SEPARATOR ', ') INTO @claimd_bad FROM (
         SELECT id FROM work_items
         WHERE (run_at IS NOT NULL AND UNIX_TIMESTAMP(run_at) IS NULL)
            OR (dedupe_until IS NOT NULL AND UNIX_TIMESTAMP(dedupe_until) IS NULL)
@@ -42,7 +66,7 @@ IF (SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABA
            OR (claimed_at IS NOT NULL AND UNIX_TIMESTAMP(claimed_at) IS NULL)
            OR (finished_at IS NOT NULL AND UNIX_TIMESTAMP(finished_at) IS NULL)
            OR (created_at IS NOT NULL AND UNIX_TIMESTAMP(created_at) IS NULL)
-        ORDER BY id LIMIT 20) AS bad);
+        ORDER BY id LIMIT 20) AS bad;
     IF @claimd_bad IS NOT NULL THEN
         SET @claimd_bad = CONCAT('claimd migration 3: work_items rows with a time outside ',
             '1970-01-01 00:00:01 .. 2038-01-19 03:14:07 UTC, which a TIMESTAMP cannot hold ',
@@ -53,44 +77,180 @@ END IF//
 DELIMITER ;
 
 -- Not strict: a value inside a skipped hour becomes the moment of the change (a warning), not
--- an error. Values out of range were refused above.
+-- an error, in the batches and, as the triggers keep the sql_mode they were made in, in the
+-- triggers too. Values out of range were refused above.
 SET SESSION sql_mode = '';
 
+-- work_items. 1: the new columns.
+DELIMITER //
+IF @claimd_m3_items THEN
+    ALTER TABLE work_items
+        ADD COLUMN IF NOT EXISTS run_at_m3 TIMESTAMP(6) NOT NULL DEFAULT FROM_UNIXTIME(1)
+            INVISIBLE AFTER run_at,
+        ADD COLUMN IF NOT EXISTS dedupe_until_m3 TIMESTAMP(6) NULL DEFAULT NULL
+            INVISIBLE AFTER dedupe_until,
+        ADD COLUMN IF NOT EXISTS visible_at_m3 TIMESTAMP(6) NULL DEFAULT NULL
+            INVISIBLE AFTER visible_at,
+        ADD COLUMN IF NOT EXISTS claimed_at_m3 TIMESTAMP(6) NULL DEFAULT NULL
+            INVISIBLE AFTER claimed_at,
+        ADD COLUMN IF NOT EXISTS finished_at_m3 TIMESTAMP(6) NULL DEFAULT NULL
+            INVISIBLE AFTER finished_at,
+        ADD COLUMN IF NOT EXISTS created_at_m3 TIMESTAMP(6) NOT NULL DEFAULT FROM_UNIXTIME(1)
+            INVISIBLE AFTER created_at,
+        ALGORITHM=INSTANT;
+END IF//
+
+-- 2: the triggers that keep them equal to the old ones in every row written from now on (the
+-- insert trigger after work_items_bi, which sets visible_at).
+IF @claimd_m3_items THEN
+    EXECUTE IMMEDIATE 'CREATE OR REPLACE TRIGGER work_items_m3_bi BEFORE INSERT ON work_items
+        FOR EACH ROW FOLLOWS work_items_bi
+        SET NEW.run_at_m3 = NEW.run_at, NEW.dedupe_until_m3 = NEW.dedupe_until,
+            NEW.visible_at_m3 = NEW.visible_at, NEW.claimed_at_m3 = NEW.claimed_at,
+            NEW.finished_at_m3 = NEW.finished_at, NEW.created_at_m3 = NEW.created_at';
+    EXECUTE IMMEDIATE 'CREATE OR REPLACE TRIGGER work_items_m3_bu BEFORE UPDATE ON work_items
+        FOR EACH ROW
+        SET NEW.run_at_m3 = NEW.run_at, NEW.dedupe_until_m3 = NEW.dedupe_until,
+            NEW.visible_at_m3 = NEW.visible_at, NEW.claimed_at_m3 = NEW.claimed_at,
+            NEW.finished_at_m3 = NEW.finished_at, NEW.created_at_m3 = NEW.created_at';
+END IF//
+
+-- 3: the rows there were, in batches (a row not copied yet has created_at_m3 at its first
+-- value; an update copies a row itself).
+-- claimd-batches: work_items id if @claimd_m3_items
+IF @claimd_m3_items THEN
+    UPDATE work_items
+       SET run_at_m3 = run_at, dedupe_until_m3 = dedupe_until, visible_at_m3 = visible_at,
+           claimed_at_m3 = claimed_at, finished_at_m3 = finished_at, created_at_m3 = created_at
+     WHERE id BETWEEN IFNULL(@claimd_lo, 0) AND IFNULL(@claimd_hi, 18446744073709551615)
+       AND created_at_m3 = FROM_UNIXTIME(1);
+END IF//
+
+-- 4: the indexes on the new columns, built online.
+IF @claimd_m3_items THEN
+    ALTER TABLE work_items
+        ADD KEY IF NOT EXISTS claim_prio_idx_m3 (queue, priority, visible_at_m3, id),
+        ADD KEY IF NOT EXISTS dedupe_expiry_idx_m3 (dedupe_until_m3),
+        ALGORITHM=INPLACE, LOCK=NONE;
+END IF//
+
+-- 5: the swap, instant: the new columns and indexes take the names (and the old ones the
+-- _m3 names, where the triggers go on writing them until they are dropped below).
+IF @claimd_m3_items THEN
+    ALTER TABLE work_items
+        CHANGE COLUMN run_at run_at_m3 DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
+            INVISIBLE,
+        CHANGE COLUMN run_at_m3 run_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+        CHANGE COLUMN dedupe_until dedupe_until_m3 DATETIME(6) NULL DEFAULT NULL INVISIBLE,
+        CHANGE COLUMN dedupe_until_m3 dedupe_until TIMESTAMP(6) NULL DEFAULT NULL,
+        CHANGE COLUMN visible_at visible_at_m3 DATETIME(6) NULL DEFAULT NULL INVISIBLE,
+        CHANGE COLUMN visible_at_m3 visible_at TIMESTAMP(6) NULL DEFAULT NULL,
+        CHANGE COLUMN claimed_at claimed_at_m3 DATETIME(6) NULL DEFAULT NULL INVISIBLE,
+        CHANGE COLUMN claimed_at_m3 claimed_at TIMESTAMP(6) NULL DEFAULT NULL,
+        CHANGE COLUMN finished_at finished_at_m3 DATETIME(6) NULL DEFAULT NULL INVISIBLE,
+        CHANGE COLUMN finished_at_m3 finished_at TIMESTAMP(6) NULL DEFAULT NULL,
+        CHANGE COLUMN created_at created_at_m3 DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
+            INVISIBLE,
+        CHANGE COLUMN created_at_m3 created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+        RENAME KEY claim_prio_idx TO claim_prio_idx_m3,
+        RENAME KEY claim_prio_idx_m3 TO claim_prio_idx,
+        RENAME KEY dedupe_expiry_idx TO dedupe_expiry_idx_m3,
+        RENAME KEY dedupe_expiry_idx_m3 TO dedupe_expiry_idx,
+        ALGORITHM=INSTANT;
+END IF//
+DELIMITER ;
+
+-- 6: the old columns, their indexes and the triggers go.
+DROP TRIGGER IF EXISTS work_items_m3_bi;
+DROP TRIGGER IF EXISTS work_items_m3_bu;
 ALTER TABLE work_items
-    MODIFY COLUMN run_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
-    MODIFY COLUMN dedupe_until TIMESTAMP(6) NULL DEFAULT NULL,
-    MODIFY COLUMN visible_at TIMESTAMP(6) NULL DEFAULT NULL,
-    MODIFY COLUMN finished_at TIMESTAMP(6) NULL DEFAULT NULL,
-    MODIFY COLUMN created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6);
--- claimed_at too, unless migration 12 has made it a generated column (this file loaded
--- again): that one is a TIMESTAMP(6) already, and MODIFY cannot change a generated column.
-SET @claimd_q = IF((SELECT EXTRA FROM information_schema.COLUMNS
-                    WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'work_items'
-                      AND COLUMN_NAME = 'claimed_at') LIKE '%GENERATED%', 'DO 0',
-    'ALTER TABLE work_items MODIFY COLUMN claimed_at TIMESTAMP(6) NULL DEFAULT NULL');
-PREPARE claimd_stmt FROM @claimd_q;
-EXECUTE claimd_stmt;
-DEALLOCATE PREPARE claimd_stmt;
-ALTER TABLE queues
-    MODIFY COLUMN next_start_at TIMESTAMP(6) NULL DEFAULT NULL,
-    MODIFY COLUMN updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
-        ON UPDATE CURRENT_TIMESTAMP(6);
-ALTER TABLE work_groups
-    MODIFY COLUMN updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
-        ON UPDATE CURRENT_TIMESTAMP(6);
-ALTER TABLE supervisors
-    MODIFY COLUMN started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
-    MODIFY COLUMN seen_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6);
-ALTER TABLE claimd_schema
-    MODIFY COLUMN applied_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6);
+    DROP KEY IF EXISTS claim_prio_idx_m3,
+    DROP KEY IF EXISTS dedupe_expiry_idx_m3,
+    ALGORITHM=NOCOPY, LOCK=NONE;
+ALTER TABLE work_items
+    DROP COLUMN IF EXISTS run_at_m3,
+    DROP COLUMN IF EXISTS dedupe_until_m3,
+    DROP COLUMN IF EXISTS visible_at_m3,
+    DROP COLUMN IF EXISTS claimed_at_m3,
+    DROP COLUMN IF EXISTS finished_at_m3,
+    DROP COLUMN IF EXISTS created_at_m3,
+    ALGORITHM=INSTANT;
+
+-- work_groups (a row per FIFO group and key: as many as work_items, for some), the same way,
+-- in batches of updated_at (its index: the table has no single-column key), which a row keeps
+-- as it is copied.
+DELIMITER //
+IF @claimd_m3_groups THEN
+    ALTER TABLE work_groups
+        ADD COLUMN IF NOT EXISTS updated_at_m3 TIMESTAMP(6) NOT NULL DEFAULT FROM_UNIXTIME(1)
+            INVISIBLE AFTER updated_at,
+        ALGORITHM=INSTANT;
+END IF//
+IF @claimd_m3_groups THEN
+    EXECUTE IMMEDIATE 'CREATE OR REPLACE TRIGGER work_groups_m3_bi BEFORE INSERT ON work_groups
+        FOR EACH ROW SET NEW.updated_at_m3 = NEW.updated_at';
+    EXECUTE IMMEDIATE 'CREATE OR REPLACE TRIGGER work_groups_m3_bu BEFORE UPDATE ON work_groups
+        FOR EACH ROW SET NEW.updated_at_m3 = NEW.updated_at';
+END IF//
+-- claimd-batches: work_groups updated_at if @claimd_m3_groups
+IF @claimd_m3_groups THEN
+    UPDATE work_groups SET updated_at_m3 = updated_at, updated_at = updated_at
+     WHERE updated_at BETWEEN IFNULL(@claimd_lo, '1000-01-01')
+                          AND IFNULL(@claimd_hi, '9999-12-31 23:59:59.999999')
+       AND updated_at_m3 = FROM_UNIXTIME(1);
+END IF//
+IF @claimd_m3_groups THEN
+    ALTER TABLE work_groups ADD KEY IF NOT EXISTS updated_idx_m3 (updated_at_m3),
+        ALGORITHM=INPLACE, LOCK=NONE;
+END IF//
+IF @claimd_m3_groups THEN
+    ALTER TABLE work_groups
+        CHANGE COLUMN updated_at updated_at_m3 DATETIME(6) NOT NULL
+            DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6) INVISIBLE,
+        CHANGE COLUMN updated_at_m3 updated_at TIMESTAMP(6) NOT NULL
+            DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
+        RENAME KEY updated_idx TO updated_idx_m3,
+        RENAME KEY updated_idx_m3 TO updated_idx,
+        ALGORITHM=INSTANT;
+END IF//
+DELIMITER ;
+DROP TRIGGER IF EXISTS work_groups_m3_bi;
+DROP TRIGGER IF EXISTS work_groups_m3_bu;
+ALTER TABLE work_groups DROP KEY IF EXISTS updated_idx_m3, ALGORITHM=NOCOPY, LOCK=NONE;
+ALTER TABLE work_groups DROP COLUMN IF EXISTS updated_at_m3, ALGORITHM=INSTANT;
+
+-- The small tables, copied.
+DELIMITER //
+IF (SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
+    AND TABLE_NAME = 'queues' AND COLUMN_NAME = 'next_start_at') = 'datetime' THEN
+    ALTER TABLE queues
+        MODIFY COLUMN next_start_at TIMESTAMP(6) NULL DEFAULT NULL,
+        MODIFY COLUMN updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
+            ON UPDATE CURRENT_TIMESTAMP(6),
+        ALGORITHM=COPY, LOCK=SHARED;
+END IF//
+IF (SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
+    AND TABLE_NAME = 'supervisors' AND COLUMN_NAME = 'seen_at') = 'datetime' THEN
+    ALTER TABLE supervisors
+        MODIFY COLUMN started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+        MODIFY COLUMN seen_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+        ALGORITHM=COPY, LOCK=SHARED;
+END IF//
+IF (SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
+    AND TABLE_NAME = 'claimd_schema' AND COLUMN_NAME = 'applied_at') = 'datetime' THEN
+    ALTER TABLE claimd_schema
+        MODIFY COLUMN applied_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+        ALGORITHM=COPY, LOCK=SHARED;
+END IF//
+DELIMITER ;
 
 SET SESSION sql_mode = @claimd_sql_mode, SESSION time_zone = @claimd_time_zone;
 
 -- The insert trigger as migration 1 made it, and a run_at outside the TIMESTAMP's range is
 -- refused: a strict server refuses it itself, any other would store zero and run it at once.
-DROP TRIGGER IF EXISTS work_items_bi;
+-- Replaced in one statement: an insert finds the old trigger or the new one, never none.
 DELIMITER //
-CREATE TRIGGER work_items_bi BEFORE INSERT ON work_items FOR EACH ROW
+CREATE OR REPLACE TRIGGER work_items_bi BEFORE INSERT ON work_items FOR EACH ROW
 BEGIN
     DECLARE live BIGINT UNSIGNED DEFAULT NULL;
     DECLARE CONTINUE HANDLER FOR NOT FOUND SET live = NULL;

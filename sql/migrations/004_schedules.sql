@@ -51,8 +51,7 @@ CREATE TABLE IF NOT EXISTS schedules (
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
 
 -- A change of what a schedule's times are (or its resume) has them read again from now.
-DROP TRIGGER IF EXISTS schedules_changed;
-CREATE TRIGGER schedules_changed BEFORE UPDATE ON schedules FOR EACH ROW
+CREATE OR REPLACE TRIGGER schedules_changed BEFORE UPDATE ON schedules FOR EACH ROW
     SET NEW.next_tick_at = IF(NOT (NEW.cron <=> OLD.cron) OR NOT (NEW.time_zone <=> OLD.time_zone)
                               OR (OLD.paused = 1 AND NEW.paused = 0), NULL, NEW.next_tick_at),
         NEW.error = IF(NOT (NEW.cron <=> OLD.cron) OR NOT (NEW.time_zone <=> OLD.time_zone),

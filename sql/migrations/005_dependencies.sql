@@ -50,15 +50,16 @@ CREATE TABLE IF NOT EXISTS batches (
 --                of such a row carries the statements that count it off its children (rows
 --                without edges pay nothing). So a row that is running cannot get a new
 --                child: its worker read 0 (the edge is refused; wait until it ended).
+-- The columns are instant; the index is built online (inserts and updates go on meanwhile).
 ALTER TABLE work_items
     ADD COLUMN IF NOT EXISTS waiting_for INT UNSIGNED NOT NULL DEFAULT 0 AFTER group_seq,
     ADD COLUMN IF NOT EXISTS batch_id BIGINT UNSIGNED NULL DEFAULT NULL AFTER waiting_for,
     ADD COLUMN IF NOT EXISTS has_dependents TINYINT(1) NOT NULL DEFAULT 0 AFTER batch_id,
-    ADD KEY IF NOT EXISTS batch_idx (batch_id);
+    ALGORITHM=INSTANT;
+ALTER TABLE work_items ADD KEY IF NOT EXISTS batch_idx (batch_id), ALGORITHM=INPLACE, LOCK=NONE;
 
-DROP TRIGGER IF EXISTS work_deps_bi;
 DELIMITER //
-CREATE TRIGGER work_deps_bi BEFORE INSERT ON work_deps FOR EACH ROW
+CREATE OR REPLACE TRIGGER work_deps_bi BEFORE INSERT ON work_deps FOR EACH ROW
 BEGIN
     DECLARE p_state, c_state VARCHAR(16) DEFAULT NULL;
     DECLARE p_period, c_period INT UNSIGNED DEFAULT NULL;

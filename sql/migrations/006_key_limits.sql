@@ -37,7 +37,8 @@ ALTER TABLE queues
     ADD COLUMN IF NOT EXISTS key_concurrency INT UNSIGNED NOT NULL DEFAULT 1 AFTER burst,
     ADD COLUMN IF NOT EXISTS key_interval_ms INT UNSIGNED NOT NULL DEFAULT 0
         AFTER key_concurrency,
-    ADD COLUMN IF NOT EXISTS key_burst INT UNSIGNED NOT NULL DEFAULT 1 AFTER key_interval_ms;
+    ADD COLUMN IF NOT EXISTS key_burst INT UNSIGNED NOT NULL DEFAULT 1 AFTER key_interval_ms,
+    ALGORITHM=INSTANT;
 
 CREATE TABLE IF NOT EXISTS key_limits (
     queue        VARCHAR(64) NOT NULL,
@@ -52,14 +53,14 @@ CREATE TABLE IF NOT EXISTS key_limits (
 
 -- A key's next free start (its rate), beside its lock and numbers.
 ALTER TABLE work_groups
-    ADD COLUMN IF NOT EXISTS next_start_at TIMESTAMP(6) NULL DEFAULT NULL AFTER last_seq;
+    ADD COLUMN IF NOT EXISTS next_start_at TIMESTAMP(6) NULL DEFAULT NULL AFTER last_seq,
+    ALGORITHM=INSTANT;
 
 -- The insert trigger as migration 3 made it, but a row is parked only when its key has N live
 -- rows already (the first N of them run: a share lock on the N-th orders the insert against
--- their finish).
-DROP TRIGGER IF EXISTS work_items_bi;
+-- their finish). Replaced in one statement: an insert finds the old trigger or the new one.
 DELIMITER //
-CREATE TRIGGER work_items_bi BEFORE INSERT ON work_items FOR EACH ROW
+CREATE OR REPLACE TRIGGER work_items_bi BEFORE INSERT ON work_items FOR EACH ROW
 BEGIN
     DECLARE nth BIGINT UNSIGNED DEFAULT NULL;
     DECLARE lim INT UNSIGNED DEFAULT 1;

@@ -15,6 +15,7 @@
 -- Both are instant ADD COLUMNs: nothing is rebuilt.
 ALTER TABLE work_items
     ADD COLUMN IF NOT EXISTS cancel_requested_at TIMESTAMP(6) NULL DEFAULT NULL,
-    ADD COLUMN IF NOT EXISTS cancel_reason VARCHAR(255) NULL DEFAULT NULL;
+    ADD COLUMN IF NOT EXISTS cancel_reason VARCHAR(255) NULL DEFAULT NULL,
+    ALGORITHM=INSTANT;
 
 INSERT IGNORE INTO claimd_schema (version, name) VALUES (7, 'cancel');

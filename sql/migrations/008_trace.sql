@@ -5,6 +5,7 @@
 -- the request's "traceparent", so: job->traceparent) and names its trace id in the log lines
 -- it writes about the row, so that the work shows up in the trace that asked for it.
 ALTER TABLE work_items
-    ADD COLUMN IF NOT EXISTS traceparent VARCHAR(55) NULL DEFAULT NULL AFTER content_type;
+    ADD COLUMN IF NOT EXISTS traceparent VARCHAR(55) NULL DEFAULT NULL AFTER content_type,
+    ALGORITHM=INSTANT;
 
 INSERT IGNORE INTO claimd_schema (version, name) VALUES (8, 'trace');

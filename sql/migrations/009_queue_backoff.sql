@@ -15,6 +15,8 @@
 --   retry_max_ms      the longest wait, 1 ms .. 7 days, not below retry_base_ms when both are set
 --   retry_jitter_pct  0 .. 100: each wait is moved by up to this percent of it, either way
 --                     (0: exact waits)
+-- MariaDB adds a CHECK constraint only by copying the table: queues has a row per queue that
+-- has settings, copied in milliseconds, its reads going on meanwhile.
 ALTER TABLE queues
     ADD COLUMN IF NOT EXISTS retry_base_ms INT UNSIGNED NULL DEFAULT NULL AFTER next_start_at,
     ADD COLUMN IF NOT EXISTS retry_max_ms INT UNSIGNED NULL DEFAULT NULL AFTER retry_base_ms,
@@ -24,6 +26,7 @@ ALTER TABLE queues
         CHECK (retry_base_ms BETWEEN 1 AND 604800000),
     ADD CONSTRAINT IF NOT EXISTS retry_max_range
         CHECK (retry_max_ms BETWEEN 1 AND 604800000 AND retry_max_ms >= retry_base_ms),
-    ADD CONSTRAINT IF NOT EXISTS retry_jitter_range CHECK (retry_jitter_pct <= 100);
+    ADD CONSTRAINT IF NOT EXISTS retry_jitter_range CHECK (retry_jitter_pct <= 100),
+    ALGORITHM=COPY, LOCK=SHARED;
 
 INSERT IGNORE INTO claimd_schema (version, name) VALUES (9, 'queue_backoff');

@@ -278,7 +278,8 @@ static void usage(FILE *f)
 		"Exit status: 0 done; 1 claimd refused or failed the request (the reason on\n"
 		"stderr); 2 a bad command line; 3 no answer from claimd on the control socket.\n"
 		"doctor and migrate exit as claimd does: 0 fine, 1 a problem found, 2 bad\n"
-		"settings or no connection.\n", ctl_usage());
+		"settings or no connection, 3 (migrate) a claimd of an earlier release to stop\n"
+		"first.\n", ctl_usage());
 }
 
 /* doctor and migrate: claimd from the directory claimctl is in, else from PATH, with

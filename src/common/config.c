@@ -148,8 +148,10 @@ const struct option_def config_defs[] = {
 	{ "help", K_ACTION, NULL, NONE, CONFIG_HELP, 0, A_RESTART, "this text" },
 	{ "version", K_ACTION, NULL, NONE, CONFIG_VERSION, 0, A_RESTART, "claimd's version" },
 	{ "migrate", K_MODE, NULL, AT(migrate), 0, 1, A_RESTART,
-	  "bring the database's schema up to this claimd's (its migrations, in order), then\n"
-	  "exit; the DSN's user must be allowed to create and alter tables and triggers" },
+	  "bring the database's schema up to this claimd's (its migrations, in order, while the\n"
+	  "database is in use; what runs long on stderr), then exit; exit status 3: stop the\n"
+	  "claimds running on it, then run it again. The DSN's user must be allowed to create\n"
+	  "and alter tables and triggers" },
 	{ "doctor", K_MODE, NULL, AT(doctor), 0, 1, A_RESTART,
 	  "check what claimd needs, as it would connect, then exit: the schema, privileges,\n"
 	  "isolation level, binary log, clock skew, the control socket and HTTP" },

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <linux/capability.h>
+#include <time.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -52,6 +54,46 @@ void proc_ignore_stop_signals(void)
 {
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
+}
+
+/* The stop signals one thread takes for the whole process (proc_stop_signals_block), and the
+ * one that wakes it (proc_stop_signal_wake). */
+static void stop_set(sigset_t *set, bool waker)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	if (waker)
+		sigaddset(set, SIGUSR1);
+}
+
+int proc_stop_signals_block(void)
+{
+	sigset_t set;
+
+	stop_set(&set, true);
+	return -pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+int proc_stop_signal_wait(unsigned ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+	sigset_t set;
+	int sig;
+
+	stop_set(&set, true);
+	do
+		sig = sigtimedwait(&set, NULL, &ts);
+	while (sig < 0 && errno == EINTR);
+	if (sig < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	return sig == SIGUSR1 ? -EINTR : sig;
+}
+
+int proc_stop_signal_wake(pthread_t t)
+{
+	return -pthread_kill(t, SIGUSR1);
 }
 
 int proc_die_with_parent(pid_t parent_pid)

@@ -3,6 +3,7 @@
 #ifndef CLAIMD_PROC_H
 #define CLAIMD_PROC_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -23,6 +24,19 @@ int proc_die_with_parent(pid_t parent_pid);
  * systemd signal the whole group, and the supervisor decides how the pool stops (it SIGKILLs a
  * worker that does not stop in time). */
 void proc_ignore_stop_signals(void);
+
+/* Stop signals for a process whose main thread waits in calls a signal does not end (claimd
+ * --migrate in a statement that runs for minutes), taken by a thread of its own: block SIGINT,
+ * SIGTERM and SIGHUP (and SIGUSR1, the waker) in the calling thread and the threads it starts
+ * after, before it starts any. Returns 0 or -errno. */
+int proc_stop_signals_block(void);
+
+/* In the thread that takes them: wait up to ms for SIGINT, SIGTERM or SIGHUP. Returns the
+ * signal, 0 when none came in time, -EINTR when proc_stop_signal_wake woke it. */
+int proc_stop_signal_wait(unsigned ms);
+
+/* Wake thread t from proc_stop_signal_wait. Returns 0 or -errno. */
+int proc_stop_signal_wake(pthread_t t);
 
 struct proc_child {
 	pid_t pid;

@@ -122,10 +122,7 @@ extern const unsigned store_nmigrations;   /* the schema version this claimd nee
  * there is none (no claimd_schema table). Returns 0 or a negative error. */
 int store_schema_version(struct store *s, unsigned *ret, char *err, size_t errlen);
 
-/* Apply m: its statements one by one (each migration is idempotent and records itself as its
- * last statement; DDL commits as it goes, so one stopped half way is applied again whole).
- * Returns 0 or a negative error with err naming the statement's line. */
-int store_migrate(struct store *s, const struct store_migration *m, char *err, size_t errlen);
+/* Applying migrations: store_migrate.h. */
 
 /* Which servers claimd supports: MariaDB 10.6 or later (and Galera clusters of it). Its SQL
  * uses MariaDB's own forms (INSERT ... RETURNING, ADD COLUMN IF NOT EXISTS, compound

@@ -5,6 +5,7 @@
  * helpers' contracts. */
 #include "store/store.h"
 #include "store/store_int.h"
+#include "store/store_migrate.h"
 
 #include "common/secret.h"
 #include "common/utf8.h"
@@ -26,6 +27,8 @@
 
 #define RETRIES_DEADLOCK 5      /* tries in all for 1213 */
 #define RETRIES_LOCK_WAIT 2     /* tries in all for 1205 */
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
 
 /* Fills err (if any) and returns code. */
 int sq_fail_msg(int code, char *err, size_t errlen, const char *fmt, ...)
@@ -111,7 +114,7 @@ bool sq_parse_u64(const char *p, unsigned long len, uint64_t *ret)
  * disconnected for inactivity. */
 /* 1047 is what a Galera node out of the primary component answers ("WSREP has not yet
  * prepared node for application use"): a new connection goes to a node that is synced. */
-static bool conn_lost(unsigned e)
+bool sq_conn_lost(unsigned e)
 {
 	static const unsigned lost[] = { 2002, 2003, 2005, 2006, 2012, 2013, 2014, 2055,
 					 1053, 1927, 4031, 1047 };
@@ -123,7 +126,7 @@ static bool conn_lost(unsigned e)
 	return false;
 }
 
-static void drop(struct store *s)
+void sq_drop(struct store *s)
 {
 	if (s->conn)
 		mysql_close(s->conn);
@@ -179,8 +182,8 @@ static int db_error(struct store *s, const char *op, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	sq_fail_msg(0, err, errlen, "%s: mysql error %u: %s", op, e, mysql_error(s->conn));
-	if (conn_lost(e)) {
-		drop(s);
+	if (sq_conn_lost(e)) {
+		sq_drop(s);
 		return -ENOTCONN;
 	}
 	return e == 1213 ? -EDEADLK : e == 1205 ? -ETIMEDOUT : -EIO;
@@ -275,8 +278,8 @@ fail:
 void sq_abort(struct store *s)
 {
 	if (s->conn && mysql_real_query(s->conn, "ROLLBACK", 8) != 0 &&
-	    conn_lost(mysql_errno(s->conn)))
-		drop(s);
+	    sq_conn_lost(mysql_errno(s->conn)))
+		sq_drop(s);
 }
 
 /* Whether to try again after r; sleeps 1-2 ms, 2-4 ms, 4-8 ms, ... first. */
@@ -406,6 +409,16 @@ int store_new(const struct dsn *dsn, const char *claimer, struct store **ret)
 	return 0;
 }
 
+void store_set_migrating(struct store *s)
+{
+	s->migrating = true;
+}
+
+unsigned long store_session_id(const struct store *s)
+{
+	return s && s->conn ? mysql_thread_id(s->conn) : 0;
+}
+
 void store_set_dedupe_window(struct store *s, unsigned seconds)
 {
 	s->dedupe_window_s = seconds;
@@ -415,7 +428,7 @@ void store_free(struct store *s)
 {
 	if (!s)
 		return;
-	drop(s);
+	sq_drop(s);
 	free(s->scratch);  /* store_claim leaves no payload in it, whatever happened */
 	free(s->cuts);
 	buf_free(&s->sql);
@@ -467,14 +480,19 @@ static void set_tls(MYSQL *c, const struct dsn *d)
 		      d->ssl_mode == DSN_SSL_VERIFY_IDENTITY ? &yes : &no);
 }
 
-static void set_options(MYSQL *c)
+static void set_options(MYSQL *c, bool migrating)
 {
 	unsigned connect_timeout = 3, rw_timeout = 10;
 	my_bool off = 0;
 
 	mysql_options(c, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout);
-	mysql_options(c, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
-	mysql_options(c, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
+	/* A migration's statement may run for minutes (an index built online): it waits for the
+	 * server as long as that takes, and TCP keepalive (set_keepalive) notices a server that
+	 * vanished instead. */
+	if (!migrating) {
+		mysql_options(c, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
+		mysql_options(c, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
+	}
 	mysql_options(c, MYSQL_OPT_RECONNECT, &off);
 	mysql_options(c, MYSQL_SET_CHARSET_NAME, "utf8mb4");
 	mysql_options(c, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
@@ -494,6 +512,13 @@ static void set_options(MYSQL *c)
 	mysql_options(c, MYSQL_INIT_COMMAND, "SET SESSION autocommit = 1, innodb_lock_wait_timeout = 5, "
 		      "time_zone = '+00:00', max_recursive_iterations = 4294967295 "
 		      "/*M!100300 , idle_transaction_timeout = 10 */");
+	/* A schema change waits for its table's metadata lock while every statement that comes
+	 * to the table after it waits behind it: with the server's default (a day) one long
+	 * transaction of an application would stop the table's inserts for as long. A second,
+	 * then store_migrate tries again, after the queue behind it drained. */
+	if (migrating)
+		mysql_options(c, MYSQL_INIT_COMMAND, "SET SESSION lock_wait_timeout = "
+			      STRINGIFY(STORE_MIGRATE_LOCK_WAIT_S));
 }
 
 /* A request the network swallows (a link cut, a host gone) fails once it has gone
@@ -514,6 +539,27 @@ static void set_tcp_user_timeout(MYSQL *c)
 		return;
 	/* best effort: without it the read timeout still ends the wait */
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+}
+
+/* A migrating session has no read timeout: a server that vanished while it waits for a long
+ * statement is noticed by keepalive probes instead, after KEEPALIVE_IDLE_S of silence and
+ * (with TCP_USER_TIMEOUT) TCP_UNACKED_MS unanswered. */
+#define KEEPALIVE_IDLE_S 30
+#define KEEPALIVE_INTERVAL_S 5
+
+static void set_keepalive(MYSQL *c)
+{
+	int on = 1, idle = KEEPALIVE_IDLE_S, intvl = KEEPALIVE_INTERVAL_S, cnt = 3;
+	int fd = (int)mysql_get_socket(c);
+
+	if (fd < 0)
+		return;
+	/* best effort, as set_tcp_user_timeout (a Unix socket has no such options) */
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) < 0)
+		return;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
 /* A Galera node takes writes when synced (wsrep_local_state 4); a server without Galera
@@ -559,7 +605,7 @@ static int connect_one(struct store *s, const struct dsn_host *h, const char *pw
 	s->conn = mysql_init(NULL);
 	if (!s->conn)
 		return sq_fail_msg(-ENOMEM, err, errlen, "store_connect: out of memory");
-	set_options(s->conn);
+	set_options(s->conn, s->migrating);
 	set_tls(s->conn, d);
 	/* No password of our own: NULL lets the client library take the option file's (an
 	 * empty string would be a password, and override it). */
@@ -576,6 +622,8 @@ static int connect_one(struct store *s, const struct dsn_host *h, const char *pw
 		return r == -ENOTCONN ? r : -EIO;
 	}
 	set_tcp_user_timeout(s->conn);
+	if (s->migrating)
+		set_keepalive(s->conn);
 	if (d->nhosts > 1 && (r = check_synced(s, err, errlen)) < 0)
 		return r == -EAGAIN ? -ENOTCONN : r;
 	return 0;
@@ -589,7 +637,7 @@ int store_connect(struct store *s, char *err, size_t errlen)
 	struct buf why;
 	int r;
 
-	drop(s);
+	sq_drop(s);
 	r = read_password(&s->dsn, pw, sizeof(pw), err, errlen);
 	if (r < 0)
 		return r;
@@ -607,7 +655,7 @@ int store_connect(struct store *s, char *err, size_t errlen)
 			buf_free(&why);
 			return 0;
 		}
-		drop(s);
+		sq_drop(s);
 		if (n == 1 || r == -ENOMEM) {
 			snprintf(err, errlen, "%s", one);
 			break;

@@ -335,6 +335,7 @@ struct store {
 	 * finds tell, and a worker woken for a new row is not kept waiting for either. */
 	bool last_full;
 	unsigned seed;
+	bool migrating;              /* store_set_migrating: no read timeout, keepalive */
 	/* store_set_claim_hook */
 	void (*locked)(void *arg, const struct store_item *items, size_t n);
 	void *locked_arg;
@@ -381,6 +382,12 @@ int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t er
 
 /* After a failed statement inside a transaction: leave none open. */
 void sq_abort(struct store *s);
+
+/* Whether MySQL error e means the session is gone (or in an unknown state): the connection
+ * is to be dropped (sq_drop) and made again. */
+bool sq_conn_lost(unsigned e);
+/* Close s's connection (if any); store_connected says false after it. */
+void sq_drop(struct store *s);
 
 /* After r from sq_run: whether to run the statements again (1213 deadlock, 1205 lock wait
  * timeout, a few times, with a short randomised sleep first; the transaction is rolled back). */

@@ -1,4 +1,5 @@
-/* store_schema — the database's schema version and applying migrations. */
+/* store_schema — the database's schema version, the servers claimd supports, and what
+ * --doctor asks the server. Applying migrations is store_migrate.c's. */
 #include "store/store.h"
 #include "store/store_int.h"
 
@@ -6,8 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "common/sqlsplit.h"
 
 int store_schema_version(struct store *s, unsigned *ret, char *err, size_t errlen)
 {
@@ -29,34 +28,6 @@ int store_schema_version(struct store *s, unsigned *ret, char *err, size_t errle
 	row = res ? mysql_fetch_row(res) : NULL;
 	*ret = row && row[0] ? (unsigned)strtoul(row[0], NULL, 10) : 0;
 	mysql_free_result(res);
-	return 0;
-}
-
-int store_migrate(struct store *s, const struct store_migration *m, char *err, size_t errlen)
-{
-	int r = sq_check(s, "store_migrate", NULL, 0, NULL, err, errlen);
-	struct sqlsplit sp;
-	const char *p;
-	size_t len;
-	unsigned line;
-
-	if (r < 0)
-		return r;
-	sqlsplit_init(&sp, m->text, m->len);
-	while ((r = sqlsplit_next(&sp, &p, &len, &line)) == 1) {
-		MYSQL_RES *res;
-		if (mysql_real_query(s->conn, p, (unsigned long)len) != 0)
-			return sq_fail_msg(mysql_errno(s->conn) == 2006 || mysql_errno(s->conn) == 2013 ?
-					   -ENOTCONN : -EIO, err, errlen,
-					   "migration %03u_%s, the statement at line %u: mysql error %u: %s",
-					   m->version, m->name, line, mysql_errno(s->conn),
-					   mysql_error(s->conn));
-		res = mysql_store_result(s->conn);
-		mysql_free_result(res);
-	}
-	if (r < 0)
-		return sq_fail_msg(-EINVAL, err, errlen, "migration %03u_%s: an unterminated quote "
-				   "or comment near line %u", m->version, m->name, sp.line);
 	return 0;
 }
 
