@@ -13,8 +13,9 @@
 -- dead (its last attempt failed, or it is deleted while ready or dead) cancels its children
 -- whose edge says on_dead = 'cancel' (the default): they go dead with "cancelled: row N, which
 -- it waited for, is dead", and so on down; an edge with on_dead = 'run' counts the dead parent
--- off like a done one. Put back a dead parent with claimctl retry and its children stay as
--- they are (retry them too). Refused with an error: a row waiting for itself, a cycle, an
+-- off like a done one. A dead row put back (claimctl retry, a bulk retry) brings back the rows
+-- its death cancelled and counts its parents again (migration 13, claimd-workflows(7)).
+-- Refused with an error: a row waiting for itself, a cycle, an
 -- edge to a missing row, an edge to a running row (its worker would not know), an INSERT ... SELECT that reads work_items (a trigger cannot change a
 -- table its statement reads: insert the ids as VALUES).
 --

@@ -5,12 +5,12 @@
 -- a second and stops its handler.
 --   cancel_requested_at  when the cancel was asked for; NULL: never. A request is live while
 --                        the row did not finish after it (finished_at NULL or older): its
---                        next outcome other than success (a failure, a release, a deferral)
---                        makes it dead with cancel_reason as its last_error, with no retry;
---                        a row claimed again after its lease ran out (its supervisor died)
---                        is not run but made dead the same way. A run that succeeded before
---                        the cancel reached it stays done (a recurring row goes on: the
---                        request is stale once the row finished after it).
+--                        next outcome, a success included, makes it dead with cancel_reason
+--                        as its last_error, with no retry; a row claimed again after its
+--                        lease ran out (its supervisor died) is not run but made dead the
+--                        same way. A run whose success was written before the request stays
+--                        done (a recurring row goes on: the request is stale once the row
+--                        finished after it).
 --   cancel_reason        "cancelled (DELETE /v1/jobs)", "cancelled (claimctl cancel)"
 -- Both are instant ADD COLUMNs: nothing is rebuilt.
 ALTER TABLE work_items
