@@ -7,7 +7,8 @@
  * touched. Prints claims/s.
  * Phase 2 (fencing): a claimer whose lease ran out and whose row was claimed again can no
  * longer complete, fail, release or extend it, one row or many in one statement; release gives the attempt back or not;
- * fail and release turn rows dead at max_attempts with last_error kept.
+ * fail and release turn rows dead at max_attempts with last_error kept; an outcome written
+ * twice (its first answer lost) counts the rows that wait for its row off once.
  * Phase 3 (connection): a killed connection and an unreachable server give -ENOTCONN.
  *
  * WARNING: empties work_items. Exit 0 on success, 1 on failure. Never 77: an unreachable
@@ -780,6 +781,68 @@ static void cursor_finds_rows_behind(MYSQL *m, struct store *a)
 	expect_ids("and on after it", got, claim_ids(a, "cursor", 2, got), r[7], 0);
 }
 
+/* The child's waiting_for and whether it has a visible_at, "2 invisible". */
+static void expect_waiting(MYSQL *m, uint64_t child, const char *what, const char *want)
+{
+	char got[64];
+
+	sql_text(m, got, sizeof(got), "SELECT CONCAT_WS(' ', waiting_for, IF(visible_at IS NULL, "
+		 "'invisible', 'visible')) FROM work_items WHERE id = %llu",
+		 (unsigned long long)child);
+	if (strcmp(got, want) != 0)
+		die("%s: the child is \"%s\", want \"%s\"", what, got, want);
+}
+
+/* An outcome written a second time, as a worker does when the answer to its first was lost
+ * (the connection dropped after the COMMIT went through: it sends the same outcomes with
+ * its next claim), changes nothing, and counts the rows that wait for its row off once:
+ * done (with a claim), dead (a failure, a counted release). */
+static void fence_replay(MYSQL *m, struct store *a)
+{
+	char err[STORE_ERR_MAX];
+	uint64_t p[3], child;
+	struct store_ref ref[3];
+	struct store_item it;
+	size_t n, completed;
+
+	for (int i = 0; i < 3; i++)
+		p[i] = insert_row(m, "replay", 1, "p");
+	child = insert_row(m, "replay-child", 1, "c");
+	sql(m, "INSERT INTO work_deps (parent_id, child_id, on_dead) VALUES (%llu, %llu, 'run'), "
+	    "(%llu, %llu, 'run'), (%llu, %llu, 'run')", (unsigned long long)p[0],
+	    (unsigned long long)child, (unsigned long long)p[1], (unsigned long long)child,
+	    (unsigned long long)p[2], (unsigned long long)child);
+	expect_waiting(m, child, "three parents", "3 invisible");
+	for (int i = 0; i < 3; i++) {
+		it = claim1(a, "replay", LEASE_LONG_MS);
+		if (!it.has_dependents)
+			die("replay: the claim of parent %llu says no row waits for it",
+			    (unsigned long long)it.id);
+		ref[i] = (struct store_ref){ .id = it.id, .token = it.token, .dependents = true };
+		store_items_clear(&it, 1);
+	}
+	for (int k = 0; k < 2; k++) {
+		if (store_claim(a, "replay", 0, LEASE_LONG_MS, &ref[0], 1, &it, &n, &completed, err,
+				sizeof(err)) < 0 || completed != (k ? 0u : 1u))
+			die("replay: completion %d of row %llu: %zu completed (%s)", k + 1,
+			    (unsigned long long)ref[0].id, completed, err);
+		expect_waiting(m, child, k ? "a done parent's completion again" :
+			       "a done parent", "2 invisible");
+	}
+	for (int k = 0; k < 2; k++) {
+		expect_rc(k ? "a failure again" : "a last failure",
+			  store_fail(a, ref[1], 0, "boom", err, sizeof(err)), k ? 0 : 2, err);
+		expect_waiting(m, child, k ? "a dead parent's failure again" :
+			       "a dead parent (run edge)", "1 invisible");
+	}
+	for (int k = 0; k < 2; k++) {
+		expect_rc(k ? "a counted release again" : "a counted last release",
+			  store_release(a, &ref[2], 1, true, "gone", err, sizeof(err)), k ? 0 : 1,
+			  err);
+		expect_waiting(m, child, "the last parent dead", "0 visible");
+	}
+}
+
 static void phase_fence(const struct dsn *d, MYSQL *m)
 {
 	struct store *a = open_store(d, "fence/A"), *b = open_store(d, "fence/B");
@@ -790,6 +853,7 @@ static void phase_fence(const struct dsn *d, MYSQL *m)
 	fence_release(m, a);
 	fence_fail(m, a);
 	fence_fail_many(m, a, b);
+	fence_replay(m, a);
 	queue_escaping(m, a);
 	cursor_finds_rows_behind(m, a);
 	store_free(a);

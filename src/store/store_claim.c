@@ -347,11 +347,11 @@ static void prios_add_found(struct prio_set *set, const struct store_item *items
 
 /* Inside a transaction: "COMPLETE;" for done[0..n), with its groups locked before and their
  * next rows started after if any is grouped, and, if any has dependents, the rows that
- * waited for them counted off (and released when they wait for nothing more). Returns the index of the COMPLETE among the
- * statements of the text (START TRANSACTION is 0). */
+ * waited for them counted off (and released when they wait for nothing more). Returns the
+ * index of the COMPLETE among the statements of the text (START TRANSACTION is 0). */
 static int sql_add_complete(struct store *s, const struct store_ref *done, size_t n)
 {
-	bool grouped = sq_any_grouped(done, n);
+	bool grouped = sq_any_grouped(done, n), deps = false;
 
 	if (n == 0)
 		return 0;
@@ -362,15 +362,20 @@ static int sql_add_complete(struct store *s, const struct store_ref *done, size_
 	sql_add(s, " WHERE ");
 	sq_add_fence(s, done, n);
 	sq_end(s);
-	if (grouped)
-		sq_add_group_next(s, done, n, false);
 	for (size_t i = 0; i < n; i++)
 		if (done[i].dependents) {
-			/* Done, or dead for a cancel: each counts only the rows it applies to. */
-			sq_add_deps_done(s, done, n);
-			sq_add_deps_dead(s, done, n);
+			deps = true;
 			break;
 		}
+	if (deps)
+		sq_add_finished(s, true);
+	if (grouped)
+		sq_add_group_next(s, done, n, false);
+	if (deps) {
+		/* Done, or dead for a cancel: each counts only the rows it applies to. */
+		sq_add_deps_done(s, done, n);
+		sq_add_deps_dead(s, done, n);
+	}
 	return grouped ? 2 : 1;
 }
 

@@ -65,6 +65,7 @@ static size_t sql_add_cancelled_dead(struct store *s, const struct store_ref *re
 	sq_add_fence(s, refs, n);
 	sql_add(s, " AND " CANCEL_LIVE);
 	sq_end(s);
+	sq_add_finished(s, true);
 	return at;
 }
 
@@ -140,6 +141,8 @@ int store_fail_many(struct store *s, struct store_failure *f, size_t n, char *er
 		sql_add_finish(s, f[i].retry_ms, f[i].error, false);
 		sq_add_fence(s, &refs[i], 1);
 		sq_end(s);
+		if (nd)
+			sq_add_finished(s, i == 0);
 	}
 	sq_add_attempt_errors(s, refs, n, "last_error");
 	if (ng)
@@ -150,14 +153,15 @@ int store_fail_many(struct store *s, struct store_failure *f, size_t n, char *er
 	sq_add_id_runs(s, ids, n);
 	sq_end(s);
 	sql_add(s, "COMMIT");
-	_Static_assert(2 + STORE_FAIL_MAX <= RUN_MAX_STMTS, "store_fail_many's UPDATEs' counts");
+	_Static_assert(2 + 2 * STORE_FAIL_MAX <= RUN_MAX_STMTS, "store_fail_many's UPDATEs' counts");
 	r = sq_run_retry(s, "store_fail", &rr, err, errlen);
 	if (r < 0)
 		return r;
-	/* Statements: START, [GROUP_LOCK], n x UPDATE, ATTEMPT_ERROR_ADD, [GROUP_NEXT],
-	 * [3 x DEPS], SELECT, COMMIT; the SELECT's is the only result set. */
+	/* Statements: START, [GROUP_LOCK], n x (UPDATE, [SET @claimd_fin]), ATTEMPT_ERROR_ADD,
+	 * [GROUP_NEXT], [3 x DEPS], SELECT, COMMIT; the SELECT's is the only result set. */
 	for (size_t i = 0; i < n; i++) {
-		f[i].result = rr.rows[u + i] == 0 ? 0 : state_read(rr.res, f[i].ref.id);
+		f[i].result = rr.rows[u + i * (nd ? 2 : 1)] == 0 ? 0 :
+			      state_read(rr.res, f[i].ref.id);
 		if (f[i].result < 0 && r == 0)
 			r = sq_fail_msg(f[i].result, err, errlen, "store_fail: row %llu changed but "
 					"its state is unexpected", (unsigned long long)f[i].ref.id);
@@ -219,6 +223,7 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 	sql_add_finish(s, 0, reason, true);
 	sq_add_fence(s, refs, n);
 	sq_end(s);
+	sq_add_finished(s, true);
 	add_release_errors(s, refs, n, reason);
 	sq_add_group_next(s, refs, n, true);
 	sq_add_deps_dead(s, refs, n);
