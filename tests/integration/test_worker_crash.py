@@ -157,7 +157,9 @@ def it_takes_down_what_the_handler_left_when_its_guard_dies_too(t):
 
 def _scribble(t, c, db, h, pgid):
     """Row 'pgid:<pgid>' (one attempt) on the scribble plugin: its worker writes pgid into its
-    scoreboard entry and crashes. Waits until the row is dead, claimd gone or 15 s."""
+    scoreboard entry and crashes (in a sanitized build, through the sanitizer's SEGV report).
+    Waits until the row is dead, claimd gone or 15 s."""
+    t.allow_sanitizer_report('AddressSanitizer: SEGV', 'AddressSanitizer:DEADLYSIGNAL')
     item = db.insert_item(f'pgid:{pgid}', max_attempts=1)
     wait_for(lambda: not c.running() or db.row(item, 'state')[0] == 'dead', 15,
              f'row {item} (pgid {pgid}) dead after its worker crashed')
