@@ -98,7 +98,7 @@ def it_an_idle_limited_queue_sends_only_the_idle_poll(t):
     time.sleep(2.0)  # a measuring window, not a wait for an event
     q1 = int(db.scalar("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
                        "WHERE VARIABLE_NAME = 'QUESTIONS'"))
-    # The server is shared with other tests' leftovers only between tests; count generously:
+    # The server is this test's alone while it runs (tests/meson.build); count generously:
     # 2 s of 100 ms polls is 20, plus this test's own two statements.
     check(q1 - q0 <= 24, f'{q1 - q0} statements in 2 idle seconds')
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
