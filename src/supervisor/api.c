@@ -9,36 +9,11 @@
 #include "common/config.h"
 #include "common/ctl.h"
 #include "common/log.h"
-#include "common/utf8.h"
-#include "common/trace.h"
 #include "supervisor/ui.h"
 
 /* src/supervisor/openapi.json, built in (embed.py --symbol). */
 extern const unsigned char openapi_json[];
 extern const size_t openapi_json_len;
-
-#define JSON "application/json"
-
-unsigned api_status_of(int rc)
-{
-	switch (rc) {
-	case -EINVAL: return 400;
-	case -ENOENT: return 404;
-	case -EBUSY: return 409;
-	case -ENOLINK: return 409;   /* a retry of a row that waits for a dead one */
-	case -ENOMEM: return 500;
-	default: return 503;  /* the database, or stopping */
-	}
-}
-
-void api_respond_buf(struct http_request *r, unsigned status, struct buf *b)
-{
-	if (buf_failed(b))
-		http_respond_error(r, 500, "out of memory");
-	else
-		http_respond(r, status, JSON, b->data ? b->data : "", b->len);
-	buf_free(b);
-}
 
 /* ---- /metrics ---- */
 
@@ -224,17 +199,6 @@ static void on_done(void *data, const struct ctl_request *req, const struct cmd_
 	free(call);
 }
 
-bool api_utf8_valid(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n = strlen(s);
-
-	for (size_t k; n; p += k, n -= k)
-		if (!(k = utf8_len(p, n)))
-			return false;
-	return true;
-}
-
 /* Text goes into text columns: the first of the path's values, the query's names and values
  * and the payload's Content-Type that is not UTF-8 is refused, 400 by name. Returns whether
  * r was answered so. */
@@ -261,16 +225,6 @@ static bool text_refused(struct http_request *r, const char *const *pnames,
 }
 
 /* Run verb with the query's arguments plus the ones the path gave (names[0..npath)). */
-/* A traceparent header that is not a W3C traceparent is ignored, as the specification says. */
-void api_trace_default(struct http_request *r, struct ctl_request *req)
-{
-	const char *tp = http_header(r, "traceparent");
-
-	if (!ctl_has(req, CTL_F_TRACEPARENT) && tp && trace_parent_valid(tp)) {
-		req->traceparent = tp;
-		req->have |= 1ull << CTL_F_TRACEPARENT;
-	}
-}
 
 static void run(struct api_host *h, struct api_call *call, enum ctl_verb verb,
 		const char *const *pnames, const char *const *pvalues, size_t npath, bool payload)

@@ -15,7 +15,6 @@
 #include "supervisor/reading.h"
 #include "supervisor/render.h"
 
-
 _Static_assert(CTL_QUEUE_MAX <= STORE_QUEUE_MAX, "a queue name the protocol takes fits the store");
 _Static_assert(CTL_KEY_MAX <= STORE_DEDUPE_KEY_MAX && CTL_KEY_MAX <= STORE_GROUP_KEY_MAX,
 	       "a key the protocol takes fits the store");
@@ -31,18 +30,6 @@ struct cmd_def {
 	/* The ok reply's body for claimctl. */
 	void (*text)(const struct ctl_request *req, const struct cmd_result *res, struct buf *out);
 };
-
-void cmd_finish(struct call *call)
-{
-	call->done(call->data, call->req, &call->res);
-	store_job_clear(&call->row);
-	store_supervisors_free(call->svs, call->res.nsupervisors);
-	free(call->scheds);
-	free(call->batches);
-	store_limits_clear(&call->limits);
-	store_job_extra_clear(&call->extra);
-	free(call);
-}
 
 /* ---- status, queues, jobs: from the readings ---- */
 
@@ -205,20 +192,6 @@ static void jobs_now(struct call *call)
 	k.before = q->before;
 	k.limit = cmd_page(q);
 	reading_get(call->cmds->jobs, &k, jobs_read, call);
-}
-
-unsigned cmd_page(const struct ctl_request *req)
-{
-	if (ctl_has(req, CTL_F_LIMIT))
-		return req->limit;
-	return req->verb == CTL_SCHEDULES ? CMD_SCHEDULES_PAGE : CMD_LIST_PAGE;
-}
-
-/* A change an operator made: what the readings say is stale. */
-void cmd_changed(struct cmds *c)
-{
-	reading_stale(c->queues);
-	reading_stale(c->jobs);
 }
 
 static void status_text(const struct ctl_request *req, const struct cmd_result *res,

@@ -59,7 +59,7 @@ void http_enter(struct http_request *r, enum http_state to)
 		/* In external polling mode MHD takes a resumed connection up in its next MHD_run,
 		 * which nothing else may cause soon: run it on the loop's next turn. */
 		mhd.resume_connection(r->conn);
-		http_kick(r->dmn);
+		r->dmn->kick(r->dmn);
 	}
 }
 

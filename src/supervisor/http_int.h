@@ -58,6 +58,9 @@ struct http_daemon {
 	uint64_t drain_until;           /* the loop's clock */
 	struct http_request *requests;  /* every request it gave us, until completed */
 	struct http_daemon *next;       /* in http_server.old */
+	/* Run MHD on the loop's next turn (it takes a resumed connection up only then): how a
+	 * request (http.c) tells the daemon that drives it (http_listen.c), which sets it. */
+	void (*kick)(struct http_daemon *d);
 	/* its connections (http_conn.c) */
 	unsigned nconns;                /* open (as MHD counts them) */
 	unsigned nshed;                 /* of them shut down, not yet closed */
@@ -139,11 +142,6 @@ void http_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 /* The headers every answer carries: no caching, no sniffing, no framing, no referrer, and a
  * Content-Security-Policy that lets a page run only the server's own files. */
 void http_add_common_headers(struct MHD_Response *resp);
-
-/* ---- http_listen.c ---- */
-
-/* Run MHD on the loop's next turn (it takes a resumed connection up only then). */
-void http_kick(struct http_daemon *d);
 
 /* ---- http_conn.c ---- */
 

@@ -64,7 +64,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
 	run(p->data);
 }
 
-void http_kick(struct http_daemon *d)
+static void kick(struct http_daemon *d)
 {
 	if (d->d)
 		uv_timer_start(&d->timer, on_timer, 0, 0);
@@ -227,6 +227,7 @@ static int daemon_start(struct http_server *s, int listen_fd, struct http_daemon
 	if (!d)
 		goto fail;
 	d->srv = s;
+	d->kick = kick;
 	if (s->cert_file) {
 		if (mhd.is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
 			snprintf(err, errlen, "http: this libmicrohttpd has no TLS: cannot serve HTTPS");
@@ -436,7 +437,7 @@ int http_reload_tls(struct http_server *s, char *err, size_t errlen)
 	old->next = s->old;
 	s->old = old;
 	s->cur = d;
-	http_kick(old);
+	kick(old);
 	return 0;
 }
 

@@ -93,16 +93,6 @@ void worker_db_failed(struct worker *w, int r, const char *what, const char *err
 		worker_enter(w, WS_CONNECT);
 }
 
-bool worker_db_waiting(const struct worker *w)
-{
-	return uv_is_active((const uv_handle_t *)&w->db_timer);
-}
-
-bool worker_db_busy(const struct worker *w)
-{
-	return w->db_running || worker_db_waiting(w);
-}
-
 /* Where the worker goes when nothing stops it: asking for more while there is room. */
 static enum wstate settled(struct worker *w)
 {

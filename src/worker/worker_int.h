@@ -102,10 +102,17 @@ void worker_kick(struct worker *w);
 /* A database call failed with r: back off, then reconnect (WS_CONNECT). */
 void worker_db_failed(struct worker *w, int r, const char *what, const char *err);
 /* Whether a database call failed and the back-off runs. */
-bool worker_db_waiting(const struct worker *w);
+static inline bool worker_db_waiting(const struct worker *w)
+{
+	return uv_is_active((const uv_handle_t *)&w->db_timer);
+}
+
 /* Whether no statement may be made now: the back-off runs, or a claim or write does (its
  * end kicks the worker, and runs the lease renewal and progress that came due meanwhile). */
-bool worker_db_busy(const struct worker *w);
+static inline bool worker_db_busy(const struct worker *w)
+{
+	return w->db_running || worker_db_waiting(w);
+}
 /* Write the outcomes (no claim), off the loop. Returns 0 (started, nothing to write, or a
  * statement runs already: the next turn after it writes them), or a negative error
  * (db_failed took over). */
