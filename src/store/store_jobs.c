@@ -264,6 +264,7 @@ int store_cancel(struct store *s, uint64_t id, const char *reason, char ret_stat
 		 char ret_by[256], char *err, size_t errlen)
 {
 	int r = sq_check(s, "store_cancel", NULL, 0, NULL, err, errlen);
+	enum row_state st;
 	char which[96];
 	MYSQL_ROW row;
 	struct run rr;
@@ -322,7 +323,7 @@ int store_cancel(struct store *s, uint64_t id, const char *reason, char ret_stat
 	mysql_free_result(rr.res);
 	if (rr.rows[6] > 0)   /* the DELETE */
 		return 1;
-	if (strcmp(ret_state, "claimed") == 0)
+	if (row_state_parse(ret_state, &st) && st == ROW_CLAIMED)
 		return 2;
 	return ret_state[0] ? -EBUSY : 0;
 }

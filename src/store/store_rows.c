@@ -90,6 +90,7 @@ static int rows_of(const struct run *rr, size_t a, size_t b, size_t n)
  * -EIO (not there, or another state: the UPDATE that changed it said ready or dead). */
 static int state_read(MYSQL_RES *res, uint64_t id)
 {
+	enum row_state st;
 	MYSQL_ROW row;
 
 	if (!res)
@@ -97,8 +98,8 @@ static int state_read(MYSQL_RES *res, uint64_t id)
 	mysql_data_seek(res, 0);
 	while ((row = mysql_fetch_row(res)))
 		if (row[0] && row[1] && strtoull(row[0], NULL, 10) == id)
-			return strcmp(row[1], "dead") == 0 ? 2 : strcmp(row[1], "ready") == 0 ? 1 :
-			       -EIO;
+			return !row_state_parse(row[1], &st) ? -EIO : st == ROW_DEAD ? 2 :
+			       st == ROW_READY ? 1 : -EIO;
 	return -EIO;
 }
 

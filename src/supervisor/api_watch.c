@@ -134,7 +134,9 @@ static const struct store_watch_row *found(const struct api_watch *w, const stru
 
 static bool over(const char *state)
 {
-	return !strcmp(state, "done") || !strcmp(state, "dead");
+	enum row_state st;
+
+	return row_state_parse(state, &st) && row_state_final(st);
 }
 
 static int send_text(struct api_call *call, const char *s, size_t n);
@@ -434,8 +436,7 @@ static bool finished(const struct store_job *j)
 
 static bool batch_over(const struct store_batch *b)
 {
-	return b->finished && (!*b->callback_state || !strcmp(b->callback_state, "done") ||
-			       !strcmp(b->callback_state, "dead"));
+	return b->finished && (!*b->callback_state || over(b->callback_state));
 }
 
 /* Whether what res read is over: the row finished, or the batch with its callback. */
