@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """The source tree's layout, as src/README.md states it: what each folder may include, no
-circle among modules (a module is foo.c with foo.h and its private foo_int.h; one includes another when any of its
-files includes the other's header), no file over 800 lines, and a README in every folder.
-Prints what breaks a rule and exits 1; exits 0 when all hold."""
+circle among modules (a module is foo.c with foo.h and its private foo_int.h; one includes
+another when any of its files includes the other's header), no circle of calls between
+files (file A uses a function that file B defines, directly or through others, and B one of
+A's), no file over 800 lines, and a README in every folder that names each of its source
+files (in backquotes: the file, or its module, `foo` for foo.c, foo.h and foo_int.h). Prints
+what breaks a rule and exits 1; exits 0 when all hold."""
 
 import os
 import re
@@ -21,6 +24,15 @@ ALLOWED = {
     'claimctl': {'common'},
     '.': {'common', 'store', 'worker', 'supervisor'},   # src/claimd.c, the entry point
 }
+
+
+# Circles of calls the tree still has, each to be split where its concern ends (the lower side
+# signals the upper through a struct of callbacks). A new circle fails, and so does one listed
+# here that is gone (take it off the list).
+KNOWN_CALL_CIRCLES = [
+    {'supervisor/pool.c', 'supervisor/pool_cancel.c', 'supervisor/pool_size.c'},
+    {'worker/worker.c', 'worker/worker_items.c'},
+]
 
 
 def sources():
@@ -67,6 +79,100 @@ def find_cycle(graph):
     return None
 
 
+def c_text(path):
+    """path's text without comments, strings and character constants."""
+    with open(os.path.join(SRC, path), encoding='utf-8') as f:
+        text = f.read()
+    text = re.sub(r'/\*.*?\*/', ' ', text, flags=re.S)
+    text = re.sub(r'//[^\n]*', ' ', text)
+    text = re.sub(r'"(\\.|[^"\\\n])*"', '""', text)
+    return re.sub(r"'(\\.|[^'\\\n])*'", "''", text)
+
+
+# A function with external linkage defined at the start of a line (the style's), its body's
+# brace at the start of the next line after the parameters.
+DEFINITION = re.compile(r'^(?!static\b)(?![ \t#}])[^\n;{}()]*?\b([A-Za-z_]\w*)\(([^;{}]*?)\)\s*'
+                        r'(?:__attribute__\(\([^;{]*\)\)\s*)?\n\{', re.M)
+
+
+def call_graph(files):
+    """file -> {file whose functions it names (calls, or takes the address of): the names}."""
+    texts = {p: c_text(p) for p in files if p.endswith('.c')}
+    defined = {}
+    for p, text in texts.items():
+        for m in DEFINITION.finditer(text):
+            defined.setdefault(m.group(1), set()).add(p)
+    graph = {}
+    for p, text in texts.items():
+        for name in set(re.findall(r'\b[A-Za-z_]\w*\b', text)):
+            where = defined.get(name, set())
+            if len(where) == 1 and p not in where:
+                graph.setdefault(p, {}).setdefault(next(iter(where)), set()).add(name)
+    return graph
+
+
+def circles(graph):
+    """The strongly connected sets of more than one node (Tarjan), each a set."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(comp)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def call_circle_problems(files):
+    graph = call_graph(files)
+    problems = []
+    found = circles(graph)
+    for comp in found:
+        if comp in KNOWN_CALL_CIRCLES:
+            continue
+        edges = [f'{a} -> {b} ({", ".join(sorted(graph[a][b])[:3])})'
+                 for a in sorted(comp) for b in sorted(graph.get(a, {})) if b in comp]
+        problems.append('files call each other in a circle: ' + '; '.join(edges))
+    for comp in KNOWN_CALL_CIRCLES:
+        if comp not in found:
+            problems.append('no longer a circle of calls (take it off KNOWN_CALL_CIRCLES): ' +
+                            ', '.join(sorted(comp)))
+    return problems, len(found)
+
+
+def unnamed_in_readme(folder, names):
+    """The source files of folder (under SRC) that its README.md does not name."""
+    with open(os.path.join(SRC, folder, 'README.md'), encoding='utf-8') as f:
+        quoted = re.findall(r'`([^`]+)`', f.read())
+    words = {w for q in quoted for w in re.split(r'[\s,]+', q)}
+    missing = []
+    for name in names:
+        base = name[:-2]
+        mod = base[:-4] if base.endswith('_int') else base
+        if not words & {name, base, mod, mod + '.c', mod + '.h', os.path.join(folder, name)}:
+            missing.append(name)
+    return missing
+
+
 def main():
     problems = []
     graph = {}
@@ -91,15 +197,22 @@ def main():
     cycle = find_cycle(graph)
     if cycle:
         problems.append('modules include each other in a circle: ' + ' -> '.join(cycle))
-    for d, _, _ in os.walk(SRC):
+    call_problems, ncircles = call_circle_problems(files)
+    problems += call_problems
+    for d, _, names in os.walk(SRC):
         if not os.path.exists(os.path.join(d, 'README.md')):
             problems.append(f'{os.path.relpath(d, ROOT)}/ has no README.md')
+            continue
+        for name in unnamed_in_readme(os.path.relpath(d, SRC),
+                                      sorted(n for n in names if n.endswith(('.c', '.h')))):
+            problems.append(f'{os.path.relpath(d, ROOT)}/README.md does not name {name}')
     for p in problems:
         print('not ok - ' + p)
     if problems:
         return 1
-    print(f'ok - layout: {len(files)} files, {len(graph)} modules, folder rules, no circles, '
-          f'none over {MAX_LINES} lines')
+    print(f'ok - layout: {len(files)} files, {len(graph)} modules, folder rules, no circles '
+          f'of includes, no circle of calls but the {ncircles} listed, none over {MAX_LINES} '
+          f'lines, every file named in its folder\'s README')
     return 0
 
 
