@@ -104,8 +104,10 @@ def it_a_worker_killed_while_it_starts_handlers_takes_no_one_else_down(t):
         return [p for p in harness.pids_where(lambda st: st['session'] == c.pid and
                                                st['pgrp'] == c.pid)
                 if p != c.pid and _cmdline(p).startswith('claimd: worker')]
-    # 40 kills (the old code's supervisor died within 21), or as many as 45 s give: a
-    # sanitized build starts its workers far more slowly.
+    # 40 kills (the old code's supervisor died within 21), or as many as 45 s give. A
+    # sanitized build starts its workers far more slowly (about 20 kills in 45 s): there the
+    # storm is for the sanitizer's eyes, and the count it must reach is lower.
+    sanitized = bool(os.environ.get('CLAIMD_TEST_SANITIZED'))
     kills = 0
     deadline = time.monotonic() + 45
     while time.monotonic() < deadline and kills < 40:
@@ -119,7 +121,7 @@ def it_a_worker_killed_while_it_starts_handlers_takes_no_one_else_down(t):
                 kills += 1
         time.sleep(0.01)
     t.note(f'{kills} workers killed while starting handlers')
-    check(kills >= 30, f'only {kills} kills: the storm tested little')
+    check(kills >= (10 if sanitized else 30), f'only {kills} kills: the storm tested little')
     done = int(db.scalar("SELECT COUNT(*) FROM work_items WHERE state = 'done'"))
     c.wait_ready(workers=2, timeout=30)
     wait_for(lambda: int(db.scalar("SELECT COUNT(*) FROM work_items WHERE state = 'done'")), 30,
