@@ -394,6 +394,7 @@ def it_counts_an_ipv6_64_as_one_client(t):
                      name='claimd-in-netns')
     c = _claimd(t, db, '--http-max-connections-per-ip', '4', '--http-insecure-cleartext',
                 listen='[::]:0', binary=inner)
+    c.wait_ready()   # /healthz answers 503 until the pool is up (slow in a sanitized build)
     client = t.script(_CLIENT, lang='python', name='client')
     r = subprocess.run(['nsenter', f'--net=/proc/{c.pid}/ns/net', client,
                         str(c.port)], capture_output=True, text=True, timeout=60)
