@@ -203,19 +203,31 @@ def it_cancel_while_its_supervisor_is_dead_ends_it_after_the_lease(t):
 def it_a_run_that_succeeds_after_its_cancel_was_answered_ends_dead(t):
     """A handler that ends well right after the cancel request is written, before the
     supervisor running it notices (it looks every half second): its success comes after the
-    answer "cancelling", so the row does not end done (claimd-handlers(7))."""
+    answer "cancelling", so the row does not end done (claimd-handlers(7)). The handler sees
+    the request a client round trip after it is written; when the supervisor looked first
+    (a slow, sanitized build) the run is stopped instead, and the case is tried on a new row,
+    up to five times: every row must end dead either way."""
     db = t.database()
-    item = db.insert_item('quits well')
     ask = (f'{harness._client_bin()} --no-defaults -S {db.server.socket} -uroot --batch '
            f'--skip-column-names {db.name} -e "SELECT cancel_requested_at IS NOT NULL FROM '
            f'work_items WHERE id = $CLAIMD_ITEM_ID"')
     h = t.log_handler(f'until [ "$({ask})" = 1 ]; do sleep 0.01; done; ev asked "$$"')
     c = t.claimd(db, *RUNNER, '--handler', h.spec)
     other = _other(t, db)
-    wait_for(lambda: h.starts(item), 10, 'the run started')
-    _cancel_ctl(other, item)
-    _dead_in_time(db, item, time.monotonic())
-    check_eq([e.rest.split()[-1] for e in h.ends(item)], ['rc=0'], 'the run ended well')
+    ended_well = []
+    for attempt in range(5):
+        item = db.insert_item(f'quits well {attempt}')
+        wait_for(lambda: h.starts(item), 10, 'the run started')
+        _cancel_ctl(other, item)
+        _dead_in_time(db, item, time.monotonic())
+        wait_for(c.status, 10, f'row {item} no longer running',
+                 until=lambda st: not any(w.get('item') for w in st.get('workers', [])))
+        ends = [e.rest.split()[-1] for e in h.ends(item)]
+        if ends == ['rc=0']:
+            ended_well.append(item)
+            break
+        t.note(f'row {item}: the supervisor stopped the run first (ends {ends}); again')
+    check(ended_well, 'no run ended well after its cancel was answered in 5 tries')
     check_eq(c.stop(), 0, 'claimd exit code')
 
 if __name__ == '__main__':
