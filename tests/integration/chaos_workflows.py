@@ -645,6 +645,16 @@ def _keep_logs(t, h, sups, dest):
         shutil.copy(h.log_path, os.path.join(dest, 'handler.log'))
 
 
+def _keep_binlog(server, dest):
+    """The server's binary logs into dest (CLAIMD_CHAOS_LOGS): every committed transaction,
+    for mariadb-binlog -v, when the checker found a row in a state no history explains."""
+    os.makedirs(dest, exist_ok=True)
+    data = os.path.join(server.dir, 'data')
+    for name in sorted(os.listdir(data)):
+        if name.startswith('binlog.'):
+            shutil.copy(os.path.join(data, name), os.path.join(dest, name))
+
+
 def run(t, sc):
     """The run and its check: prints the counts, returns the violations."""
     keep = os.environ.get('CLAIMD_CHAOS_LOGS')
@@ -653,6 +663,8 @@ def run(t, sc):
     rnd = random.Random(sc.seed)
     record = Run()
     server, db, first = _setup(t, sc)
+    if keep:
+        t.defer(_keep_binlog, server, keep)   # before the server is removed
     h = t.log_handler(HANDLER, name='chaos')
     sups = [_supervisor(t, db, h, sc, 'claimdA'), _supervisor(t, db, h, sc, 'claimdB')]
     for c in sups:
