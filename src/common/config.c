@@ -118,8 +118,8 @@ const struct option_def config_defs[] = {
 	{ "dedupe-window", K_DURATION, "DUR", AT(dedupe_window_ms), 0, UINT_MAX, A_WORKERS,
 	  "a finished row keeps its dedupe_key this long (default 5m)" },
 	{ "maintenance-interval", K_DURATION, "DUR", AT(maintenance_ms), 1, UINT_MAX,
-	  A_SUPERVISOR, "how often pruning, dedupe-key expiry and FIFO-group repair run\n"
-	  "(default 1m)" },
+	  A_SUPERVISOR, "how often pruning, dedupe-key expiry, FIFO-group repair and the\n"
+	  "check of rows that wait for others run (default 1m)" },
 	{ "keep-history", K_DURATION, "DUR", AT(keep_history_ms), 0, UINT_MAX, A_SUPERVISOR,
 	  "delete the queues' history (per minute: done, failed, dead, run and wait\n"
 	  "times; GET /v1/stats, claimctl stats) this long after (default 14d; 0 keeps it)" },

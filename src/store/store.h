@@ -573,7 +573,6 @@ int store_limits_get(struct store *s, const char *queue, struct store_limits *re
 		     size_t errlen);
 void store_limits_clear(struct store_limits *l);
 
-
 /* One step of a sweep of the table in id order that deletes the rows in state 'done' which
  * finished, and were created, more than keep_done_s seconds ago, and those in state 'dead'
  * that did more than keep_dead_s ago (0: that state is kept; not both 0, -EINVAL): the ids
@@ -591,8 +590,12 @@ int store_prune(struct store *s, unsigned keep_done_s, unsigned keep_dead_s, uin
 /* Forget up to limit FIFO groups (work_groups rows) that have no live rows and had no insert
  * for keep_s seconds, under the same prune lock; a later row of such a group is numbered from
  * 1 again. Returns how many, or a negative error. */
-int store_prune_groups(struct store *s, unsigned keep_s, unsigned limit, char *err,
-		       size_t errlen);
+int store_prune_groups(struct store *s, unsigned keep_s, unsigned limit, char *err, size_t errlen);
+
+/* Ready rows of up to span children after from (work_deps) waiting for more parents than hold
+ * them back get that count, parents locked; *ret_next: the last child, 0 at the end. */
+int store_deps_heal(struct store *s, uint64_t from, unsigned span, uint64_t *ret_next,
+		    char *err, size_t errlen);
 
 /* ---- schedules (store_schedules.c; sql/migrations/004_schedules.sql) ---- */
 

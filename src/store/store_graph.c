@@ -422,3 +422,87 @@ int store_batches(struct store *s, uint64_t before, unsigned limit, struct store
 		snprintf(where, sizeof(where), "TRUE");
 	return read_batches(s, "store_batches", where, limit, ret, ret_n, err, errlen);
 }
+
+/* ---- the count of parents, checked ---- */
+
+/* A parent that still holds its child back: not finished (ready, or claimed), or dead on a
+ * 'cancel' edge or gone on one (the child should have gone dead with it: left alone). d and
+ * p: the edge and its parent row (NULL when gone). */
+#define LIVE_PARENT \
+	"(p.id IS NULL AND d.on_dead = 'cancel' OR p.state IN ('ready', 'claimed') OR " \
+	"(p.state = 'dead' AND d.on_dead = 'cancel'))"
+/* The children of a chunk of work_deps (its child ids after %llu, at most %u), the last of
+ * them, and those ready rows among them that wait for more parents than hold them back. */
+#define HEAL_DEPS_CHUNK \
+	"(SELECT DISTINCT child_id FROM work_deps FORCE INDEX (child_idx) WHERE child_id > %llu " \
+	"ORDER BY child_id LIMIT %u) AS k"
+#define HEAL_DEPS_FIND \
+	"SELECT c.id FROM " HEAL_DEPS_CHUNK " JOIN work_items c ON c.id = k.child_id " \
+	"WHERE c.state = 'ready' AND c.waiting_for > (SELECT COUNT(*) FROM work_deps d " \
+	"LEFT JOIN work_items p ON p.id = d.parent_id WHERE d.child_id = c.id AND " \
+	LIVE_PARENT ") ORDER BY c.id LIMIT %u"
+#define HEAL_FIND_MAX 500u
+
+int store_deps_heal(struct store *s, uint64_t from, unsigned span, uint64_t *ret_next,
+		    char *err, size_t errlen)
+{
+	int r = sq_check(s, "store_deps_heal", NULL, 0, NULL, err, errlen);
+	struct buf ids;
+	struct run rr;
+	MYSQL_ROW row;
+	size_t n = 0;
+
+	*ret_next = 0;
+	if (r < 0)
+		return r;
+	if (span == 0)
+		span = 1;
+	/* Found without a lock (one statement's snapshot: a finish and its count-off are in
+	 * one transaction, so a row found here was missed, not caught half-way). */
+	sq_reset(s);
+	sql_add(s, "SELECT MAX(child_id) FROM " HEAL_DEPS_CHUNK, (unsigned long long)from, span);
+	sq_end(s);
+	sql_add(s, HEAL_DEPS_FIND, (unsigned long long)from, span, HEAL_FIND_MAX);
+	r = sq_run(s, "store_deps_heal", &rr, err, errlen);
+	if (r < 0)
+		return sq_final(r);
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	if (row && row[0])
+		*ret_next = strtoull(row[0], NULL, 10);
+	buf_init(&ids);
+	while (rr.res2 && (row = mysql_fetch_row(rr.res2)))
+		buf_printf(&ids, "%s%s", n++ ? "," : "", row[0]);
+	mysql_free_result(rr.res);
+	mysql_free_result(rr.res2);
+	if (buf_failed(&ids)) {
+		buf_free(&ids);
+		return sq_fail_msg(-ENOMEM, err, errlen, "store_deps_heal: out of memory");
+	}
+	if (n == 0) {
+		buf_free(&ids);
+		return 0;
+	}
+	/* Counted again under the parents' locks, taken first as a finishing parent's
+	 * transaction takes them (parent, then child): a parent that finishes, is retried or
+	 * gets a new edge meanwhile waits for this, or this for it. */
+	sq_reset(s);
+	sql_add(s, "START TRANSACTION");
+	sq_end(s);
+	sql_add(s, "SELECT p.id FROM work_deps d JOIN work_items p ON p.id = d.parent_id "
+		"WHERE d.child_id IN (%s) ORDER BY p.id FOR UPDATE", ids.data);
+	sq_end(s);
+	sql_add(s, "UPDATE work_items c JOIN (SELECT d.child_id, SUM(" LIVE_PARENT ") AS live "
+		"FROM work_deps d LEFT JOIN work_items p ON p.id = d.parent_id WHERE d.child_id "
+		"IN (%s) GROUP BY d.child_id) AS k ON c.id = k.child_id SET c.waiting_for = k.live, "
+		"c.visible_at = IF(k.live = 0 AND c.visible_at IS NULL AND c.group_key IS NULL, "
+		"GREATEST(c.run_at, NOW(6)), c.visible_at) WHERE c.state = 'ready' AND "
+		"c.waiting_for > k.live", ids.data);
+	sq_end(s);
+	sql_add(s, "COMMIT");
+	buf_free(&ids);
+	r = sq_run_retry(s, "store_deps_heal", &rr, err, errlen);
+	mysql_free_result(rr.res);
+	if (r < 0)
+		return r;
+	return rr.rows[2] > INT32_MAX ? INT32_MAX : (int)rr.rows[2];
+}

@@ -157,5 +157,37 @@ def it_prunes_edges_with_the_done_rows(t):
     check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
 
 
+def it_releases_a_row_whose_count_off_was_missed_and_no_row_early(t):
+    """A parent ended without counting itself off its children (here: its state written
+    with plain SQL, past claimd): the maintenance check finds the child waiting for more
+    parents than hold it back, logs it and releases it. It leaves alone a child whose parent
+    has not finished, and one whose parent is dead on a 'cancel' edge."""
+    db = t.database()
+    h = t.log_handler('true')
+    # 0 -> 1 (done parent), 2 -> 3 (parent due in 2037), 4 -> 5 (dead, cancel),
+    # 6 -> 7 (dead, on_dead run), 8 -> 9 and 8 -> 10 (done parent, two children)
+    ids = _insert(db, ['p', 'c', 'later', 'c', 'p', 'c', 'p', 'c', 'p', 'c', 'c'],
+                  [(0, 1), (2, 3), (4, 5), (6, 7, 'run'), (8, 9), (8, 10)])
+    db.execute(f"UPDATE work_items SET run_at = '2037-01-01', visible_at = '2037-01-01' "
+               f"WHERE id = {ids[2]}")
+    db.execute("UPDATE work_items SET state = 'done', claim_token = claim_token + 1, "
+               f"finished_at = NOW(6), visible_at = NULL WHERE id IN ({ids[0]}, {ids[8]})")
+    db.execute("UPDATE work_items SET state = 'dead', claim_token = claim_token + 1, "
+               f"finished_at = NOW(6), visible_at = NULL WHERE id IN ({ids[4]}, {ids[6]})")
+    released = [ids[1], ids[7], ids[9], ids[10]]
+    c = t.claimd(db, '--workers', '1', '--handler', h.spec, '--maintenance-interval', '1s')
+    wait_for(lambda: db.sql(f'SELECT COUNT(*) FROM work_items WHERE state = \'done\' AND '
+                            f'id IN ({",".join(map(str, released))})')[0][0], 15,
+             'the children of finished parents done', until=lambda n: n == str(len(released)))
+    wait_for(c.log, 5, 'the warning', until=lambda text: 'maintenance: 4 rows that waited '
+             'for parents that had finished (a missed count-off) counted again' in text)
+    check_eq(db.sql(f'SELECT id, state, waiting_for, visible_at IS NULL FROM work_items '
+                    f'WHERE id IN ({ids[3]}, {ids[5]}) ORDER BY id'),
+             [(str(ids[3]), 'ready', '1', '1'), (str(ids[5]), 'ready', '1', '1')],
+             'the children still held back')
+    check_eq(sorted(i for i in runs_of(h)), sorted(released), 'the rows that ran')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+
+
 if __name__ == '__main__':
     harness.main()
