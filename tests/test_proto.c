@@ -503,6 +503,7 @@ static const char *run_names(void)
 		{ proto_wstate_name, PROTO_W_DB_DOWN, "db-down" },
 		{ proto_wstate_name, PROTO_W_MAX + 1, "?" },
 		{ proto_outcome_name, PROTO_OUT_DONE, "done" },
+		{ proto_outcome_name, PROTO_OUT_RETRY, "retried" },
 		{ proto_outcome_name, PROTO_OUT_LOST, "lost" },
 		{ proto_outcome_name, PROTO_OUT_DEFERRED, "deferred" },
 		{ proto_outcome_name, PROTO_OUT_MAX + 1, "?" },

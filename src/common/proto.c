@@ -45,7 +45,7 @@ static const char *const wstate_names[PROTO_W_MAX + 1] = {
 };
 
 static const char *const outcome_names[PROTO_OUT_MAX + 1] = {
-	[PROTO_OUT_DONE] = "done",         [PROTO_OUT_RETRY] = "retry", [PROTO_OUT_DEAD] = "dead",
+	[PROTO_OUT_DONE] = "done",         [PROTO_OUT_RETRY] = "retried", [PROTO_OUT_DEAD] = "dead",
 	[PROTO_OUT_RELEASED] = "released", [PROTO_OUT_LOST] = "lost",
 	[PROTO_OUT_DEFERRED] = "deferred",
 };

@@ -58,12 +58,6 @@ static void histogram(struct buf *b, const char *name, const char *lbl,
 	}
 }
 
-static const char *const outcome_names[PROTO_OUT_MAX + 1] = {
-	[PROTO_OUT_DONE] = "done", [PROTO_OUT_RETRY] = "retried", [PROTO_OUT_DEAD] = "dead",
-	[PROTO_OUT_RELEASED] = "released", [PROTO_OUT_LOST] = "lost",
-	[PROTO_OUT_DEFERRED] = "deferred",
-};
-
 /* What the workers did, per queue of this supervisor. */
 static void render_jobs(const struct jobstats *js, struct buf *b)
 {
@@ -76,7 +70,7 @@ static void render_jobs(const struct jobstats *js, struct buf *b)
 		for (int o = 0; o <= PROTO_OUT_MAX; o++) {
 			buf_puts(b, "claimd_jobs_finished_total{queue=\"");
 			label(b, cfg->queues[q]);
-			buf_printf(b, "\",outcome=\"%s\"} %llu\n", outcome_names[o],
+			buf_printf(b, "\",outcome=\"%s\"} %llu\n", proto_outcome_name((unsigned)o),
 				   (unsigned long long)js->queue[q].outcome[o]);
 		}
 	static const char *const names[2] = { "claimd_job_duration_seconds",
