@@ -43,16 +43,15 @@ static void batch_answer(struct batch *b)
 	buf_puts(&out, "{\"jobs\":[");
 	for (size_t i = 0; i < b->n; i++) {
 		const struct cmd_result *res = &b->res[i];
-		buf_puts(&out, i ? ",{" : "{");
+		buf_puts(&out, i ? "," : "");
 		if (res->rc < 0) {
 			all = false;
-			buf_puts(&out, "\"error\":");
+			buf_puts(&out, "{\"error\":");
 			buf_json_str(&out, res->err);
+			buf_puts(&out, "}");
 		} else {
-			buf_printf(&out, "\"id\":%llu%s", (unsigned long long)res->id,
-				   res->duplicate ? ",\"duplicate\":true" : "");
+			cmd_added_json(res, &out);
 		}
-		buf_puts(&out, "}");
 	}
 	buf_puts(&out, "]}\n");
 	/* 202 when every line was added (or was a duplicate); 422 when the database refused

@@ -60,6 +60,9 @@ struct cmd_result {
 	unsigned transactions;         /* bulk: the chunks that acted on rows */
 };
 
+/* An added row's JSON object, {"id":N} with "duplicate":true if it was one (claimctl add's
+ * answer, a line of jobs:batch's). */
+void cmd_added_json(const struct cmd_result *res, struct buf *out);
 /* One batch's JSON object and a newline (the batch verb's, and its event stream's). */
 void cmd_batch_json(const struct store_batch *b, struct buf *out);
 /* The same object (jansson; the caller owns it), NULL when out of memory. */

@@ -169,13 +169,20 @@ void cmd_add_now(struct call *call)
 	adds_start(c);
 }
 
+void cmd_added_json(const struct cmd_result *res, struct buf *out)
+{
+	buf_printf(out, "{\"id\":%llu%s}", (unsigned long long)res->id,
+		   res->duplicate ? ",\"duplicate\":true" : "");
+}
+
 void cmd_add_text(const struct ctl_request *req, const struct cmd_result *res, struct buf *out)
 {
-	if (req->json)
-		buf_printf(out, "{\"id\":%llu%s}\n", (unsigned long long)res->id,
-			   res->duplicate ? ",\"duplicate\":true" : "");
-	else
+	if (req->json) {
+		cmd_added_json(res, out);
+		buf_puts(out, "\n");
+	} else {
 		buf_printf(out, "%llu\n", (unsigned long long)res->id);
+	}
 }
 
 int cmd_adds_init(struct cmds *c)
