@@ -22,7 +22,7 @@ def sections_help():
     lines = ['sections (--only), in the order they run:']
     for m in MODULES:
         lines.append('  %-11s %s' % (m.NAME, m.SUMMARY))
-    lines.append('(tools/bench itself says more; README.md, section Benchmark, has the targets)')
+    lines.append('(tools/bench itself says more; tools/BENCHMARK.md has the targets)')
     return '\n'.join(lines)
 
 
