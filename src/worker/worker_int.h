@@ -41,8 +41,19 @@ enum wstate {
 	WS_COUNT,
 };
 
+/* What worker_items.c, which worker.c calls, tells the state machine back: through these,
+ * set at start (worker_main.c) to worker.c's, the items' side never calls the machine by
+ * name (as a libuv handle calls back its owner). */
+struct worker;
+struct worker_up {
+	void (*kick)(struct worker *w);         /* step() on the next loop turn */
+	void (*db_failed)(struct worker *w, int r, const char *what, const char *err);
+	int (*write)(struct worker *w);          /* write the outcomes now (worker_write) */
+};
+
 struct worker {
 	uv_loop_t loop;
+	struct worker_up up;
 	const struct config *cfg;
 	struct chan *chan;
 	struct store *store;

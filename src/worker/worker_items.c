@@ -190,7 +190,7 @@ static void on_gate(uv_timer_t *t)
 	if (!x->row.min_interval_ms || x->queue_slot)
 		gate_pass(w, x);
 	worker_gate(w);
-	worker_kick(w);
+	w->up.kick(w);
 }
 
 int worker_gate(struct worker *w)
@@ -211,7 +211,7 @@ int worker_gate(struct worker *w)
 		if (handler_running(w->handler) + handler_queued(w->handler) >= w->conc ||
 		    worker_db_busy(w))
 			return 0;
-		if (w->out.n > 0 && (r = worker_write(w)) < 0)
+		if (w->out.n > 0 && (r = w->up.write(w)) < 0)
 			return r;
 		if (w->db_running)
 			return 0;   /* the write runs: on from here when it ends */
@@ -231,7 +231,7 @@ int worker_gate(struct worker *w)
 		else if (r == 0)
 			wait_ms = 0, r = 1;
 		if (r < 0) {
-			worker_db_failed(w, r, "taking a rate-limit start", err);
+			w->up.db_failed(w, r, "taking a rate-limit start", err);
 			return r;
 		}
 		if (r == 0) {
@@ -300,7 +300,7 @@ void worker_on_done(void *data, struct handler_job *job, const struct handler_re
 			 trace_log_field(x->row.traceparent, tr));
 		finish(w, x, OUTCOME_FAILURE, retry_delay_ms(w, &x->row), res->error, NULL);
 	}
-	worker_kick(w);
+	w->up.kick(w);
 }
 
 /* ---- cancelled by an operator ---- */
@@ -335,7 +335,7 @@ void worker_cancel(struct worker *w, const struct proto_msg *m)
 			log_info("item id=%llu cancelled: stopping its run", (unsigned long long)it->id);
 		}
 	}
-	worker_kick(w);
+	w->up.kick(w);
 }
 
 /* ---- rows that wait ---- */
@@ -391,11 +391,11 @@ static void on_watch(uv_timer_t *t)
 		kept++;
 	}
 	if (r < 0)
-		worker_db_failed(w, r, "checking for a pause", err);
+		w->up.db_failed(w, r, "checking for a pause", err);
 	else if (kept < n)
-		worker_write(w);
+		w->up.write(w);
 	worker_watch(w);
-	worker_kick(w);
+	w->up.kick(w);
 }
 
 /* Rows wait with the handler: whether their queue was paused is asked about as often as an

@@ -164,6 +164,8 @@ static int worker_init(struct worker *w, const struct config *cfg)
 		uv_timer_init(&w->loop, timers[i]);
 		timers[i]->data = w;
 	}
+	w->up = (struct worker_up){ .kick = worker_kick, .db_failed = worker_db_failed,
+				    .write = worker_write };
 	if ((r = uv_async_init(&w->loop, &w->locked_async, worker_on_locked_async)) < 0 ||
 	    (r = uv_sem_init(&w->locked_sem, 0)) < 0)
 		return r;
