@@ -29,9 +29,7 @@ ALLOWED = {
 # Circles of calls the tree still has, each to be split where its concern ends (the lower side
 # signals the upper through a struct of callbacks). A new circle fails, and so does one listed
 # here that is gone (take it off the list).
-KNOWN_CALL_CIRCLES = [
-    {'supervisor/pool.c', 'supervisor/pool_cancel.c', 'supervisor/pool_size.c'},
-]
+KNOWN_CALL_CIRCLES = []
 
 
 def sources():
@@ -209,9 +207,10 @@ def main():
         print('not ok - ' + p)
     if problems:
         return 1
+    calls = f'but the {ncircles} listed' if ncircles else 'between files'
     print(f'ok - layout: {len(files)} files, {len(graph)} modules, folder rules, no circles '
-          f'of includes, no circle of calls but the {ncircles} listed, none over {MAX_LINES} '
-          f'lines, every file named in its folder\'s README')
+          f'of includes, no circle of calls {calls}, none over {MAX_LINES} lines, every file '
+          f'named in its folder\'s README')
     return 0
 
 

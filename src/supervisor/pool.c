@@ -31,6 +31,8 @@
 #include "worker/handler.h"
 
 
+static void spawn(struct slot *sl);
+
 /* ---- health ---- */
 
 void pool_slot_set(struct slot *sl, enum slot_health to)
@@ -64,18 +66,6 @@ static void on_released(void *data, int rc)
 }
 
 /* ---- messages from workers ---- */
-
-void pool_send(struct slot *sl, struct proto_msg *m)
-{
-	int r;
-
-	if (!sl->chan)
-		return;
-	r = chan_send(sl->chan, m);
-	if (r < 0 && r != -ENOBUFS)
-		log_warn("cannot send %s to worker slot=%u pid=%d: %s", proto_type_name(m->type),
-			 sl->idx, (int)sl->pid, strerror(-r));
-}
 
 static void on_items(struct slot *sl, const struct proto_msg *m)
 {
@@ -238,7 +228,7 @@ static void on_respawn(uv_timer_t *t)
 	struct slot *sl = t->data;
 
 	if (!sl->pool->stopping && sl->active)
-		pool_spawn(sl);
+		spawn(sl);
 }
 
 /* The process groups of the handlers a dead worker was running, as its scoreboard says.
@@ -287,19 +277,6 @@ static void on_worker_exit(struct child *c)
 		kill_groups_left(sl);
 	sl->exited_at = pool_now_ms(p);
 	pool_slot_set(sl, SLOT_EXITED);
-}
-
-size_t pool_running(const struct slot *sl, struct sb_item *out, size_t max)
-{
-	struct sb_item tmp[SCOREBOARD_ENTRIES];
-
-	if (!sl->board || sl->pid == 0)
-		return 0;
-	if (!out) {
-		out = tmp;
-		max = SCOREBOARD_ENTRIES;
-	}
-	return scoreboard_read(sl->board, out, max);
 }
 
 /* Which of the items a dead worker was running are to blame for its death (their attempt
@@ -462,7 +439,7 @@ static void on_forked(void *data, int r, pid_t pid)
 
 /* Ask the fork server for sl's process, its end of a new socketpair going with the question;
  * the answer comes to on_forked. */
-void pool_spawn(struct slot *sl)
+static void spawn(struct slot *sl)
 {
 	struct pool *p = sl->pool;
 	uv_os_sock_t fds[2] = { -1, -1 };
@@ -530,6 +507,7 @@ int pool_new(const struct pool_opts *o, struct pool **ret)
 	p->cfg = o->cfg;
 	p->forker.pf.fd = -1;
 	p->board_fd = -1;
+	p->spawn = spawn;
 	gethostname(p->host, sizeof(p->host) - 1);
 	uv_timer_init(o->loop, &p->hb_timer);
 	p->hb_timer.data = p;
@@ -634,16 +612,6 @@ bool pool_empty(const struct pool *p)
 		if (p->slots[i]->health != SLOT_DOWN)
 			return false;
 	return true;
-}
-
-void pool_unref(struct pool *p)
-{
-	if (--p->open_handles > 0)
-		return;
-	for (unsigned i = 0; p->slots && i < p->nslots; i++)
-		free(p->slots[i]);
-	free(p->slots);
-	free(p);
 }
 
 static void on_handle_closed(uv_handle_t *h)

@@ -1,6 +1,7 @@
 /* pool_int — the insides of the pool, shared by pool.c (a slot's life: starting, health,
- * heartbeats, messages, replacing the dead) and pool_size.c (how many slots: growing,
- * retiring, replacing every worker after a reload). Not an interface. */
+ * heartbeats, messages, replacing the dead), pool_size.c (how many slots: growing,
+ * retiring, replacing every worker after a reload), pool_cancel.c and pool_base.c (what
+ * they all use). Not an interface. */
 #ifndef CLAIMD_POOL_INT_H
 #define CLAIMD_POOL_INT_H
 
@@ -69,14 +70,17 @@ struct pool {
 	size_t ncancel_told;
 	int open_handles;           /* hb_timer, cancel_timer, the respawn timers, the releases
 				     * and the lookup running */
+	void (*spawn)(struct slot *sl);  /* pool.c's: start sl's worker (pool_size.c asks) */
 	bool freeing;               /* pool_free was called */
 	bool stopping;
 };
 
 void pool_slot_set(struct slot *sl, enum slot_health to);
+
+/* ---- pool_base.c ---- */
+
+/* A message to sl's worker (logged when it cannot go). */
 void pool_send(struct slot *sl, struct proto_msg *m);
-/* Start sl's worker (from the fork server); logs and retries later when it cannot. */
-void pool_spawn(struct slot *sl);
 
 static inline uint64_t pool_now_ms(const struct pool *p)
 {

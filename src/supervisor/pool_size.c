@@ -104,7 +104,7 @@ static void add_one(struct pool *p)
 	sl->active = true;
 	sl->retire = sl->replace = false;
 	sl->quick_deaths = 0;
-	pool_spawn(sl);
+	sl->pool->spawn(sl);
 }
 
 void pool_resize(struct pool *p, unsigned n)
@@ -176,7 +176,7 @@ bool pool_size_gone(struct slot *sl)
 	}
 	if (p->replacing == sl || sl->replace) {
 		sl->replace = false;
-		pool_spawn(sl);   /* at once: a clean stop, not a crash */
+		sl->pool->spawn(sl);   /* at once: a clean stop, not a crash */
 		return true;
 	}
 	return false;
