@@ -174,7 +174,7 @@ static bool can_take(void *data, unsigned i)
 {
 	const struct slot *sl = ((struct pool *)data)->slots[i];
 
-	return sl->active && sl->health == SLOT_UP && sl->chan;
+	return sl->role != ROLE_SPARE && sl->health == SLOT_UP && sl->chan;
 }
 
 static bool is_idle(void *data, unsigned i)
@@ -227,7 +227,7 @@ static void on_respawn(uv_timer_t *t)
 {
 	struct slot *sl = t->data;
 
-	if (!sl->pool->stopping && sl->active)
+	if (!sl->pool->stopping && sl->role != ROLE_SPARE)
 		spawn(sl);
 }
 
@@ -426,7 +426,7 @@ static void on_forked(void *data, int r, pid_t pid)
 	}
 	child_hold(sl->child);  /* its last reports are read before it is gone */
 	log_info("worker slot=%u pid=%d started", sl->idx, (int)sl->pid);
-	if (p->stopping || sl->retire) {
+	if (p->stopping || sl->role == ROLE_RETIRING) {
 		/* stopped, or retired, while it was being forked: it stops at once */
 		struct proto_msg m;
 		memset(&m, 0, sizeof(m));
@@ -596,7 +596,7 @@ unsigned pool_up(const struct pool *p, unsigned *ret_db_down)
 	*ret_db_down = 0;
 	for (unsigned i = 0; i < p->nslots; i++) {
 		const struct slot *sl = p->slots[i];
-		if (!sl->active || sl->retire)
+		if (!slot_role_counts(sl->role))
 			continue;
 		if (sl->health != SLOT_UP || sl->wstate == PROTO_W_STARTING)
 			continue;   /* not taking rows yet: not at strength */
@@ -662,7 +662,7 @@ struct status_worker *pool_snapshot(const struct pool *p, struct status *st)
 	for (unsigned i = 0; ws && i < p->nslots; i++) {
 		const struct slot *sl = p->slots[i];
 		/* A retired slot is shown until its worker is gone. */
-		if (!sl->active && sl->health == SLOT_DOWN)
+		if (sl->role == ROLE_SPARE && sl->health == SLOT_DOWN)
 			continue;
 		struct sb_item run[SCOREBOARD_ENTRIES];
 		size_t nrun = sl->health == SLOT_UP ? pool_running(sl, run, SCOREBOARD_ENTRIES) : 0;

@@ -28,12 +28,23 @@
 
 struct pool;
 
+/* A slot's place in the pool, apart from its health: a spare (made before, no worker wanted
+ * in it), one of the pool's, one of the pool's whose worker is to be replaced by one of the
+ * new fork server (after a reload), or one whose worker stops for good after its item.
+ * pool_size.c decides it, and changes it only through one function (with the table of what
+ * may follow what); the rest of the pool reads it. */
+enum slot_role { ROLE_SPARE, ROLE_ACTIVE, ROLE_REPLACE, ROLE_RETIRING };
+
+/* One of the pool's (replaced or not), not retiring: counts towards --workers. */
+static inline bool slot_role_counts(enum slot_role r)
+{
+	return r == ROLE_ACTIVE || r == ROLE_REPLACE;
+}
+
 struct slot {
 	struct pool *pool;
 	unsigned idx;
-	bool active;             /* one of the pool's (not retired) */
-	bool retire;             /* told to stop for good after its item */
-	bool replace;            /* to be replaced by a worker of the new fork server */
+	enum slot_role role;
 	enum slot_health health;
 	uint8_t wstate;          /* what it last reported (enum proto_wstate), while UP */
 	pid_t pid;               /* 0: none */

@@ -6,10 +6,35 @@
  * strength). */
 #include "supervisor/pool_int.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
+
+static const char *const role_names[] = {
+	[ROLE_SPARE] = "spare", [ROLE_ACTIVE] = "active", [ROLE_REPLACE] = "to replace",
+	[ROLE_RETIRING] = "retiring",
+};
+#define B(r) (1u << (r))
+/* What may follow what: a spare is taken into the pool; one of the pool's is marked to be
+ * replaced (a reload) or retires (the pool shrinks); one marked is replaced (or its next
+ * start is from the new fork server anyway: active again) or retires; a retiring one is put
+ * away once its worker is gone. */
+static const unsigned may_follow[] = {
+	[ROLE_SPARE] = B(ROLE_ACTIVE),
+	[ROLE_ACTIVE] = B(ROLE_REPLACE) | B(ROLE_RETIRING),
+	[ROLE_REPLACE] = B(ROLE_ACTIVE) | B(ROLE_RETIRING),
+	[ROLE_RETIRING] = B(ROLE_SPARE),
+};
+
+/* The one place a slot's role changes. */
+static void role_set(struct slot *sl, enum slot_role to)
+{
+	assert(may_follow[sl->role] & B(to));
+	log_debug("worker slot=%u: %s -> %s", sl->idx, role_names[sl->role], role_names[to]);
+	sl->role = to;
+}
 
 /* Stop sl's worker after its item: it drains (rows not started go back) and exits. */
 static void stop_after_item(struct slot *sl)
@@ -48,7 +73,7 @@ unsigned pool_size(const struct pool *p)
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < p->nslots; i++)
-		n += p->slots[i]->active && !p->slots[i]->retire;
+		n += slot_role_counts(p->slots[i]->role);
 	return n;
 }
 
@@ -71,17 +96,16 @@ static void retire_one(struct pool *p)
 
 	for (unsigned i = 0; i < p->nslots; i++) {
 		struct slot *sl = p->slots[i];
-		if (sl->active && !sl->retire && (!best || busyness(sl) < busyness(best)))
+		if (slot_role_counts(sl->role) && (!best || busyness(sl) < busyness(best)))
 			best = sl;
 	}
 	if (!best)
 		return;
-	best->retire = true;
-	best->replace = false;
+	role_set(best, ROLE_RETIRING);
 	if (best->health == SLOT_DOWN) {
 		/* Waiting to be started again: put away now. */
 		uv_timer_stop(&best->respawn_timer);
-		best->active = best->retire = false;
+		role_set(best, ROLE_SPARE);
 		log_info("worker slot=%u retired (it was down)", best->idx);
 		return;
 	}
@@ -95,14 +119,13 @@ static void add_one(struct pool *p)
 
 	/* A slot put away before, else a new one. */
 	for (unsigned i = 0; i < p->nslots && !sl; i++)
-		if (!p->slots[i]->active && p->slots[i]->health == SLOT_DOWN)
+		if (p->slots[i]->role == ROLE_SPARE && p->slots[i]->health == SLOT_DOWN)
 			sl = p->slots[i];
 	if (!sl && !(sl = new_slot(p))) {
 		log_error("cannot add a worker: at most %d slots", POOL_SLOTS_MAX);
 		return;
 	}
-	sl->active = true;
-	sl->retire = sl->replace = false;
+	role_set(sl, ROLE_ACTIVE);
 	sl->quick_deaths = 0;
 	sl->pool->spawn(sl);
 }
@@ -130,16 +153,12 @@ static void replace_next(struct pool *p)
 		return;
 	for (unsigned i = 0; i < p->nslots; i++) {
 		struct slot *sl = p->slots[i];
-		if (!sl->replace)
+		if (sl->role != ROLE_REPLACE)
 			continue;
-		if (!sl->active || sl->retire) {
-			sl->replace = false;
-			continue;
-		}
 		if (sl->health == SLOT_DOWN || sl->health == SLOT_FORKING) {
 			/* its next start (or this one: the old fork server's questions were
 			 * answered -ECANCELED) is from the new fork server anyway */
-			sl->replace = false;
+			role_set(sl, ROLE_ACTIVE);
 			continue;
 		}
 		p->replacing = sl;
@@ -157,7 +176,8 @@ void pool_replace_all(struct pool *p)
 	/* The next worker comes from a new fork server, which reads the settings again. */
 	forker_stop(&p->forker);
 	for (unsigned i = 0; i < p->nslots; i++)
-		p->slots[i]->replace = p->slots[i]->active;
+		if (p->slots[i]->role == ROLE_ACTIVE)
+			role_set(p->slots[i], ROLE_REPLACE);
 	if (p->replacing) {
 		/* One is on its way out already: it will be started from the new fork server. */
 		return;
@@ -169,13 +189,14 @@ bool pool_size_gone(struct slot *sl)
 {
 	struct pool *p = sl->pool;
 
-	if (sl->retire) {
-		sl->active = sl->retire = false;
+	if (sl->role == ROLE_RETIRING) {
+		role_set(sl, ROLE_SPARE);
 		log_info("worker slot=%u retired", sl->idx);
 		return true;
 	}
-	if (p->replacing == sl || sl->replace) {
-		sl->replace = false;
+	if (p->replacing == sl || sl->role == ROLE_REPLACE) {
+		if (sl->role == ROLE_REPLACE)
+			role_set(sl, ROLE_ACTIVE);
 		sl->pool->spawn(sl);   /* at once: a clean stop, not a crash */
 		return true;
 	}
