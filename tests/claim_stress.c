@@ -796,24 +796,24 @@ static void expect_waiting(MYSQL *m, uint64_t child, const char *what, const cha
 /* An outcome written a second time, as a worker does when the answer to its first was lost
  * (the connection dropped after the COMMIT went through: it sends the same outcomes with
  * its next claim), changes nothing, and counts the rows that wait for its row off once:
- * done (with a claim), dead (a failure, a counted release). */
+ * done (with a claim), dead (a failure, a counted release); and written again beside a new
+ * one in the same transaction (two completions, two failures), only the new one counts. */
 static void fence_replay(MYSQL *m, struct store *a)
 {
 	char err[STORE_ERR_MAX];
-	uint64_t p[3], child;
-	struct store_ref ref[3];
+	uint64_t p[5], child;
+	struct store_ref ref[5];
 	struct store_item it;
 	size_t n, completed;
 
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 5; i++)
 		p[i] = insert_row(m, "replay", 1, "p");
 	child = insert_row(m, "replay-child", 1, "c");
-	sql(m, "INSERT INTO work_deps (parent_id, child_id, on_dead) VALUES (%llu, %llu, 'run'), "
-	    "(%llu, %llu, 'run'), (%llu, %llu, 'run')", (unsigned long long)p[0],
-	    (unsigned long long)child, (unsigned long long)p[1], (unsigned long long)child,
-	    (unsigned long long)p[2], (unsigned long long)child);
-	expect_waiting(m, child, "three parents", "3 invisible");
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 5; i++)
+		sql(m, "INSERT INTO work_deps (parent_id, child_id, on_dead) VALUES (%llu, %llu, "
+		    "'run')", (unsigned long long)p[i], (unsigned long long)child);
+	expect_waiting(m, child, "five parents", "5 invisible");
+	for (int i = 0; i < 5; i++) {
 		it = claim1(a, "replay", LEASE_LONG_MS);
 		if (!it.has_dependents)
 			die("replay: the claim of parent %llu says no row waits for it",
@@ -827,14 +827,26 @@ static void fence_replay(MYSQL *m, struct store *a)
 			die("replay: completion %d of row %llu: %zu completed (%s)", k + 1,
 			    (unsigned long long)ref[0].id, completed, err);
 		expect_waiting(m, child, k ? "a done parent's completion again" :
-			       "a done parent", "2 invisible");
+			       "a done parent", "4 invisible");
 	}
+	struct store_ref two[2] = { ref[0], ref[3] };
+	if (store_claim(a, "replay", 0, LEASE_LONG_MS, two, 2, &it, &n, &completed, err,
+			sizeof(err)) < 0 || completed != 1u)
+		die("replay: a completion again beside a new one: %zu completed (%s)", completed,
+		    err);
+	expect_waiting(m, child, "a completion again beside a new one", "3 invisible");
 	for (int k = 0; k < 2; k++) {
 		expect_rc(k ? "a failure again" : "a last failure",
 			  store_fail(a, ref[1], 0, "boom", err, sizeof(err)), k ? 0 : 2, err);
 		expect_waiting(m, child, k ? "a dead parent's failure again" :
-			       "a dead parent (run edge)", "1 invisible");
+			       "a dead parent (run edge)", "2 invisible");
 	}
+	struct store_failure f[2] = { { .ref = ref[1], .error = "boom" },
+				      { .ref = ref[4], .error = "boom" } };
+	if (store_fail_many(a, f, 2, err, sizeof(err)) < 0 || f[0].result != 0 || f[1].result != 2)
+		die("replay: a failure again beside a new one: results %d, %d (%s)", f[0].result,
+		    f[1].result, err);
+	expect_waiting(m, child, "a failure again beside a new one", "1 invisible");
 	for (int k = 0; k < 2; k++) {
 		expect_rc(k ? "a counted release again" : "a counted last release",
 			  store_release(a, &ref[2], 1, true, "gone", err, sizeof(err)), k ? 0 : 1,

@@ -352,21 +352,25 @@ static void prios_add_found(struct prio_set *set, const struct store_item *items
 static int sql_add_complete(struct store *s, const struct store_ref *done, size_t n)
 {
 	bool grouped = sq_any_grouped(done, n), deps = false;
+	int at;
 
 	if (n == 0)
 		return 0;
-	if (grouped)
-		sq_add_group_lock(s, done, n);
-	sql_add(s, COMPLETE, s->dedupe_window_s);
-	sq_add_results(s, done, n);
-	sql_add(s, " WHERE ");
-	sq_add_fence(s, done, n);
-	sq_end(s);
 	for (size_t i = 0; i < n; i++)
 		if (done[i].dependents) {
 			deps = true;
 			break;
 		}
+	if (grouped)
+		sq_add_group_lock(s, done, n);
+	if (deps)
+		sq_add_finish_begin(s);
+	at = (int)s->ncuts;
+	sql_add(s, COMPLETE, s->dedupe_window_s);
+	sq_add_results(s, done, n);
+	sql_add(s, " WHERE ");
+	sq_add_fence(s, done, n);
+	sq_end(s);
 	if (deps)
 		sq_add_finished(s, true);
 	if (grouped)
@@ -376,7 +380,7 @@ static int sql_add_complete(struct store *s, const struct store_ref *done, size_
 		sq_add_deps_done(s, done, n);
 		sq_add_deps_dead(s, done, n);
 	}
-	return grouped ? 2 : 1;
+	return at;
 }
 
 /* Round trip 1: open the transaction, complete done[], lock up to max rows after the

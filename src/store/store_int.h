@@ -154,6 +154,7 @@
 	"UPDATE work_items c JOIN (SELECT d.child_id, COUNT(*) AS n FROM work_deps d " \
 	"JOIN work_items p ON p.id = d.parent_id WHERE d.parent_id IN (%s) " \
 	"AND p.claim_token = CASE p.id%s END AND p.state = 'done' AND @claimd_fin > 0 " \
+	"AND p.finished_at >= @claimd_t0 " \
 	"GROUP BY d.child_id) AS k " \
 	"ON c.id = k.child_id SET c.waiting_for = IF(c.waiting_for > k.n, c.waiting_for - k.n, 0) " \
 	"WHERE c.state = 'ready'"
@@ -436,6 +437,12 @@ void sq_add_group_lock(struct store *s, const struct store_ref *refs, size_t n);
  * key runs one at a time; the KEY_FILL statements for those with key_fill set (for all of
  * them when all is true: refs that do not know their key's limit). */
 void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n, bool all);
+/* Before the first fenced UPDATE of a transaction that finishes rows with dependents, "SET
+ * @claimd_t0 = NOW(6);": a row this transaction finishes has a finished_at from then on, and
+ * one that an earlier transaction finished (its outcome written again, below) an older one.
+ * The DEPS_* anchors ask for both this and @claimd_fin: a transaction that finishes two rows,
+ * one of them the second time, counts the children of the other alone. */
+void sq_add_finish_begin(struct store *s);
 /* After a fenced UPDATE that finishes rows, "SET @claimd_fin = [@claimd_fin +] ROW_COUNT();"
  * (first: the transaction's first such UPDATE): the rows this transaction finished, which
  * the DEPS_* statements below ask to be above 0. A transaction run again because its answer
@@ -444,10 +451,11 @@ void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n, 
  * run finished, with the same tokens, must not count their children off again. */
 void sq_add_finished(struct store *s, bool first);
 /* "DEPS_DONE; DEPS_RELEASE;" for the rows refs[0..n), finished by this transaction with
- * token + 1 (those that went done count), after sq_add_finished. */
+ * token + 1 (those that went done count), after sq_add_finish_begin, the UPDATE and
+ * sq_add_finished. */
 void sq_add_deps_done(struct store *s, const struct store_ref *refs, size_t n);
 /* "DEPS_DEAD_RUN; DEPS_DEAD_RELEASE; DEPS_CANCEL;" for the rows refs[0..n) that this
- * transaction made dead (token + 1), after sq_add_finished. */
+ * transaction made dead (token + 1), as sq_add_deps_done. */
 void sq_add_deps_dead(struct store *s, const struct store_ref *refs, size_t n);
 /* The same for row id, if this transaction deleted it while it was ready (@claimd_deleted
  * > 0 and @claimd_was_ready = 1: a dead row's children were seen to when it died). */

@@ -60,6 +60,7 @@ static size_t sql_add_cancelled_dead(struct store *s, const struct store_ref *re
 	size_t at;
 
 	sq_add_group_lock(s, refs, n);
+	sq_add_finish_begin(s);
 	at = s->ncuts;
 	sql_add_finish(s, 0, NULL, true);
 	sq_add_fence(s, refs, n);
@@ -137,7 +138,9 @@ int store_fail_many(struct store *s, struct store_failure *f, size_t n, char *er
 	sq_end(s);
 	if (ng)
 		sq_add_group_lock(s, grouped, ng);
-	u = ng ? 2 : 1;
+	if (nd)
+		sq_add_finish_begin(s);
+	u = s->ncuts;
 	for (size_t i = 0; i < n; i++) {
 		sql_add_finish(s, f[i].retry_ms, f[i].error, false);
 		sq_add_fence(s, &refs[i], 1);
@@ -154,11 +157,12 @@ int store_fail_many(struct store *s, struct store_failure *f, size_t n, char *er
 	sq_add_id_runs(s, ids, n);
 	sq_end(s);
 	sql_add(s, "COMMIT");
-	_Static_assert(2 + 2 * STORE_FAIL_MAX <= RUN_MAX_STMTS, "store_fail_many's UPDATEs' counts");
+	_Static_assert(3 + 2 * STORE_FAIL_MAX <= RUN_MAX_STMTS, "store_fail_many's UPDATEs' counts");
 	r = sq_run_retry(s, "store_fail", &rr, err, errlen);
 	if (r < 0)
 		return r;
-	/* Statements: START, [GROUP_LOCK], n x (UPDATE, [SET @claimd_fin]), ATTEMPT_ERROR_ADD,
+	/* Statements: START, [GROUP_LOCK], [SET @claimd_t0], n x (UPDATE, [SET @claimd_fin]),
+	 * ATTEMPT_ERROR_ADD,
 	 * [GROUP_NEXT], [3 x DEPS], SELECT, COMMIT; the SELECT's is the only result set. */
 	for (size_t i = 0; i < n; i++) {
 		f[i].result = rr.rows[u + i * (nd ? 2 : 1)] == 0 ? 0 :
@@ -198,6 +202,7 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 {
 	int r = sq_check(s, "store_release", refs, n, NULL, err, errlen);
 	struct run rr;
+	size_t at;
 
 	if (r < 0 || n == 0)
 		return r;
@@ -221,6 +226,8 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 	sql_add(s, "START TRANSACTION");
 	sq_end(s);
 	sq_add_group_lock(s, refs, n);
+	sq_add_finish_begin(s);
+	at = s->ncuts;
 	sql_add_finish(s, 0, reason, true);
 	sq_add_fence(s, refs, n);
 	sq_end(s);
@@ -232,7 +239,7 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 	r = sq_run_retry(s, "store_release", &rr, err, errlen);
 	if (r < 0)
 		return r;
-	return rr.rows[2] > n ? (int)n : (int)rr.rows[2];
+	return rr.rows[at] > n ? (int)n : (int)rr.rows[at];
 }
 
 int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *err,

@@ -217,6 +217,12 @@ static bool ids_and_tokens(const struct store_ref *refs, size_t n, struct buf *i
 	return !buf_failed(ids) && !buf_failed(tokens);
 }
 
+void sq_add_finish_begin(struct store *s)
+{
+	sql_add(s, "SET @claimd_t0 = NOW(6)");
+	sq_end(s);
+}
+
 void sq_add_finished(struct store *s, bool first)
 {
 	sql_add(s, first ? "SET @claimd_fin = ROW_COUNT()" :
@@ -273,7 +279,7 @@ void sq_add_deps_dead(struct store *s, const struct store_ref *refs, size_t n)
 	if (ids_and_tokens(refs, n, &ids, &tokens))
 		buf_printf(&anchor, "SELECT p.id, p.id FROM work_items p WHERE p.id IN (%s) AND "
 			   "p.state = 'dead' AND p.claim_token = CASE p.id%s END AND "
-			   "@claimd_fin > 0", ids.data, tokens.data);
+			   "@claimd_fin > 0 AND p.finished_at >= @claimd_t0", ids.data, tokens.data);
 	if (buf_failed(&ids) || buf_failed(&tokens) || buf_failed(&anchor))
 		s->sql.failed = true;
 	else
