@@ -453,8 +453,9 @@ static void fence_stale_owner(MYSQL *m, struct store *a, struct store *b)
 	if (n != 0 || completed != 0)
 		die("stale complete applied %zu rows", completed);
 	expect_rc("stale fail", store_fail(a, ra, 0, "stale", err, sizeof(err)), 0, err);
-	expect_rc("stale release", store_release(a, &ra, 1, false, NULL, err, sizeof(err)), 0, err);
-	expect_rc("stale release counted", store_release(a, &ra, 1, true, "x", err, sizeof(err)),
+	expect_rc("stale release",
+		  store_release(a, &ra, 1, false, NULL, NULL, err, sizeof(err)), 0, err);
+	expect_rc("stale release counted", store_release(a, &ra, 1, true, "x", NULL, err, sizeof(err)),
 		  0, err);
 	expect_rc("stale extend", store_extend(a, &ra, 1, 1, err, sizeof(err)), 0, err);
 	expect_row(m, id, "claimed 2 2 fence/B leased open");
@@ -572,7 +573,7 @@ static void fence_release(MYSQL *m, struct store *a)
 
 	store_items_clear(&it, 1);
 	expect_rc("release, attempt given back",
-		  store_release(a, &ref, 1, false, NULL, err, sizeof(err)), 1, err);
+		  store_release(a, &ref, 1, false, NULL, NULL, err, sizeof(err)), 1, err);
 	expect_row(m, id, "ready 1 0 fence/A visible open");
 	it = claim1(a, "release", LEASE_LONG_MS);
 	if (it.attempt != 1 || it.token != 2)
@@ -580,17 +581,26 @@ static void fence_release(MYSQL *m, struct store *a)
 		    (unsigned long long)it.token);
 	store_items_clear(&it, 1);
 	ref.token = 2;
+	/* A gone worker's rows, by its name: the supervisor's release of a claim that worker
+	 * locked and never committed leaves the row alone when another worker (here: A) has
+	 * claimed it since, with the same token. */
+	expect_rc("release by another worker's name",
+		  store_release(a, &ref, 1, false, NULL, "fence/B", err, sizeof(err)), 0, err);
+	expect_rc("release by another worker's name, counted",
+		  store_release(a, &ref, 1, true, "gone", "fence/B", err, sizeof(err)), 0, err);
+	expect_row(m, id, "claimed 2 1 fence/A leased open");
 	expect_rc("release, attempt counted",
-		  store_release(a, &ref, 1, true, "shutdown", err, sizeof(err)), 1, err);
+		  store_release(a, &ref, 1, true, "shutdown", "fence/A", err, sizeof(err)), 1, err);
 	expect_row(m, id, "ready 3 1 fence/A visible open");
-	expect_rc("release again", store_release(a, &ref, 1, true, "x", err, sizeof(err)), 0, err);
+	expect_rc("release again",
+		  store_release(a, &ref, 1, true, "x", NULL, err, sizeof(err)), 0, err);
 
 	/* At max_attempts a counted release is the last attempt: dead, reason kept. */
 	id = insert_row(m, "release1", 1, "r");
 	it = claim1(a, "release1", LEASE_LONG_MS);
 	store_items_clear(&it, 1);
 	ref = (struct store_ref){ .id = id, .token = it.token };
-	expect_rc("release at max", store_release(a, &ref, 1, true, "shutdown", err, sizeof(err)),
+	expect_rc("release at max", store_release(a, &ref, 1, true, "shutdown", NULL, err, sizeof(err)),
 		  1, err);
 	expect_row(m, id, "dead 2 1 fence/A invisible finished");
 	if (sql_u64(m, "SELECT last_error = 'shutdown' FROM work_items WHERE id = %llu",
@@ -849,7 +859,7 @@ static void fence_replay(MYSQL *m, struct store *a)
 	expect_waiting(m, child, "a failure again beside a new one", "1 invisible");
 	for (int k = 0; k < 2; k++) {
 		expect_rc(k ? "a counted release again" : "a counted last release",
-			  store_release(a, &ref[2], 1, true, "gone", err, sizeof(err)), k ? 0 : 1,
+			  store_release(a, &ref[2], 1, true, "gone", NULL, err, sizeof(err)), k ? 0 : 1,
 			  err);
 		expect_waiting(m, child, "the last parent dead", "0 visible");
 	}

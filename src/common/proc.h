@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Process-wide set-up every claimd process does first: ignore SIGPIPE (a closed socket is an
@@ -158,5 +159,14 @@ void proc_forker_stop(struct proc_forker *f);
  * waits until it is the child of parent (pid), closes fd and exits with run(tag, passed_fd,
  * arg); it never returns here. */
 int proc_forker_serve(int fd, pid_t parent, int (*run)(int tag, int fd, void *arg), void *arg);
+
+
+/* A worker's name, "HOST/wSLOT:PID": what its claims write into work_items (claimed_by) and
+ * its log lines show, and what the supervisor releases a gone worker's rows by. */
+static inline void proc_worker_name(char *buf, size_t size, const char *host, int slot,
+				    pid_t pid)
+{
+	snprintf(buf, size, "%s/w%d:%d", host, slot, (int)pid);
+}
 
 #endif

@@ -280,10 +280,10 @@ int store_fail_many(struct store *s, struct store_failure *f, size_t n, char *er
  * attempt they were claimed for is given back (shutdown, prefetched and never started).
  * A row whose attempts reached max_attempts with count_attempt true goes 'dead' with
  * last_error = reason; a row with a live cancel request goes 'dead' either way, its attempt
- * counted, last_error the cancel's reason. Returns how many rows were changed, or a negative
- * error. */
+ * counted, last_error the cancel's reason. claimer (a gone worker's, or NULL): only rows it
+ * holds (claimed_by): one it locked, never committed, may be another's now with that token. */
 int store_release(struct store *s, const struct store_ref *refs, size_t n, bool count_attempt,
-		  const char *reason, char *err, size_t errlen);
+		  const char *reason, const char *claimer, char *err, size_t errlen);
 
 /* The handler asked for the row to run again in delay_ms, and that is not a failure: back to
  * 'ready', visible at NOW(6) + delay_ms, the attempt given back (fenced); 'dead' instead with

@@ -55,7 +55,8 @@ static void sql_add_finish(struct store *s, unsigned delay_ms, const char *text,
  * would: GROUP_LOCK and the UPDATE here (returns the UPDATE's statement index), the rest
  * (their groups go on, their dependents as for any dead row) by sql_add_cancelled_after,
  * once the caller's own fenced UPDATE (release, defer) found them no longer claimed. */
-static size_t sql_add_cancelled_dead(struct store *s, const struct store_ref *refs, size_t n)
+static size_t sql_add_cancelled_dead(struct store *s, const struct store_ref *refs, size_t n,
+				     const char *of)
 {
 	size_t at;
 
@@ -64,7 +65,7 @@ static size_t sql_add_cancelled_dead(struct store *s, const struct store_ref *re
 	at = s->ncuts;
 	sql_add_finish(s, 0, NULL, true);
 	sq_add_fence(s, refs, n);
-	sql_add(s, " AND " CANCEL_LIVE);
+	sql_add(s, "%s AND " CANCEL_LIVE, of);
 	sq_end(s);
 	sq_add_finished(s, true);
 	return at;
@@ -198,24 +199,33 @@ static void add_release_errors(struct store *s, const struct store_ref *refs, si
 }
 
 int store_release(struct store *s, const struct store_ref *refs, size_t n, bool count_attempt,
-		  const char *reason, char *err, size_t errlen)
+		  const char *reason, const char *claimer, char *err, size_t errlen)
 {
 	int r = sq_check(s, "store_release", refs, n, NULL, err, errlen);
+	char q[2 * 255 + 3], of[sizeof(q) + 24] = "";
 	struct run rr;
 	size_t at;
 
 	if (r < 0 || n == 0)
 		return r;
+	if (claimer) {
+		if (strlen(claimer) > 255)
+			return sq_fail_msg(-EINVAL, err, errlen, "store_release: a claimer's name is "
+					   "at most 255 bytes");
+		sq_quote(s->conn, q, claimer, strlen(claimer));
+		snprintf(of, sizeof(of), " AND claimed_by = %s", q);
+	}
 	sq_reset(s);
 	if (!count_attempt) {
 		size_t dead_at, back_at;
 		sql_add(s, "START TRANSACTION");
 		sq_end(s);
-		dead_at = sql_add_cancelled_dead(s, refs, n);
+		dead_at = sql_add_cancelled_dead(s, refs, n, of);
 		back_at = s->ncuts;
 		sql_add(s, "UPDATE work_items SET state = 'ready', visible_at = NOW(6), "
 			"attempts = IF(attempts > 0, attempts - 1, 0) WHERE ");
 		sq_add_fence(s, refs, n);
+		sql_add(s, "%s", of);
 		sq_end(s);
 		sql_add_cancelled_after(s, refs, n);
 		sql_add(s, "COMMIT");
@@ -230,6 +240,7 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 	at = s->ncuts;
 	sql_add_finish(s, 0, reason, true);
 	sq_add_fence(s, refs, n);
+	sql_add(s, "%s", of);
 	sq_end(s);
 	sq_add_finished(s, true);
 	add_release_errors(s, refs, n, reason);
@@ -254,7 +265,7 @@ int store_defer(struct store *s, struct store_ref ref, unsigned delay_ms, char *
 	sq_reset(s);
 	sql_add(s, "START TRANSACTION");
 	sq_end(s);
-	dead_at = sql_add_cancelled_dead(s, &ref, 1);
+	dead_at = sql_add_cancelled_dead(s, &ref, 1, "");
 	back_at = s->ncuts;
 	sql_add(s, "UPDATE work_items SET state = 'ready', "
 		"visible_at = NOW(6) + INTERVAL %llu MICROSECOND, "

@@ -36,6 +36,7 @@ struct release_job {
 	struct store_ref *refs;   /* the blamed rows last */
 	size_t n;
 	struct held_blame *blamed; /* refs[n - nblamed + i] is blamed[i]'s row */
+	char claimer[160];         /* the gone worker's name: its rows alone are released */
 	size_t nblamed;
 	void (*done)(void *data, int rc);
 	void *data;
@@ -48,10 +49,11 @@ static int release_run(struct dbq_job *j, struct store *st, char *err, size_t er
 	int r = 0, k;
 
 	if (others > 0)
-		r = store_release(st, rj->refs, others, false, NULL, err, errlen);
+		r = store_release(st, rj->refs, others, false, NULL, rj->claimer, err,
+				     errlen);
 	for (size_t i = 0; r >= 0 && i < rj->nblamed; i++) {
-		k = store_release(st, rj->refs + others + i, 1, true, rj->blamed[i].reason, err,
-				  errlen);
+		k = store_release(st, rj->refs + others + i, 1, true, rj->blamed[i].reason,
+				     rj->claimer, err, errlen);
 		r = k < 0 ? k : r + k;
 	}
 	return r;
@@ -74,8 +76,8 @@ static void on_released(struct dbq_job *j)
 	free(rj);
 }
 
-bool held_release(struct held *h, const struct held_blame *blame, size_t nblame,
-		  struct dbq *dbq, void (*done)(void *data, int rc), void *data)
+bool held_release(struct held *h, const char *claimer, const struct held_blame *blame,
+		  size_t nblame, struct dbq *dbq, void (*done)(void *data, int rc), void *data)
 {
 	struct release_job *rj;
 	size_t end;
@@ -92,6 +94,7 @@ bool held_release(struct held *h, const struct held_blame *blame, size_t nblame,
 		h->n = 0;
 		return false;
 	}
+	snprintf(rj->claimer, sizeof(rj->claimer), "%s", claimer);
 	rj->j.run = release_run;
 	rj->j.done = on_released;
 	rj->j.must_finish = true;

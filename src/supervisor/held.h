@@ -26,14 +26,15 @@ struct held_blame {
 	char reason[160];
 };
 
-/* Release every row in h (h is empty after): a database job that must not be lost. The rows
+/* Release every row in h (h is empty after) that the worker named claimer (proc_worker_name)
+ * still holds: a database job that must not be lost. The rows
  * in blame[0..nblame) count their attempt, and go dead if it was their last: they may be what
  * killed the worker. The others get theirs back: not started, cut short, or finished with
  * their outcome not yet written, they run again. done(data, rc) follows on the loop, rc the
  * rows released (< 0: given up). Returns whether it will be: nothing to release (or no
  * memory), nothing is done and done is not called. */
-bool held_release(struct held *h, const struct held_blame *blame, size_t nblame,
-		  struct dbq *dbq, void (*done)(void *data, int rc), void *data);
+bool held_release(struct held *h, const char *claimer, const struct held_blame *blame,
+		  size_t nblame, struct dbq *dbq, void (*done)(void *data, int rc), void *data);
 
 void held_free(struct held *h);
 

@@ -320,6 +320,7 @@ static void on_worker_gone(struct child *c)
 	struct sb_item run[SCOREBOARD_ENTRIES];
 	struct held_blame *blamed = NULL;
 	size_t nrun = pool_running(sl, run, SCOREBOARD_ENTRIES), nblamed = 0;
+	char name[160];
 	unsigned delay = 0;
 
 	if (nrun > 0 && (blamed = calloc(nrun, sizeof(*blamed))))
@@ -334,9 +335,12 @@ static void on_worker_gone(struct child *c)
 	child_free(sl->child);
 	sl->child = NULL;
 	pool_slot_set(sl, SLOT_DOWN);
+	/* Its rows by its name too: a claim it locked and never committed may be another
+	 * worker's now, with the same token. */
+	proc_worker_name(name, sizeof(name), p->host, (int)sl->idx, sl->pid);
 	sl->pid = 0;
 	permits_drop(&p->permits, sl->idx);
-	if (held_release(&sl->held, blamed, nblamed, p->o.dbq, on_released, p))
+	if (held_release(&sl->held, name, blamed, nblamed, p->o.dbq, on_released, p))
 		p->open_handles++;   /* until on_released */
 	free(blamed);
 	if (p->stopping) {

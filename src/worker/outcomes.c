@@ -114,7 +114,7 @@ static int write_one(struct store *s, const struct outcome *x, uint8_t *ret_out,
 	int r;
 
 	if (x->kind == OUTCOME_RELEASE) {
-		r = store_release(s, &x->ref, 1, false, NULL, err, errlen);
+		r = store_release(s, &x->ref, 1, false, NULL, NULL, err, errlen);
 		*ret_out = r == 0 ? PROTO_OUT_LOST : PROTO_OUT_RELEASED;
 		return r;
 	}

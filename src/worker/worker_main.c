@@ -153,7 +153,7 @@ static int worker_init(struct worker *w, const struct config *cfg)
 		log_warn("cannot set the lease fence's timer (%s): a handler is not stopped when "
 			 "its lease ends", strerror(-r));
 	gethostname(host, sizeof(host) - 1);
-	snprintf(w->claimer, sizeof(w->claimer), "%s/w%d:%d", host, cfg->worker_slot, (int)getpid());
+	proc_worker_name(w->claimer, sizeof(w->claimer), host, cfg->worker_slot, getpid());
 	r = uv_loop_init(&w->loop);
 	if (r < 0)
 		return r;
