@@ -160,9 +160,9 @@ void proc_forker_stop(struct proc_forker *f);
  * arg); it never returns here. */
 int proc_forker_serve(int fd, pid_t parent, int (*run)(int tag, int fd, void *arg), void *arg);
 
-
 /* A worker's name, "HOST/wSLOT:PID": what its claims write into work_items (claimed_by) and
  * its log lines show, and what the supervisor releases a gone worker's rows by. */
+#define PROC_WORKER_NAME_MAX 160   /* with its NUL: a 63-byte host name and the rest */
 static inline void proc_worker_name(char *buf, size_t size, const char *host, int slot,
 				    pid_t pid)
 {

@@ -163,8 +163,8 @@ int store_fail_many(struct store *s, struct store_failure *f, size_t n, char *er
 	if (r < 0)
 		return r;
 	/* Statements: START, [GROUP_LOCK], [SET @claimd_t0], n x (UPDATE, [SET @claimd_fin]),
-	 * ATTEMPT_ERROR_ADD,
-	 * [GROUP_NEXT], [3 x DEPS], SELECT, COMMIT; the SELECT's is the only result set. */
+	 * ATTEMPT_ERROR_ADD, [GROUP_NEXT], [3 x DEPS], SELECT, COMMIT; the SELECT's is the only
+	 * result set. */
 	for (size_t i = 0; i < n; i++) {
 		f[i].result = rr.rows[u + i * (nd ? 2 : 1)] == 0 ? 0 :
 			      state_read(rr.res, f[i].ref.id);
@@ -202,16 +202,16 @@ int store_release(struct store *s, const struct store_ref *refs, size_t n, bool 
 		  const char *reason, const char *claimer, char *err, size_t errlen)
 {
 	int r = sq_check(s, "store_release", refs, n, NULL, err, errlen);
-	char q[2 * 255 + 3], of[sizeof(q) + 24] = "";
+	char q[2 * sizeof(s->claimer) + 1], of[sizeof(q) + 24] = "";
 	struct run rr;
 	size_t at;
 
 	if (r < 0 || n == 0)
 		return r;
 	if (claimer) {
-		if (strlen(claimer) > 255)
+		if (strlen(claimer) >= sizeof(s->claimer))
 			return sq_fail_msg(-EINVAL, err, errlen, "store_release: a claimer's name is "
-					   "at most 255 bytes");
+					   "at most %zu bytes", sizeof(s->claimer) - 1);
 		sq_quote(s->conn, q, claimer, strlen(claimer));
 		snprintf(of, sizeof(of), " AND claimed_by = %s", q);
 	}

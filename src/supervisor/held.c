@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "common/proc.h"
 
 void held_add(struct held *h, uint64_t id, uint64_t token)
 {
@@ -36,7 +37,7 @@ struct release_job {
 	struct store_ref *refs;   /* the blamed rows last */
 	size_t n;
 	struct held_blame *blamed; /* refs[n - nblamed + i] is blamed[i]'s row */
-	char claimer[160];         /* the gone worker's name: its rows alone are released */
+	char claimer[PROC_WORKER_NAME_MAX];   /* the gone worker's name: its rows alone are released */
 	size_t nblamed;
 	void (*done)(void *data, int rc);
 	void *data;

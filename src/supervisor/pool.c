@@ -320,7 +320,7 @@ static void on_worker_gone(struct child *c)
 	struct sb_item run[SCOREBOARD_ENTRIES];
 	struct held_blame *blamed = NULL;
 	size_t nrun = pool_running(sl, run, SCOREBOARD_ENTRIES), nblamed = 0;
-	char name[160];
+	char name[PROC_WORKER_NAME_MAX];
 	unsigned delay = 0;
 
 	if (nrun > 0 && (blamed = calloc(nrun, sizeof(*blamed))))

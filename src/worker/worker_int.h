@@ -60,7 +60,7 @@ struct worker {
 	struct handler *handler;
 	struct sb_slot *board;    /* this worker's scoreboard slot */
 	struct proc_user handler_as;   /* --handler-user, looked up (its name "": none) */
-	char claimer[160];
+	char claimer[PROC_WORKER_NAME_MAX];
 	enum wstate state;
 	bool stopping;            /* a STOP came */
 	bool asked;               /* a WANT is out, unanswered */
