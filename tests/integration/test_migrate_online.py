@@ -333,7 +333,12 @@ def it_goes_on_after_a_kill_a_leftover_and_a_stop(t):
     check(0 < copied < rows, f'killed in the middle of the copy: {copied} of {rows} rows')
 
     # What a migrating process that died leaves on the server: its session, holding the
-    # migration lock, in a statement the server goes on with (here a long sleep).
+    # migration lock, in a statement the server goes on with (here a long sleep). Made once
+    # the server has ended migrate 1's own session (it goes on with its statement a while
+    # after the kill, the lock held), so that the left-over session is the lock's holder.
+    wait_for(lambda: server.sql("SELECT IS_FREE_LOCK(CONCAT('claimd.migrate.', "
+                                "MD5(DATABASE())))", db=db)[0][0], 60,
+             'the migration lock free after migrate 1', until=lambda v: v == '1')
     left = _client(server, db, '')
     left.stdin.write("SELECT GET_LOCK(CONCAT('claimd.migrate.', MD5(DATABASE())), 0), "
                      'SLEEP(600);\n')
