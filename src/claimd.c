@@ -14,7 +14,8 @@
 #include "worker/handler.h"
 #include "common/proc.h"
 #include "store/store.h"
-#include "supervisor/api.h"
+#include "console/api.h"
+#include "console/console.h"
 #include "supervisor/supervisor.h"
 #include "worker/worker.h"
 
@@ -144,7 +145,7 @@ int main(int argc, char **argv)
 	if (cfg.fork_fd >= 0)
 		r = worker_forker_main(&cfg);
 	else
-		r = supervisor_main(&cfg, argc, argv);
+		r = supervisor_main(&cfg, argc, argv, &console_ops);
 	store_library_end();
 	return r;
 }

@@ -21,8 +21,18 @@ ALLOWED = {
     'store': {'common'},
     'worker': {'common', 'store'},
     'supervisor': {'common', 'store', 'worker/handler.h'},
+    # the operator's surface reads the supervisor through one header, and the supervisor
+    # never includes the surface (it drives it through surface.h's struct surface_ops)
+    'console': {'common', 'store', 'supervisor/surface.h'},
     'claimctl': {'common'},
-    '.': {'common', 'store', 'worker', 'supervisor'},   # src/claimd.c, the entry point
+    '.': {'common', 'store', 'worker', 'supervisor', 'console'},   # src/claimd.c, the entry point
+}
+
+# System headers a folder may not include: what it must know nothing of.
+FORBIDDEN_SYSTEM = {
+    'supervisor': {'jansson.h': 'JSON', 'microhttpd.h': 'HTTP'},
+    'worker': {'microhttpd.h': 'HTTP'},
+    'store': {'microhttpd.h': 'HTTP'},
 }
 
 
@@ -42,6 +52,11 @@ def sources():
 def includes(path):
     with open(os.path.join(SRC, path), encoding='utf-8') as f:
         return re.findall(r'^\s*#\s*include\s+"([^"]+)"', f.read(), re.M)
+
+
+def system_includes(path):
+    with open(os.path.join(SRC, path), encoding='utf-8') as f:
+        return re.findall(r'^\s*#\s*include\s+<([^>]+)>', f.read(), re.M)
 
 
 def module(path):
@@ -180,6 +195,11 @@ def main():
             n = sum(1 for _ in f)
         if n > MAX_LINES:
             problems.append(f'{path}: {n} lines (at most {MAX_LINES})')
+        for inc in system_includes(path):
+            what = FORBIDDEN_SYSTEM.get(folder, {}).get(inc)
+            if what:
+                problems.append(f'{path}: includes <{inc}>, but {folder}/ knows nothing of '
+                                f'{what}')
         for inc in includes(path):
             target = os.path.normpath(inc)
             tfolder = os.path.dirname(target) or '.'
@@ -208,7 +228,8 @@ def main():
     if problems:
         return 1
     calls = f'but the {ncircles} listed' if ncircles else 'between files'
-    print(f'ok - layout: {len(files)} files, {len(graph)} modules, folder rules, no circles '
+    print(f'ok - layout: {len(files)} files, {len(graph)} modules, folder rules (and the '
+          f'system headers each may not use), no circles '
           f'of includes, no circle of calls {calls}, none over {MAX_LINES} lines, every file '
           f'named in its folder\'s README')
     return 0

@@ -1,9 +1,9 @@
-/* test_entity — the one module that renders what claimd shows (supervisor/entity): a record's
+/* test_entity — the one module that renders what claimd shows (console/entity): a record's
  * JSON object (every type, each "none" rule as null, reals rounded, invalid UTF-8 as U+FFFD,
  * a JSON field put in as its value or else as a string), the text table (heads, widths,
  * alignment, "-" for none, words for a bool), a row read back from JSON (a member missing or
  * of another type is none), the "name: value" lines. Exits 1 on a failure. */
-#include "supervisor/entity.h"
+#include "console/entity.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * dropped past the cap, a clock set back; percentiles of merged histograms exact to a
  * bucket; the window a request asks for and its refusals; the JSON answer's steps and total.
  * Exits 1 on a failure. */
-#include "supervisor/history.h"
+#include "console/history_view.h"
 
 #include <math.h>
 #include <stdlib.h>

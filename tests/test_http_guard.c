@@ -2,7 +2,7 @@
  * listening address, localhost, names the operator listed, any IP of a wildcard address), a
  * change from another origin (Origin, Sec-Fetch-Site), the full and the read-only token, and
  * the paths that need less. Every case names what it shows. */
-#include "supervisor/http_guard.h"
+#include "console/http_guard.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -3,7 +3,7 @@
  * rest of the address; IPv4 seen through a listener on [::]; the port never matters), how each
  * is written, addresses refused; then the table of counts against a plain model, through
  * growth and deletions (the clients after a removed one shifted back), with two seeds. */
-#include "supervisor/http_peer.h"
+#include "console/http_peer.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

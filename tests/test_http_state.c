@@ -3,7 +3,7 @@
  * out, the paths a request takes are allowed step by step, and steps that would be bugs
  * (an answer after the end, a body after the answer, a suspended request freed while its
  * command holds it) are refused. */
-#include "supervisor/http_state.h"
+#include "console/http_state.h"
 
 #include <stdbool.h>
 #include <string.h>

@@ -274,3 +274,23 @@ int cron_next(const struct cron *c, const struct tzfile *z, int64_t after, int64
 	}
 	return -ENOENT;
 }
+
+int cron_check(const char *cron, const char *zone, char *err, size_t errlen)
+{
+	struct tzfile *z = NULL;
+	struct cron c;
+	int64_t t;
+	int r;
+
+	if ((r = cron_parse(cron, &c, err, errlen)) < 0)
+		return r;
+	if ((r = tzfile_load(zone ? zone : "UTC", &z, err, errlen)) < 0)
+		return r == -ENOENT ? -EINVAL : r;
+	r = cron_next(&c, z, 0, &t);
+	tzfile_free(z);
+	if (r == -ENOENT) {
+		snprintf(err, errlen, "'%s' never fires (a day that no month has?)", cron);
+		return -EINVAL;
+	}
+	return 0;
+}

@@ -60,4 +60,9 @@ int cron_next_local(const struct cron *c, int64_t local, int64_t limit, int64_t 
  * CRON_HORIZON_YEARS. */
 int cron_next(const struct cron *c, const struct tzfile *z, int64_t after, int64_t *ret);
 
+/* Whether cron is an expression claimd takes and zone (NULL: UTC) a zone it can read (the
+ * file is read: blocks), with why not in err. Returns 0, -EINVAL, or another negative error
+ * when the zone's file could not be read now (tzfile_load). */
+int cron_check(const char *cron, const char *zone, char *err, size_t errlen);
+
 #endif

@@ -90,13 +90,13 @@
  *     ok       = "ok" LF body                      ; body: the answer, any bytes, up to EOF
  *     error    = "error: " message LF              ; message: one line of text
  *
- * Bodies: status, a table (or with json=1 one JSON object, see supervisor/status.h; with
+ * Bodies: status, a table (or with json=1 one JSON object, see console/status.h; with
  * all=1 a table per supervisor, or {"supervisors": [...]} as supervisors has them); add, the
  * row's id and a newline (with a dedupe key that a row holds, that row's id); retry, the number
  * of rows put back; pause and resume, "queue NAME paused|resumed"; limit and
  * limits, the queue's limits after the change as limits has them (a table, or with json=1 one
  * JSON object); job, the row as "name: value" lines (or with json=1 one
- * JSON object, see supervisor/cmd.c); cancel, "1" or "0" rows deleted, or
+ * JSON object, see console/cmd.c); cancel, "1" or "0" rows deleted, or
  * for a claimed row "cancelling: row N runs on CLAIMED_BY; ..." (json=1: {"id":N,"state":
  * "claimed","cancelling":true,"claimed_by":...}); queues, a table (or
  * a JSON array); supervisors, a table (or a JSON array); jobs, a table (or a JSON array of

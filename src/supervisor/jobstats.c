@@ -75,24 +75,18 @@ void jobstats_add(struct jobstats *js, const struct proto_msg *m, uint64_t now_s
 	}
 }
 
-void jobstats_series_json(struct jobstats *js, uint64_t now_s, unsigned n, struct buf *out)
+unsigned jobstats_series(struct jobstats *js, uint64_t now_s, unsigned n, uint32_t *done,
+			 uint32_t *failed)
 {
-	const uint32_t *rings[2] = { js->done, js->failed };
-	static const char *const names[2] = { "done", "failed" };
-
 	advance(js, now_s);
 	if (n > JOBSTATS_SECONDS)
 		n = JOBSTATS_SECONDS;
 	if (n > now_s + 1)
 		n = (unsigned)now_s + 1;
-	buf_printf(out, "{\"now\":%llu,\"seconds\":%u", (unsigned long long)now_s, n);
-	for (int k = 0; k < 2; k++) {
-		buf_printf(out, ",\"%s\":[", names[k]);
-		for (unsigned i = 0; i < n; i++) {
-			uint64_t s = now_s - (n - 1 - i);
-			buf_printf(out, "%s%u", i ? "," : "", rings[k][s % JOBSTATS_SECONDS]);
-		}
-		buf_puts(out, "]");
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t s = now_s - (n - 1 - i);
+		done[i] = js->done[s % JOBSTATS_SECONDS];
+		failed[i] = js->failed[s % JOBSTATS_SECONDS];
 	}
-	buf_puts(out, "}\n");
+	return n;
 }

@@ -9,7 +9,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/buf.h"
 #include "common/config.h"
 #include "common/proto.h"
 
@@ -47,8 +46,10 @@ void jobstats_init(struct jobstats *js, const struct config *cfg);
 /* A worker's CLAIMED or FINISHED; now_s: the loop's clock in seconds. */
 void jobstats_add(struct jobstats *js, const struct proto_msg *m, uint64_t now_s);
 
-/* {"seconds":[...],"done":[...],"failed":[...]} for the last n seconds (at most
- * JOBSTATS_SECONDS) up to now_s, oldest first. */
-void jobstats_series_json(struct jobstats *js, uint64_t now_s, unsigned n, struct buf *out);
+/* The items done and failed in each of the last n seconds (at most JOBSTATS_SECONDS, and
+ * none before second 0) up to now_s, oldest first, into done[] and failed[] (room for n
+ * each). Returns how many seconds that is. */
+unsigned jobstats_series(struct jobstats *js, uint64_t now_s, unsigned n, uint32_t *done,
+			 uint32_t *failed);
 
 #endif

@@ -14,7 +14,7 @@
 #include "supervisor/dbq.h"
 #include "supervisor/jobstats.h"
 #include "supervisor/slot_health.h"
-#include "supervisor/status.h"
+#include "supervisor/snapshot.h"
 
 struct history;
 

@@ -112,7 +112,7 @@ bool registry_tick(struct registry *r)
 	memset(&st, 0, sizeof(st));
 	ws = r->o.snapshot(r->o.data, &st);
 	buf_init(&b);
-	status_render_json(&st, &b);
+	r->o.pool_json(&st, &b);
 	free(ws);
 	if (buf_failed(&b)) {
 		buf_free(&b);

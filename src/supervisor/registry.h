@@ -9,7 +9,8 @@
 
 #include "common/config.h"
 #include "supervisor/dbq.h"
-#include "supervisor/status.h"
+#include "common/buf.h"
+#include "supervisor/snapshot.h"
 
 #define REGISTRY_MS 5000
 #define REGISTRY_PUSH_MS 10000   /* woken by the binary log, the supervisor polls no more */
@@ -19,8 +20,10 @@ struct registry_opts {
 	struct dbq *dbq;
 	const struct config *cfg;
 	const char *version;
-	/* The pool as it is now (cmd_host.snapshot). */
+	/* The pool as it is now (sup_host.snapshot), and as the column `pool` holds it
+	 * (surface_ops.pool_json). */
 	struct status_worker *(*snapshot)(void *data, struct status *st);
+	void (*pool_json)(const struct status *st, struct buf *b);
 	void *data;
 };
 

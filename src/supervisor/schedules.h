@@ -36,9 +36,4 @@ bool schedules_tick(struct schedules *s);
  * schedules at the next poll tick. */
 void schedules_kick(struct schedules *s);
 
-/* Pure: whether cron is an expression claimd takes and zone a zone it can read (the file
- * is read: blocks), with why not in err. Returns 0, -EINVAL, or another negative error when
- * the zone's file could not be read now (tzfile_load). */
-int schedules_check(const char *cron, const char *zone, char *err, size_t errlen);
-
 #endif

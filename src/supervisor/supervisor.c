@@ -1,7 +1,8 @@
 /* The supervisor wires its parts together on one libuv loop: the pool of workers
  * (pool.c, with the claim permits of permits.c), its own database connection (a queue of jobs
  * on the thread pool, dbq.c), the idle poll and maintenance (maint.c) on a timer, the
- * commands (cmd.c) behind the control socket (control.c), and stopping on SIGTERM/SIGINT. */
+ * operator's surface (through surface.h: the control socket, HTTP), and stopping on
+ * SIGTERM/SIGINT. */
 #include "supervisor/supervisor.h"
 
 #include <errno.h>
@@ -16,18 +17,15 @@
 #include "common/proc.h"
 #include "common/secret.h"
 #include "store/store.h"
-#include "supervisor/api.h"
-#include "supervisor/cmd.h"
-#include "supervisor/control.h"
 #include "supervisor/dbq.h"
 #include "supervisor/history_flush.h"
-#include "supervisor/http.h"
 #include "supervisor/idle.h"
 #include "supervisor/maint.h"
 #include "supervisor/schedules.h"
 #include "supervisor/notify.h"
 #include "supervisor/pool.h"
 #include "supervisor/registry.h"
+#include "supervisor/surface.h"
 #include "worker/handler.h"
 
 struct sup {
@@ -38,16 +36,15 @@ struct sup {
 	uint64_t started;
 	struct store *store;
 	struct dbq *dbq;
-	struct store *adds_store[CMD_ADDS_PIPES];   /* connections of their own for adds */
-	struct dbq *adds_dbq[CMD_ADDS_PIPES];
+	struct store *adds_store[SUP_ADDS_PIPES];   /* connections of their own for adds */
+	struct dbq *adds_dbq[SUP_ADDS_PIPES];
 	struct pool *pool;
 	struct maint *maint;
 	struct schedules *sched;
 	struct registry *registry;
 	struct history_flush *hflush;   /* the queues' history, this supervisor's part */
-	struct cmds *cmds;
-	struct control *control;
-	struct api_host api;       /* and the HTTP server (api_serve_open) */
+	const struct surface_ops *ops;   /* the operator's surface, and what it opened */
+	struct surface *surface;
 	struct jobstats stats;
 	const char *queues[CONFIG_QUEUES_MAX];  /* cfg->queues, for the poll */
 	struct idle *idle;         /* how idle workers learn of work: the binary log or polls */
@@ -132,7 +129,7 @@ static bool db_busy(const struct sup *s)
 {
 	bool busy = dbq_pending(s->dbq) && dbq_db_up(s->dbq);
 
-	for (int k = 0; k < CMD_ADDS_PIPES; k++)
+	for (int k = 0; k < SUP_ADDS_PIPES; k++)
 		busy |= s->adds_dbq[k] && dbq_pending(s->adds_dbq[k]) && dbq_db_up(s->adds_dbq[k]);
 	return busy;
 }
@@ -140,7 +137,7 @@ static bool db_busy(const struct sup *s)
 static void cancel_waiting(struct sup *s)
 {
 	dbq_cancel_waiting(s->dbq);
-	for (int k = 0; k < CMD_ADDS_PIPES; k++)
+	for (int k = 0; k < SUP_ADDS_PIPES; k++)
 		if (s->adds_dbq[k])
 			dbq_cancel_waiting(s->adds_dbq[k]);
 }
@@ -158,11 +155,7 @@ static void maybe_finish_stop(struct sup *s)
 	cancel_waiting(s);
 	s->stopped = true;
 	log_info("all workers stopped; exiting");
-	api_stop(&s->api);
-	cmds_flush(s->cmds);
-	control_close(s->control);
-	s->control = NULL;
-	api_serve_close(&s->api);
+	s->ops->stop(s->surface);
 	uv_stop(s->loop);
 }
 
@@ -239,7 +232,7 @@ static int reload(struct sup *s, char *summary, size_t len)
 	if (r == CONFIG_RUN && ((pwfile = dsn_password_file(&next.dsn)) &&
 				secret_check("password_file", pwfile, err, sizeof(err)) == -EPERM))
 		r = -EINVAL;
-	if (r == CONFIG_RUN && api_serve_check_secrets(&next, err, sizeof(err)) < 0)
+	if (r == CONFIG_RUN && s->ops->check_secrets(&next, err, sizeof(err)) < 0)
 		r = -EINVAL;
 	if (r != CONFIG_RUN) {
 		log_error("reload: %s; the running settings stay", *err ? err : "--help or --version");
@@ -259,7 +252,8 @@ static int reload(struct sup *s, char *summary, size_t len)
 	if (replace)
 		pool_replace_all(s->pool);
 	pool_resize(s->pool, s->cfg->workers);
-	api_serve_reload(&s->api, tls, sizeof(tls));
+	if (s->surface)
+		s->ops->reload(s->surface, tls, sizeof(tls));
 	snprintf(summary, len, "reloaded: %u workers%s%s%s%s%s", s->cfg->workers,
 		 replace ? "; each is replaced after its item (the handler or its settings "
 		 "changed)" : "", *restart ? "; a restart applies what changed in: " : "", restart,
@@ -419,27 +413,8 @@ static void host_rows_changed(void *data)
 {
 	struct sup *s = data;
 
-	api_watch_changed(&s->api);
-}
-
-static int open_http(struct sup *s)
-{
-	int r;
-
-	s->api.loop = s->loop;
-	s->api.cmds = s->cmds;
-	s->api.healthy = host_healthy;
-	s->api.snapshot = host_snapshot;
-	s->api.dbq = s->dbq;
-	s->api.pushed = host_pushed;
-	s->api.follow_rows = host_follow_rows;
-	s->api.stats = &s->stats;
-	s->api.data = s;
-	r = api_serve_open(&s->api, s->cfg);
-	if (r < 0)
-		return r;
-	registry_set_http(s->registry, http_address(s->api.http));
-	return 0;
+	if (s->surface)
+		s->ops->rows_changed(s->surface);
 }
 
 /* ---- set-up ---- */
@@ -450,10 +425,12 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 				.stats = &s->stats, .on_change = on_change,
 				.claimed_none = host_claimed_none,
 				.worker_idle = host_worker_idle, .data = s };
-	struct cmd_host host = { .loop = s->loop, .cfg = cfg, .data = s, .wake = host_wake,
-				 .snapshot = host_snapshot, .now_ms = host_now,
+	struct sup_host host = { .loop = s->loop, .cfg = cfg, .stats = &s->stats, .data = s,
+				 .wake = host_wake, .snapshot = host_snapshot, .now_ms = host_now,
 				 .reload = host_reload, .resize = host_resize,
-				 .schedules_changed = host_schedules_changed };
+				 .schedules_changed = host_schedules_changed,
+				 .healthy = host_healthy, .pushed = host_pushed,
+				 .follow_rows = host_follow_rows };
 	char err[512] = "";
 	int r;
 
@@ -484,7 +461,7 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 	    (r = schedules_new(s->loop, s->dbq, &s->sched)) < 0)
 		return r;
 	/* Connected when the first add comes. */
-	for (int k = 0; k < CMD_ADDS_PIPES; k++) {
+	for (int k = 0; k < SUP_ADDS_PIPES; k++) {
 		if ((r = store_new(&cfg->dsn, "supervisor", &s->adds_store[k])) < 0 ||
 		    (r = dbq_new(s->loop, s->adds_store[k], on_change, s, &s->adds_dbq[k])) < 0)
 			return r;
@@ -492,7 +469,8 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 		host.adds_dbq[k] = s->adds_dbq[k];
 	}
 	struct registry_opts ro = { .loop = s->loop, .dbq = s->dbq, .cfg = cfg,
-				    .version = CLAIMD_VERSION, .snapshot = host_snapshot, .data = s };
+				    .version = CLAIMD_VERSION, .snapshot = host_snapshot,
+				    .pool_json = s->ops->pool_json, .data = s };
 	if ((r = registry_new(&ro, &s->registry)) < 0)
 		return r;
 	struct history_flush_opts ho = { .loop = s->loop, .dbq = s->dbq, .cfg = cfg,
@@ -508,17 +486,9 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 		return r;
 	s->maint_changes = UINT64_MAX;   /* the first pass runs */
 	host.dbq = po.dbq = s->dbq;
-	r = cmds_new(&host, &s->cmds);
-	if (r < 0)
+	if ((r = s->ops->open(&host, &s->surface)) < 0)
 		return r;
-	r = control_open(s->loop, cfg->control, cfg->control_group, s->cmds, &s->control, err,
-			 sizeof(err));
-	if (r < 0) {
-		log_error("%s", err);
-		return r;
-	}
-	if (*cfg->http && (r = open_http(s)) < 0)
-		return r;
+	registry_set_http(s->registry, s->ops->address(s->surface));
 	/* The socket and the port are open: no more root from here (the fork server, its
 	 * workers and their handlers start as the user). */
 	if (*cfg->user) {
@@ -548,28 +518,26 @@ static void sup_teardown(struct sup *s)
 	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
 		if (hs[i]->loop && !uv_is_closing(hs[i]))
 			uv_close(hs[i], NULL);
-	control_close(s->control);
-	api_stop(&s->api);
-	api_serve_close(&s->api);
+	s->ops->stop(s->surface);
 	pool_free(s->pool);
 	idle_free(s->idle);
 	/* Let close callbacks (and a running database job) finish. */
 	uv_run(s->loop, UV_RUN_DEFAULT);
-	cmds_free(s->cmds);
+	s->ops->free(s->surface);
 	maint_free(s->maint);
 	schedules_free(s->sched);
 	history_flush_free(s->hflush);
 	registry_free(s->registry);
 	dbq_free(s->dbq);
-	for (int k = 0; k < CMD_ADDS_PIPES; k++)
+	for (int k = 0; k < SUP_ADDS_PIPES; k++)
 		dbq_free(s->adds_dbq[k]);
 	uv_run(s->loop, UV_RUN_DEFAULT);
 	store_free(s->store);
-	for (int k = 0; k < CMD_ADDS_PIPES; k++)
+	for (int k = 0; k < SUP_ADDS_PIPES; k++)
 		store_free(s->adds_store[k]);
 }
 
-int supervisor_main(struct config *cfg, int argc, char **argv)
+int supervisor_main(struct config *cfg, int argc, char **argv, const struct surface_ops *ops)
 {
 	uv_loop_t loop;
 	struct sup s;
@@ -582,6 +550,7 @@ int supervisor_main(struct config *cfg, int argc, char **argv)
 	if (uv_loop_init(&loop) < 0)
 		return 1;
 	s.loop = &loop;
+	s.ops = ops;
 	r = sup_init(&s, cfg, argc, argv);
 	if (r < 0) {
 		sup_teardown(&s);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The HTTP API as src/supervisor/openapi.json describes it: the document claimd serves at
+"""The HTTP API as src/console/openapi.json describes it: the document claimd serves at
 /v1/openapi.json (and installs) is valid OpenAPI 3.1, and every operation in it answers, through
 the real claimd against MariaDB, what the document says for its status and content type
 (tests/browser/openapi.mjs: a validator of OpenAPI documents and Ajv, from npm). An operation
@@ -20,7 +20,7 @@ import harness
 from harness import check, check_eq, wait_for
 
 BROWSER_DIR = os.path.join(harness.SOURCE_ROOT, 'tests', 'browser')
-DOC = os.path.join(harness.SOURCE_ROOT, 'src', 'supervisor', 'openapi.json')
+DOC = os.path.join(harness.SOURCE_ROOT, 'src', 'console', 'openapi.json')
 
 
 class Recorder:

@@ -2,8 +2,8 @@
 """Makes a man page: the scdoc template with @CLAIMD_OPTIONS@ and @CLAIMCTL_COMMANDS@ filled in
 from the built binaries' --help (so the options and commands have one home, the tables in
 src/common/config.c and src/common/ctl.c), @HTTP_ROUTES@ from the API's OpenAPI document
-(src/supervisor/openapi.json) and @HTTP_METRICS@ from the metrics' declarations
-(src/supervisor/metrics.c), then scdoc.
+(src/console/openapi.json) and @HTTP_METRICS@ from the metrics' declarations
+(src/console/metrics.c), then scdoc.
 
     mkman.py TEMPLATE OUTPUT CLAIMD CLAIMCTL SCDOC VERSION
 """
@@ -88,7 +88,7 @@ SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 
 
 def http_routes():
-    with open(os.path.join(SRC, 'supervisor', 'openapi.json'), encoding='utf-8') as f:
+    with open(os.path.join(SRC, 'console', 'openapi.json'), encoding='utf-8') as f:
         doc = json.load(f)
     out = []
     for path, item in doc['paths'].items():
@@ -108,7 +108,7 @@ def http_routes():
 
 
 def http_metrics():
-    with open(os.path.join(SRC, 'supervisor', 'metrics.c'), encoding='utf-8') as f:
+    with open(os.path.join(SRC, 'console', 'metrics.c'), encoding='utf-8') as f:
         code = f.read()
     out = []
     for name, kind, helps in re.findall(r'head\(b, "(\w+)", "(\w+)",\s*((?:"[^"]*"\s*)+)\)', code):

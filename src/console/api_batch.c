@@ -1,0 +1,325 @@
+/* POST /v1/queues/{queue}/jobs:batch: newline-delimited JSON, one job a line (common/jobline
+ * reads each), every line checked before anything is written, then each an add: the adds go
+ * to the database together (cmd.c writes up to 256 rows per transaction). With ?batch=1, or
+ * lines that name each other ("ref", "after") or a "callback", the lines are a graph: written
+ * in one transaction, all or nothing (cmd_add_graph), with a batch of them if asked. */
+#include "console/api_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jobline.h"
+
+#define BATCH_LINES_MAX 1000
+
+/* A batch on its way: every line's request, and what became of each. */
+struct batch {
+	struct http_request *r;
+	char queue[CTL_QUEUE_MAX + 1];
+	size_t n, pending;
+	struct jobline *lines;
+	struct ctl_request *reqs;
+	struct cmd_result *res;     /* rc, id, duplicate, err of each */
+};
+
+static void batch_free(struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		jobline_free(&b->lines[i]);
+	free(b->lines);
+	free(b->reqs);
+	free(b->res);
+	free(b);
+}
+
+static void batch_answer(struct batch *b)
+{
+	bool all = true;
+	struct buf out;
+
+	buf_init(&out);
+	buf_puts(&out, "{\"jobs\":[");
+	for (size_t i = 0; i < b->n; i++) {
+		const struct cmd_result *res = &b->res[i];
+		buf_puts(&out, i ? "," : "");
+		if (res->rc < 0) {
+			all = false;
+			buf_puts(&out, "{\"error\":");
+			buf_json_str(&out, res->err);
+			buf_puts(&out, "}");
+		} else {
+			cmd_added_json(res, &out);
+		}
+	}
+	buf_puts(&out, "]}\n");
+	/* 202 when every line was added (or was a duplicate); 422 when the database refused
+	 * some: the others are written, with their ids. */
+	api_respond_buf(b->r, all ? 202 : 422, &out);
+	batch_free(b);
+}
+
+/* ---- a graph ---- */
+
+struct graph {
+	struct batch *b;
+	struct cmd_graph g;
+	struct store_edge *edges;
+	uint64_t *ids;
+	char description[STORE_BATCH_DESC_MAX + 1];
+};
+
+static void graph_free(struct graph *gr)
+{
+	batch_free(gr->b);
+	free(gr->edges);
+	free(gr->ids);
+	free(gr);
+}
+
+static void on_graph_done(void *data, struct cmd_graph *g)
+{
+	struct graph *gr = data;
+	struct http_request *r = gr->b->r;
+	char head[64];
+	struct buf out;
+
+	if (g->rc < 0) {
+		http_respond_error(r, api_status_of(g->rc), g->err);
+		graph_free(gr);
+		return;
+	}
+	buf_init(&out);
+	if (g->batch) {
+		buf_printf(&out, "{\"batch\":%llu,\"jobs\":[", (unsigned long long)g->batch_id);
+		snprintf(head, sizeof(head), "/v1/batches/%llu", (unsigned long long)g->batch_id);
+		http_add_header(r, "Location", head);
+	} else {
+		buf_puts(&out, "{\"batch\":null,\"jobs\":[");
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		buf_printf(&out, "%s{\"id\":%llu", i ? "," : "", (unsigned long long)g->ids[i]);
+		if (gr->b->lines[i].ref) {
+			buf_puts(&out, ",\"ref\":");
+			buf_json_str(&out, gr->b->lines[i].ref);
+		}
+		buf_puts(&out, "}");
+	}
+	buf_puts(&out, "]}\n");
+	api_respond_buf(r, 202, &out);
+	graph_free(gr);
+}
+
+/* The line whose ref is ref, or -1. */
+static long line_of(const struct batch *b, const char *ref)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (b->lines[i].ref && !strcmp(b->lines[i].ref, ref))
+			return (long)i;
+	return -1;
+}
+
+/* The query's batch=1 and description; whether the lines are a graph. Returns 0, or -1 with
+ * err filled. */
+static int graph_args(struct http_request *r, const struct batch *b, bool *ret_graph,
+		      bool *ret_batch, const char **ret_desc, char *err, size_t errlen)
+{
+	const char *const *qn, *const *qv;
+	size_t n = http_args(r, &qn, &qv);
+
+	*ret_graph = *ret_batch = false;
+	*ret_desc = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(qn[i], "batch") && (!strcmp(qv[i], "1") || !strcmp(qv[i], "true"))) {
+			*ret_batch = true;
+		} else if (!strcmp(qn[i], "batch") && (!strcmp(qv[i], "0") || !strcmp(qv[i], "false"))) {
+			*ret_batch = false;
+		} else if (!strcmp(qn[i], "description") && strlen(qv[i]) <= STORE_BATCH_DESC_MAX &&
+			   api_utf8_valid(qv[i])) {
+			*ret_desc = qv[i];
+		} else {
+			snprintf(err, errlen, "jobs:batch takes batch=1 and description (UTF-8, at "
+				 "most %d bytes) only", STORE_BATCH_DESC_MAX);
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		const struct jobline *jl = &b->lines[i];
+		*ret_graph |= jl->ref || jl->nafter || jl->callback;
+		*ret_batch |= jl->callback;
+	}
+	*ret_graph |= *ret_batch;
+	if (*ret_desc && !*ret_batch) {
+		snprintf(err, errlen, "description is a batch's (batch=1)");
+		return -1;
+	}
+	return 0;
+}
+
+/* The lines as a graph: refs resolved, one callback at most. Returns 0 (the graph is on its
+ * way, or answered) or -1 with err filled (400). */
+static int graph_start(struct api_host *h, struct batch *b, bool batch, const char *desc,
+		       char *err, size_t errlen)
+{
+	struct graph *gr = calloc(1, sizeof(*gr));
+	size_t nedges = 0, k = 0;
+	long callback = -1;
+
+	for (size_t i = 0; i < b->n; i++)
+		nedges += b->lines[i].nafter;
+	if (gr) {
+		gr->edges = calloc(nedges ? nedges : 1, sizeof(*gr->edges));
+		gr->ids = calloc(b->n, sizeof(*gr->ids));
+	}
+	if (!gr || !gr->edges || !gr->ids) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		const struct jobline *jl = &b->lines[i];
+		if (jl->ref && line_of(b, jl->ref) != (long)i) {
+			snprintf(err, errlen, "line %zu: ref '%s' is another line's too", i + 1, jl->ref);
+			goto fail;
+		}
+		if (jl->callback) {
+			if (callback >= 0) {
+				snprintf(err, errlen, "line %zu: a batch has one callback (line %ld is)",
+					 i + 1, callback + 1);
+				goto fail;
+			}
+			callback = (long)i;
+		}
+		for (size_t a = 0; a < jl->nafter; a++) {
+			long p = line_of(b, jl->after[a]);
+			if (p < 0) {
+				snprintf(err, errlen, "line %zu: after: no line has ref '%s'", i + 1,
+					 jl->after[a]);
+				goto fail;
+			}
+			gr->edges[k++] = (struct store_edge){ (size_t)p, i, jl->on_dead_run };
+		}
+	}
+	if (desc)
+		snprintf(gr->description, sizeof(gr->description), "%s", desc);
+	gr->b = b;
+	gr->g = (struct cmd_graph){ .reqs = b->reqs, .n = b->n, .edges = gr->edges, .nedges = k,
+				    .batch = batch, .description = desc ? gr->description : NULL,
+				    .callback = callback, .ids = gr->ids };
+	cmd_add_graph(h->cmds, &gr->g, on_graph_done, gr);
+	return 0;
+fail:
+	if (gr) {
+		free(gr->edges);
+		free(gr->ids);
+		free(gr);
+	}
+	return -1;
+}
+
+static void on_line_done(void *data, const struct ctl_request *req, const struct cmd_result *res)
+{
+	struct batch *b = data;
+	size_t i = (size_t)(req - b->reqs);
+
+	b->res[i].rc = res->rc;
+	b->res[i].id = res->id;
+	b->res[i].duplicate = res->duplicate;
+	snprintf(b->res[i].err, sizeof(b->res[i].err), "%s", res->err);
+	if (--b->pending == 0)
+		batch_answer(b);
+}
+
+/* Every line is read and checked first: one that is not a valid job makes the answer 400,
+ * naming its line, and nothing is written. Then each is an add; the adds go to the database
+ * together (cmd.c writes up to 256 rows per transaction). */
+void api_batch(struct api_host *h, struct http_request *r, const char *queue)
+{
+	size_t len, n = 0;
+	const unsigned char *body = http_body(r, &len);
+	const char *p = (const char *)body, *end = p + len;
+	struct batch *b = calloc(1, sizeof(*b));
+	char err[300], lerr[256];
+
+	if (!b)
+		goto oom;
+	b->r = r;
+	snprintf(b->queue, sizeof(b->queue), "%s", queue);
+	if (strlen(queue) > CTL_QUEUE_MAX || !api_utf8_valid(queue)) {
+		http_respond_error(r, 400, api_utf8_valid(queue) ? "add: queue must be 1 to 64 bytes" :
+				   "queue: not UTF-8");
+		batch_free(b);
+		return;
+	}
+	for (const char *q = p; q < end; q++)
+		n += *q == '\n';
+	n += len && end[-1] != '\n';
+	if (n > BATCH_LINES_MAX) {
+		snprintf(err, sizeof(err), "at most %d lines per batch", BATCH_LINES_MAX);
+		http_respond_error(r, 413, err);
+		batch_free(b);
+		return;
+	}
+	b->lines = calloc(n ? n : 1, sizeof(*b->lines));
+	b->reqs = calloc(n ? n : 1, sizeof(*b->reqs));
+	b->res = calloc(n ? n : 1, sizeof(*b->res));
+	if (!b->lines || !b->reqs || !b->res)
+		goto oom;
+	for (size_t line = 1; p < end; line++) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		const char *names[JOBLINE_PARAMS_MAX + 1], *values[JOBLINE_PARAMS_MAX + 1];
+		struct jobline *jl = &b->lines[b->n];
+		if (l && p[l - 1] == '\r')
+			l--;
+		if (l == 0) {
+			p = nl ? nl + 1 : end;
+			continue;  /* blank lines are allowed */
+		}
+		if (jobline_parse(p, l, jl, lerr, sizeof(lerr)) < 0) {
+			snprintf(err, sizeof(err), "line %zu: %s", line, lerr);
+			goto bad;
+		}
+		b->n++;
+		names[0] = "queue";
+		values[0] = b->queue;
+		memcpy(names + 1, jl->names, jl->n * sizeof(*names));
+		memcpy(values + 1, jl->values, jl->n * sizeof(*values));
+		if (ctl_from_params(CTL_ADD, names, values, jl->n + 1, jl->payload, jl->payload_len,
+				    &b->reqs[b->n - 1], lerr, sizeof(lerr)) < 0) {
+			snprintf(err, sizeof(err), "line %zu: %s", line, lerr);
+			goto bad;
+		}
+		api_trace_default(r, &b->reqs[b->n - 1]);
+		p = nl ? nl + 1 : end;
+	}
+	if (b->n == 0) {
+		http_respond_error(r, 400, "the batch has no jobs (one JSON object per line)");
+		batch_free(b);
+		return;
+	}
+	bool graph, batch;
+	const char *desc;
+	if (graph_args(r, b, &graph, &batch, &desc, err, sizeof(err)) < 0)
+		goto bad;
+	if (graph) {
+		if (graph_start(h, b, batch, desc, err, sizeof(err)) < 0)
+			goto bad;
+		return;
+	}
+	/* One more than the lines, so that answers given at once cannot end it mid-loop. */
+	b->pending = b->n + 1;
+	for (size_t i = 0; i < b->n; i++)
+		cmd_run(h->cmds, &b->reqs[i], on_line_done, b);
+	if (--b->pending == 0)
+		batch_answer(b);
+	return;
+bad:
+	http_respond_error(r, 400, err);
+	batch_free(b);
+	return;
+oom:
+	http_respond_error(r, 500, "out of memory");
+	if (b)
+		batch_free(b);
+}
