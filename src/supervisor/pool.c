@@ -349,18 +349,14 @@ static void on_worker_gone(struct child *c)
 	}
 	if (pool_size_gone(sl))
 		return;   /* retired, or replaced with a new one (pool_size.c) */
-	/* A worker that stopped cleanly (exit 0) did not crash; one that finished an item
-	 * first was killed at work (a kill storm, the OOM killer), not dying of its start-up or
-	 * its handler: it is replaced at once, however short its life. */
-	bool crashed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-	bool worked = sl->done + sl->failed > sl->finished_before;
-	sl->quick_deaths = crashed && !worked && lived < QUICK_DEATH_MS ? sl->quick_deaths + 1 : 0;
-	if (sl->quick_deaths > 1) {
-		delay = backoff_nth(RESPAWN_MIN_MS, RESPAWN_MAX_MS, sl->quick_deaths - 2);
+	/* The restart policy (restart.h) says how long the slot waits for its next worker. */
+	enum restart_end end = restart_classify(status, sl->done + sl->failed > sl->finished_before,
+						lived);
+	delay = restart_next(end, &sl->quick_deaths);
+	if (delay)
 		log_warn("worker slot=%u keeps dying (%u times in a row, each within %d s); "
-			 "restarting it in %u ms", sl->idx, sl->quick_deaths, QUICK_DEATH_MS / 1000,
+			 "restarting it in %u ms", sl->idx, sl->quick_deaths, RESTART_QUICK_MS / 1000,
 			 delay);
-	}
 	sl->restarts++;
 	uv_timer_start(&sl->respawn_timer, on_respawn, delay, 0);
 }
@@ -385,9 +381,9 @@ static void spawn_failed(struct slot *sl, int r)
 	if (p->freeing)
 		return;
 	log_error("cannot start worker slot=%u: %s; trying again in %d ms", sl->idx, strerror(-r),
-		  RESPAWN_MAX_MS / 10);
+		  RESTART_MAX_MS / 10);
 	if (!p->stopping)
-		uv_timer_start(&sl->respawn_timer, on_respawn, RESPAWN_MAX_MS / 10, 0);
+		uv_timer_start(&sl->respawn_timer, on_respawn, RESTART_MAX_MS / 10, 0);
 	else
 		p->o.on_change(p->o.data);
 }

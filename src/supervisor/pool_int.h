@@ -18,10 +18,8 @@
 #include "supervisor/held.h"
 #include "supervisor/permits.h"
 #include "supervisor/pool.h"
+#include "supervisor/restart.h"
 
-#define QUICK_DEATH_MS 10000  /* a worker that dies sooner than this counts towards back-off */
-#define RESPAWN_MIN_MS 250
-#define RESPAWN_MAX_MS 30000
 #define DRAIN_MS 1000         /* after a worker's exit: how long its channel may take to EOF */
 #define POOL_CANCEL_CHECK_MS 400  /* how often held rows' cancel requests are looked up */
 #define POOL_CANCEL_TOLD 64       /* cancelled rows remembered as told (logged once) */
