@@ -46,9 +46,13 @@ def it_installs_what_an_operator_needs(t):
             'share/claimd/examples/pipe-async.py', 'share/claimd/examples/pipe-async.mjs',
             'share/claimd/examples/plugin.c', 'share/claimd/examples/claimd.conf',
             'share/claimd/examples/claimd.env', 'lib/systemd/system/claimd.service',
-            'share/man/man8/claimd.8', 'share/man/man1/claimctl.1',
-            'share/man/man7/claimd-handlers.7', 'share/man/man7/claimd-http.7',
             'share/claimd/openapi.json']
+    # every page of src/deploy/man, scdoc's or Markdown, installed in its section
+    for f in os.listdir(os.path.join(harness.SOURCE_ROOT, 'src', 'deploy', 'man')):
+        m = re.match(r'^(.+\.(\d))\.(scd|md)$', f)
+        if m:
+            want.append(f'share/man/man{m.group(2)}/{m.group(1)}')
+    check(len([w for w in want if '/man/' in w]) >= 11, f'the man pages: {want}')
     missing = [w for w in want if not os.path.exists(os.path.join(prefix, w))]
     check_eq(missing, [], f'installed under {prefix}')
     check(glob.glob(os.path.join(prefix, 'lib', '**', 'claimd-handler.pc'), recursive=True),

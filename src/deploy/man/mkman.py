@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Makes a man page: the scdoc template with @CLAIMD_OPTIONS@ and @CLAIMCTL_COMMANDS@ filled in
+"""Makes a man page: the scdoc template (or a page in Markdown, md2scd.py) with
+@CLAIMD_OPTIONS@ and @CLAIMCTL_COMMANDS@ filled in
 from the built binaries' --help (so the options and commands have one home, the tables in
 src/common/config.c and src/common/ctl.c), @HTTP_ROUTES@ from the API's OpenAPI document
 (src/console/openapi.json) and @HTTP_METRICS@ from the metrics' declarations
@@ -124,6 +125,12 @@ def main():
     template, output, claimd, claimctl, scdoc, version = sys.argv[1:7]
     with open(template, encoding='utf-8') as f:
         text = f.read()
+    if template.endswith('.md'):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import md2scd
+        text = md2scd.convert(text)
+        for marker in re.findall(r'@[A-Z]+(?:\\_[A-Z]+)*@', text):
+            text = text.replace(marker, marker.replace('\\_', '_'))
     if '@CLAIMD_OPTIONS@' in text:
         text = text.replace('@CLAIMD_OPTIONS@', claimd_options(claimd))
     if '@CLAIMCTL_COMMANDS@' in text:

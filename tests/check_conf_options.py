@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The README's table of options against the binary's own option table (common/config.c,
-which drives the flags, the environment, the config file, --help and claimd(8)): every
-setting that `claimd --example-config` writes has a row, and every option a row names is one
-`claimd --help` knows. A rule that fails when an option is added, renamed or dropped in one
-place only.
+"""claimd.conf(5)'s table of the settings in depth (src/deploy/man/claimd.conf.5.md) against
+the binary's own option table (common/config.c, which drives the flags, the environment, the
+config file, --help and claimd(8)): every setting that `claimd --example-config` writes has a
+row, and every option a row names is one `claimd --help` knows. A rule that fails when an
+option is added, renamed or dropped in one place only.
 
-    check_readme_options.py SOURCE_ROOT CLAIMD"""
+    check_conf_options.py SOURCE_ROOT CLAIMD"""
 
 import re
 import subprocess
@@ -13,10 +13,8 @@ import sys
 
 
 def main(root, claimd):
-    with open(f'{root}/README.md', encoding='utf-8') as f:
-        text = f.read()
-    start = text.index('\n### Options\n')
-    table = text[start:text.index('\n### ', start + 1)]
+    with open(f'{root}/src/deploy/man/claimd.conf.5.md', encoding='utf-8') as f:
+        table = f.read()
     named = set()
     for line in table.splitlines():
         if line.startswith('| `--'):
@@ -31,13 +29,13 @@ def main(root, claimd):
     if len(settings) < 20 or len(flags) < len(settings):
         problems.append(f'read {len(settings)} settings and {len(flags)} flags: '
                         'the binary\'s output changed form')
-    problems += [f'README.md, Options: no row for --{o}' for o in sorted(settings - named)]
-    problems += [f'README.md, Options: --{o} is not an option of claimd --help'
+    problems += [f'claimd.conf.5.md: no row for --{o}' for o in sorted(settings - named)]
+    problems += [f'claimd.conf.5.md: --{o} is not an option of claimd --help'
                  for o in sorted(named - flags)]
     for p in problems:
         print(f'not ok - {p}')
     if not problems:
-        print(f'ok - README options: {len(named)} named, every one of the {len(settings)} '
+        print(f'ok - claimd.conf(5) options: {len(named)} named, every one of the {len(settings)} '
               'settings among them')
     return 1 if problems else 0
 
