@@ -38,7 +38,7 @@ static const struct entity_field fields[] = {
 	F("lost", "STATE", -5, BOOL, ALWAYS, lost, 0, "lost|live"),
 	F("status", NULL, 0, JSON, ZERO, json, 0, NULL),
 };
-static const struct entity e = ENTITY(fields, struct rec);
+static const struct entity e = ENTITY(fields, struct rec, NULL, NULL);
 
 static char *text_of(struct buf *b)
 {

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "console/entity.h"
+#include "console/entities.h"
 
 int cmd_batch_db(struct call *call, struct store *s, char *err, size_t errlen)
 {
@@ -58,7 +58,7 @@ static const struct entity_field batch_fields[] = {
 	BF("callback_state", "CALLBACK", -8, STR, ZERO, callback_state),
 	BF("created_at", NULL, 0, STR, ALWAYS, created_at),
 };
-static const struct entity batch_entity = ENTITY(batch_fields, struct store_batch);
+const struct entity batch_entity = ENTITY(batch_fields, struct store_batch, "Batch", NULL);
 
 json_t *cmd_batch_object(const struct store_batch *b)
 {

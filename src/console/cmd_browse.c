@@ -14,7 +14,7 @@
 
 #include "common/json.h"
 #include "common/log.h"
-#include "console/entity.h"
+#include "console/entities.h"
 #include "console/render.h"
 
 /* ---- filters ---- */
@@ -109,7 +109,8 @@ static const struct entity_field error_fields[] = {
 	{ "error", NULL, 0, ENTITY_PSTR, ENTITY_ALWAYS,
 	  offsetof(struct store_attempt_error, error), 0, NULL },
 };
-static const struct entity error_entity = ENTITY(error_fields, struct store_attempt_error);
+const struct entity attempt_error_entity = ENTITY(error_fields, struct store_attempt_error,
+						   "JobPage.attempt_errors[]", NULL);
 
 static json_t *links_json(const struct store_job_link *l, size_t n)
 {
@@ -131,7 +132,7 @@ void cmd_job_page_json(const struct store_job *j, const struct store_job_extra *
 
 	if (o && x) {
 		json_object_set_new(o, "attempt_errors",
-				    entity_json_array(&error_entity, x->errors, x->nerrors));
+				    entity_json_array(&attempt_error_entity, x->errors, x->nerrors));
 		json_object_set_new(o, "parents", links_json(x->parents, x->nparents));
 		json_object_set_new(o, "parents_more", json_boolean(x->more_parents));
 		json_object_set_new(o, "children", links_json(x->children, x->nchildren));

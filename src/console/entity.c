@@ -83,7 +83,7 @@ static double magnitude(const struct entity_field *f, const void *rec)
 static bool is_none(const struct entity_field *f, const void *rec)
 {
 	if ((f->type == ENTITY_PSTR || f->type == ENTITY_JSON) && !AT(rec, f, cstr))
-		return true;
+		return f->none != ENTITY_NEVER;
 	return (f->none == ENTITY_ZERO && magnitude(f, rec) == 0) ||
 	       (f->none == ENTITY_NEG && magnitude(f, rec) < 0);
 }
@@ -96,7 +96,7 @@ static json_t *value_json(const struct entity_field *f, const void *rec)
 	case ENTITY_STR:
 		return string_of(STR_AT(rec, f));
 	case ENTITY_PSTR:
-		return string_of(AT(rec, f, cstr));
+		return string_of(AT(rec, f, cstr) ? AT(rec, f, cstr) : "");
 	case ENTITY_U64:
 		return json_integer((json_int_t)AT(rec, f, uint64_t));
 	case ENTITY_U32:
@@ -114,7 +114,7 @@ static json_t *value_json(const struct entity_field *f, const void *rec)
 	case ENTITY_STATE:
 		return json_string(row_state_name(AT(rec, f, enum row_state)));
 	case ENTITY_JSON: {
-		const char *s = AT(rec, f, cstr);
+		const char *s = AT(rec, f, cstr) ? AT(rec, f, cstr) : "";
 		json_t *v = *s == '{' || *s == '[' ? json_loads(s, 0, NULL) : NULL;
 		return v ? v : string_of(s);
 	}

@@ -32,6 +32,7 @@ enum entity_none {
 	ENTITY_ALWAYS,  /* every value is one; a NULL string reads as none all the same */
 	ENTITY_ZERO,    /* 0, "" or NULL */
 	ENTITY_NEG,     /* below 0 */
+	ENTITY_NEVER,   /* none: a string that is always set (a NULL one reads as "") */
 };
 
 struct entity_field {
@@ -50,10 +51,17 @@ struct entity {
 	const struct entity_field *fields;
 	size_t nfields;
 	size_t size;        /* sizeof the struct, to walk an array of them */
+	/* Where openapi.json describes the object: a schema ("Job"), or a schema's array member
+	 * ("JobPage.attempt_errors[]"); and the members its renderer adds beside the table
+	 * ("payload,payload_b64"), or NULL. tests/check_openapi_entities.py holds the document
+	 * to the table: every field a required member of its type and nullability, no member
+	 * that is neither a field nor one of these. */
+	const char *schema;
+	const char *extra;
 };
 
-#define ENTITY(fields_, type_) \
-	{ (fields_), sizeof(fields_) / sizeof((fields_)[0]), sizeof(type_) }
+#define ENTITY(fields_, type_, schema_, extra_) \
+	{ (fields_), sizeof(fields_) / sizeof((fields_)[0]), sizeof(type_), (schema_), (extra_) }
 
 /* One JSON object of rec's fields (NULL when out of memory). */
 json_t *entity_json(const struct entity *e, const void *rec);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/json.h"
-#include "console/entity.h"
+#include "console/entities.h"
 #include "console/status.h"
 
 void render_json_bytes(struct buf *b, const void *s, size_t n)
@@ -42,8 +42,8 @@ static const struct entity_field job_fields[] = {
 	JF("priority", NULL, 0, INT, ALWAYS, priority),
 	JF("period_s", NULL, 0, I64, NEG, period_s),
 	JF("timeout_s", NULL, 0, I64, NEG, timeout_s),
-	JF("created_at", NULL, 0, STR, ZERO, created_at),
-	JF("run_at", NULL, 0, STR, ZERO, run_at),
+	JF("created_at", NULL, 0, STR, ALWAYS, created_at),
+	JF("run_at", NULL, 0, STR, ALWAYS, run_at),
 	JF("visible_at", NULL, 0, STR, ZERO, visible_at),
 	JF("claimed_at", NULL, 0, STR, ZERO, claimed_at),
 	JF("claimed_by", NULL, 0, STR, ZERO, claimed_by),
@@ -56,7 +56,9 @@ static const struct entity_field job_fields[] = {
 	JF("result_type", NULL, 0, STR, ZERO, result_type),
 	JF("last_error", "LAST_ERROR", -1, PSTR, ALWAYS, last_error),
 };
-static const struct entity job_entity = ENTITY(job_fields, struct store_job);
+const struct entity job_entity = ENTITY(job_fields, struct store_job, "Job",
+				       "payload,payload_b64,payload_bytes,payload_truncated,result,"
+				       "result_b64,progress");
 
 /* name: s[0..n) as the JSON value it is when json says it is JSON and it parses as one value
  * (a row may have been written by anyone), else as a string when it is UTF-8, else as
@@ -201,7 +203,7 @@ static const struct entity_field queue_fields[] = {
 	QF("retry_max_ms", "RETRY_MAX_MS", 12, U32, ZERO, backoff.max_ms, 0),
 	QF("retry_jitter_pct", "JITTER_PCT", 10, INT, NEG, backoff.jitter_pct, 0),
 };
-static const struct entity queue_entity = ENTITY(queue_fields, struct store_queue);
+const struct entity queue_entity = ENTITY(queue_fields, struct store_queue, "Queue", NULL);
 
 void render_queues_text(const struct store_queue *qs, size_t n, struct buf *b)
 {
@@ -267,14 +269,15 @@ static const struct entity_field supervisor_fields[] = {
 	SF("version", "VERSION", -8, STR, ALWAYS, version, 0),
 	SF("queues", "QUEUES", -20, STR, ALWAYS, queues, 0),
 	SF("http", "HTTP", -22, STR, ZERO, http, 0),
-	SF("started_at", "STARTED", -26, STR, ZERO, started_at, 0),
-	SF("seen_at", NULL, 0, STR, ZERO, seen_at, 0),
+	SF("started_at", "STARTED", -26, STR, ALWAYS, started_at, 0),
+	SF("seen_at", NULL, 0, STR, ALWAYS, seen_at, 0),
 	SF("seen_ago_s", "SEEN_AGO_S", 10, REAL, ALWAYS, seen_ago_s, 1),
 	{ "lost", "STATE", -5, ENTITY_BOOL, ENTITY_ALWAYS, offsetof(struct store_supervisor, lost),
 	  0, "lost|live" },
 	SF("status", NULL, 0, JSON, ZERO, workers, 0),
 };
-static const struct entity supervisor_entity = ENTITY(supervisor_fields, struct store_supervisor);
+const struct entity supervisor_entity = ENTITY(supervisor_fields, struct store_supervisor,
+					      "Supervisor", NULL);
 
 void render_supervisors_text(const struct store_supervisor *svs, size_t n, struct buf *b)
 {

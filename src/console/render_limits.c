@@ -2,7 +2,7 @@
 
 #include <stddef.h>
 
-#include "console/entity.h"
+#include "console/entities.h"
 
 #define QF(name, member) \
 	{ name, NULL, 0, ENTITY_U32, ENTITY_ALWAYS, offsetof(struct store_limits, member), 0, \
@@ -17,7 +17,7 @@ static const struct entity_field queue_fields[] = {
 	QF("key_interval_ms", key_interval_ms),
 	QF("key_burst", key_burst),
 };
-static const struct entity queue_entity = ENTITY(queue_fields, struct store_limits);
+const struct entity limits_entity = ENTITY(queue_fields, struct store_limits, "Limits", "keys");
 
 /* A key's settings: none (-1) is its queue's. */
 #define KF(name, head, width, type, none, member) \
@@ -32,12 +32,13 @@ static const struct entity_field key_fields[] = {
 	KF("waiting", "WAITING", 7, U64, ALWAYS, waiting),
 	KF("key", "KEY", -1, STR, ALWAYS, key),   /* last: the one column of any width */
 };
-static const struct entity key_entity = ENTITY(key_fields, struct store_key_limit);
+const struct entity key_limit_entity = ENTITY(key_fields, struct store_key_limit, "KeyLimit",
+					     NULL);
 
 void render_limits_json(const struct store_limits *l, struct buf *b)
 {
-	json_t *o = entity_json(&queue_entity, l);
-	json_t *keys = entity_json_array(&key_entity, l->keys, l->nkeys);
+	json_t *o = entity_json(&limits_entity, l);
+	json_t *keys = entity_json_array(&key_limit_entity, l->keys, l->nkeys);
 
 	if (o && keys)
 		json_object_set_new(o, "keys", keys);
@@ -48,9 +49,9 @@ void render_limits_json(const struct store_limits *l, struct buf *b)
 
 void render_limits_text(const struct store_limits *l, struct buf *b)
 {
-	entity_text_fields(&queue_entity, l, b);
+	entity_text_fields(&limits_entity, l, b);
 	if (l->nkeys == 0)
 		return;
 	buf_puts(b, "\n(- : the queue's key settings)\n");
-	entity_text_table(&key_entity, l->keys, l->nkeys, "", b);
+	entity_text_table(&key_limit_entity, l->keys, l->nkeys, "", b);
 }

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "console/entity.h"
+#include "console/entities.h"
 
 /* ---- a worker ---- */
 
@@ -15,7 +15,7 @@
 static const struct entity_field worker_fields[] = {
 	WF("slot", "SLOT", -4, INT, ALWAYS, slot, 0),
 	WF("pid", "PID", -8, INT, ZERO, pid, 0),
-	WF("state", "STATE", -13, PSTR, ALWAYS, state, 0),
+	WF("state", "STATE", -13, PSTR, NEVER, state, 0),
 	WF("inflight", "RUNNING", 7, SIZE, ALWAYS, inflight, 0),
 	WF("item", "OLDEST", -12, U64, ZERO, item, 0),
 	WF("item_ms", "FOR_MS", 9, I64, NEG, item_ms, 0),
@@ -26,7 +26,7 @@ static const struct entity_field worker_fields[] = {
 	WF("rtt_ms", "RTT_MS", 9, REAL, NEG, rtt_ms, 3),
 	WF("heartbeat_age_ms", NULL, 0, I64, NEG, heartbeat_age_ms, 0),
 };
-static const struct entity worker_entity = ENTITY(worker_fields, struct status_worker);
+const struct entity worker_entity = ENTITY(worker_fields, struct status_worker, "Worker", NULL);
 
 void status_worker_head(const char *indent, struct buf *b)
 {
