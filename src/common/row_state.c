@@ -23,6 +23,14 @@ bool row_state_parse(const char *s, enum row_state *ret)
 	return false;
 }
 
+enum row_state row_state_of(const char *s)
+{
+	enum row_state st = ROW_NONE;
+
+	row_state_parse(s, &st);
+	return st;
+}
+
 unsigned row_state_bit(const char *s)
 {
 	enum row_state st;

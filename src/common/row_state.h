@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 enum row_state {
+	ROW_NONE = -1, /* no row: a batch's callback it lacks (or that was deleted), a batch */
 	ROW_READY,     /* may run (now, or from its visible_at) */
 	ROW_CLAIMED,   /* a worker holds it (its lease, its fencing token) */
 	ROW_DONE,      /* its handler succeeded */
@@ -15,11 +16,14 @@ enum row_state {
 	ROW_STATE_COUNT,
 };
 
-/* "ready", "claimed", "done", "dead"; "" out of range. */
+/* "ready", "claimed", "done", "dead"; "" for ROW_NONE (and out of range). */
 const char *row_state_name(enum row_state s);
 
 /* *ret from its name (exact, lower case). Returns false, *ret untouched, when s names none. */
 bool row_state_parse(const char *s, enum row_state *ret);
+
+/* The state s names (a column the server gave), or ROW_NONE when it names none (NULL). */
+enum row_state row_state_of(const char *s);
 
 /* Whether a row in s has ended (done or dead): nothing will run it again unless retried. */
 bool row_state_final(enum row_state s);

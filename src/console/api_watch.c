@@ -132,11 +132,9 @@ static const struct store_watch_row *found(const struct api_watch *w, const stru
 	return bsearch(&key, w->rows[k], w->nrows[k], sizeof(key), cmp_row);
 }
 
-static bool over(const char *state)
+static bool over(enum row_state state)
 {
-	enum row_state st;
-
-	return row_state_parse(state, &st) && row_state_final(st);
+	return state != ROW_NONE && row_state_final(state);
 }
 
 static int send_text(struct api_call *call, const char *s, size_t n);
@@ -436,7 +434,7 @@ static bool finished(const struct store_job *j)
 
 static bool batch_over(const struct store_batch *b)
 {
-	return b->finished && (!*b->callback_state || over(b->callback_state));
+	return b->finished && (b->callback_state == ROW_NONE || over(b->callback_state));
 }
 
 /* Whether what res read is over: the row finished, or the batch with its callback. */

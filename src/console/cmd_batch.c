@@ -55,7 +55,7 @@ static const struct entity_field batch_fields[] = {
 	BF("dead", "DEAD", 8, U64, ALWAYS, members[ROW_DEAD]),
 	BF("finished", "FINISHED", -8, BOOL, ALWAYS, finished),
 	BF("callback_id", NULL, 0, U64, ZERO, callback_id),
-	BF("callback_state", "CALLBACK", -8, STR, ZERO, callback_state),
+	BF("callback_state", "CALLBACK", -8, STATE, NEG, callback_state),
 	BF("created_at", NULL, 0, STR, ALWAYS, created_at),
 };
 const struct entity batch_entity = ENTITY(batch_fields, struct store_batch, "Batch", NULL);

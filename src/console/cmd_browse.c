@@ -94,7 +94,8 @@ void cmd_job_page_text(const struct store_job *j, const struct store_job_extra *
 			   (unsigned long long)b->members[ROW_DEAD]);
 		if (b->callback_id)
 			buf_printf(out, "; callback %llu %s", (unsigned long long)b->callback_id,
-				   b->callback_state[0] ? b->callback_state : "gone");
+				   b->callback_state != ROW_NONE ? row_state_name(b->callback_state) :
+				   "gone");
 		buf_puts(out, "\n");
 	}
 	render_job_text_payload(j, out);

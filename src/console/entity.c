@@ -75,7 +75,7 @@ static double magnitude(const struct entity_field *f, const void *rec)
 	case ENTITY_BOOL:
 		return AT(rec, f, bool);
 	case ENTITY_STATE:
-		return 1;
+		return AT(rec, f, enum row_state) == ROW_NONE ? -1 : 1;
 	}
 	return 0;
 }

@@ -736,7 +736,7 @@ struct store_batch {
 	unsigned size;                       /* members */
 	uint64_t members[ROW_STATE_COUNT];   /* by enum row_state (a deleted one: in none) */
 	uint64_t callback_id;                /* 0: none */
-	char callback_state[16];             /* "" when none (or deleted) */
+	enum row_state callback_state;       /* ROW_NONE when none (or deleted) */
 	bool finished;                       /* every member done or dead (or deleted) */
 	char created_at[32];
 };
@@ -750,7 +750,7 @@ int store_batch_get(struct store *s, uint64_t id, struct store_batch *ret, char 
 #define STORE_WATCH_MAX 500   /* ids one statement reads at most */
 struct store_watch_row {
 	uint64_t id;
-	char state[16];   /* a row's ("done", ...); "" for a batch */
+	enum row_state state;   /* a row's; ROW_NONE for a batch */
 	uint64_t mark;    /* changes when anything store_job_get (store_batch_get) reads does */
 };
 /* The rows ids[0..n) (1..STORE_WATCH_MAX of them) that exist, in one statement, into

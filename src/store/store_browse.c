@@ -136,6 +136,7 @@ static int read_batch(struct store *s, uint64_t batch_id, struct store_batch *b,
 	if ((r = select_one(s, "store_job_extra_get", &res, err, errlen)) < 0)
 		return r;
 	row = mysql_fetch_row(res);
+	b->callback_state = ROW_NONE;
 	if (row) {
 		b->id = batch_id;
 		copy_text(b->queue, sizeof(b->queue), row[1]);
@@ -156,7 +157,7 @@ static int read_batch(struct store *s, uint64_t batch_id, struct store_batch *b,
 		uint64_t cb = row[2] ? strtoull(row[2], NULL, 10) : 0;
 		enum row_state st;
 		if (cb)
-			copy_text(b->callback_state, sizeof(b->callback_state), row[0]);
+			b->callback_state = row_state_of(row[0]);
 		k -= cb;
 		b->size += (unsigned)k;
 		if (row_state_parse(row[0], &st))

@@ -326,7 +326,7 @@ static void take_batch(MYSQL_ROW row, struct store_batch *b)
 	b->size = (unsigned)u64_of(row[3]);
 	b->callback_id = u64_of(row[4]);
 	text(b->created_at, sizeof(b->created_at), row[5]);
-	text(b->callback_state, sizeof(b->callback_state), row[6]);
+	b->callback_state = row_state_of(row[6]);
 }
 
 /* Adds the member counts of res's rows (batch_id, state, count) to bs[0..n). */

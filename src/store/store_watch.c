@@ -77,7 +77,7 @@ static int watch(struct store *s, const char *op, bool batches, const uint64_t *
 			r = -EIO;
 			break;
 		}
-		snprintf(w->state, sizeof(w->state), "%s", row[1] ? row[1] : "");
+		w->state = row_state_of(row[1]);
 		got++;
 	}
 	mysql_free_result(rr.res);
