@@ -13,6 +13,7 @@ static const char *type_name(enum entity_type t)
 	case ENTITY_STR:
 	case ENTITY_PSTR:
 	case ENTITY_STATE:
+	case ENTITY_NAME:
 		return "string";
 	case ENTITY_U64:
 	case ENTITY_U32:
@@ -35,6 +36,8 @@ static int nullable(const struct entity_field *f)
 {
 	if (f->none == ENTITY_NEVER)
 		return 0;
+	if (f->none == ENTITY_FLAG)
+		return 1;
 	return f->none != ENTITY_ALWAYS || f->type == ENTITY_PSTR || f->type == ENTITY_JSON;
 }
 

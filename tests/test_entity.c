@@ -25,7 +25,8 @@ struct rec {
 };
 
 #define F(name, head, width, type, none, member, prec, words) \
-	{ name, head, width, ENTITY_##type, ENTITY_##none, offsetof(struct rec, member), prec, words }
+	{ name, head, width, ENTITY_##type, ENTITY_##none, offsetof(struct rec, member), prec, words, \
+	  NULL, 0 }
 
 static const struct entity_field fields[] = {
 	F("name", "NAME", -6, STR, ALWAYS, name, 0, NULL),
@@ -39,6 +40,24 @@ static const struct entity_field fields[] = {
 	F("status", NULL, 0, JSON, ZERO, json, 0, NULL),
 };
 static const struct entity e = ENTITY(fields, struct rec, NULL, NULL);
+
+/* The rules for an enum's names, a value a flag says is none, a string always set. */
+struct rec2 {
+	int kind;
+	char text[8];
+	bool text_null;
+	const char *always;
+};
+static const char *const kinds[] = { "latest", "all", "none" };
+static const struct entity_field fields2[] = {
+	{ "kind", "KIND", -6, ENTITY_NAME, ENTITY_ALWAYS, offsetof(struct rec2, kind), 0, NULL,
+	  kinds, 0 },
+	{ "text", "TEXT", -5, ENTITY_STR, ENTITY_FLAG, offsetof(struct rec2, text), 0, NULL, NULL,
+	  offsetof(struct rec2, text_null) },
+	{ "always", NULL, 0, ENTITY_PSTR, ENTITY_NEVER, offsetof(struct rec2, always), 0, NULL,
+	  NULL, 0 },
+};
+static const struct entity e2 = ENTITY(fields2, struct rec2, NULL, NULL);
 
 static char *text_of(struct buf *b)
 {
@@ -89,6 +108,15 @@ int main(void)
 		   "status: -\n", "name: value lines");
 	entity_dump(NULL, &b);
 	check_text(&b, "null\n", "out of memory");
+	{
+		struct rec2 r2[] = { { 1, "", false, NULL }, { 2, "x", true, "set" } };
+		entity_dump(entity_json_array(&e2, r2, 2), &b);
+		check_text(&b, "[{\"kind\":\"all\",\"text\":\"\",\"always\":\"\"},"
+			   "{\"kind\":\"none\",\"text\":null,\"always\":\"set\"}]\n",
+			   "names, a flagged none, a string always set");
+		entity_text_table(&e2, r2, 2, "", &b);
+		check_text(&b, "KIND   TEXT\nall    \nnone   -\n", "names and a flagged none as text");
+	}
 	buf_free(&b);
 	if (failures == 0)
 		printf("ok - entity\n");

@@ -42,7 +42,7 @@ void cmd_batch_after(struct call *call)
 
 #define BF(name, head, width, type, none, member) \
 	{ name, head, width, ENTITY_##type, ENTITY_##none, offsetof(struct store_batch, member), \
-	  0, NULL }
+	  0, NULL, NULL, 0 }
 
 static const struct entity_field batch_fields[] = {
 	BF("id", "ID", -10, U64, ALWAYS, id),

@@ -104,11 +104,11 @@ void cmd_job_page_text(const struct store_job *j, const struct store_job_extra *
 /* Each failed attempt's error (json: the page's "attempt_errors"). */
 static const struct entity_field error_fields[] = {
 	{ "attempt", NULL, 0, ENTITY_U32, ENTITY_ALWAYS,
-	  offsetof(struct store_attempt_error, attempt), 0, NULL },
+	  offsetof(struct store_attempt_error, attempt), 0, NULL, NULL, 0 },
 	{ "failed_at", NULL, 0, ENTITY_STR, ENTITY_ALWAYS,
-	  offsetof(struct store_attempt_error, failed_at), 0, NULL },
+	  offsetof(struct store_attempt_error, failed_at), 0, NULL, NULL, 0 },
 	{ "error", NULL, 0, ENTITY_PSTR, ENTITY_ALWAYS,
-	  offsetof(struct store_attempt_error, error), 0, NULL },
+	  offsetof(struct store_attempt_error, error), 0, NULL, NULL, 0 },
 };
 const struct entity attempt_error_entity = ENTITY(error_fields, struct store_attempt_error,
 						   "JobPage.attempt_errors[]", NULL);

@@ -14,6 +14,7 @@ extern const struct entity batch_entity;          /* cmd_batch.c */
 extern const struct entity attempt_error_entity;  /* cmd_browse.c */
 extern const struct entity limits_entity;         /* render_limits.c */
 extern const struct entity key_limit_entity;      /* render_limits.c */
+extern const struct entity schedule_entity;       /* render_schedule.c */
 
 /* The tables above, NULL-terminated. */
 extern const struct entity *const entity_catalogue[];

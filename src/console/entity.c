@@ -76,6 +76,8 @@ static double magnitude(const struct entity_field *f, const void *rec)
 		return AT(rec, f, bool);
 	case ENTITY_STATE:
 		return AT(rec, f, enum row_state) == ROW_NONE ? -1 : 1;
+	case ENTITY_NAME:
+		return 1;
 	}
 	return 0;
 }
@@ -84,6 +86,8 @@ static bool is_none(const struct entity_field *f, const void *rec)
 {
 	if ((f->type == ENTITY_PSTR || f->type == ENTITY_JSON) && !AT(rec, f, cstr))
 		return f->none != ENTITY_NEVER;
+	if (f->none == ENTITY_FLAG)
+		return *(const bool *)(const void *)((const char *)rec + f->flag_off);
 	return (f->none == ENTITY_ZERO && magnitude(f, rec) == 0) ||
 	       (f->none == ENTITY_NEG && magnitude(f, rec) < 0);
 }
@@ -113,6 +117,8 @@ static json_t *value_json(const struct entity_field *f, const void *rec)
 		return json_boolean(AT(rec, f, bool));
 	case ENTITY_STATE:
 		return json_string(row_state_name(AT(rec, f, enum row_state)));
+	case ENTITY_NAME:
+		return json_string(f->names[AT(rec, f, int)]);
 	case ENTITY_JSON: {
 		const char *s = AT(rec, f, cstr) ? AT(rec, f, cstr) : "";
 		json_t *v = *s == '{' || *s == '[' ? json_loads(s, 0, NULL) : NULL;
@@ -165,7 +171,8 @@ static void bool_text(const char *words, bool v, char *out, size_t outlen)
 /* The field's value as text into out ("-" for none). */
 static const char *value_text(const struct entity_field *f, json_t *v, char *out, size_t outlen)
 {
-	bool text = f->type == ENTITY_STR || f->type == ENTITY_PSTR || f->type == ENTITY_STATE;
+	bool text = f->type == ENTITY_STR || f->type == ENTITY_PSTR || f->type == ENTITY_STATE ||
+		    f->type == ENTITY_NAME;
 	bool number = !text && f->type != ENTITY_BOOL && f->type != ENTITY_JSON;
 
 	/* what another claimd wrote may differ: a value of another type is none */

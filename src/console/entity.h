@@ -25,6 +25,7 @@ enum entity_type {
 	ENTITY_STATE,   /* enum row_state: its name */
 	ENTITY_JSON,    /* char * of JSON text claimd wrote (a supervisor's pool): put in as the
 			 * value it is, else as a string */
+	ENTITY_NAME,    /* an enum (int) named by the field's names table */
 };
 
 /* Which value means the field has none (JSON null, text "-"). */
@@ -33,6 +34,8 @@ enum entity_none {
 	ENTITY_ZERO,    /* 0, "" or NULL */
 	ENTITY_NEG,     /* below 0 */
 	ENTITY_NEVER,   /* none: a string that is always set (a NULL one reads as "") */
+	ENTITY_FLAG,    /* the bool at the field's flag_off is true (a NULL column beside a value
+			 * the struct holds as text) */
 };
 
 struct entity_field {
@@ -45,6 +48,8 @@ struct entity_field {
 	int prec;                  /* ENTITY_REAL: decimals */
 	const char *words;         /* ENTITY_BOOL: its text for true and false, "lost|live";
 				    * NULL: "yes|no" */
+	const char *const *names;  /* ENTITY_NAME: the enum's names, by value */
+	size_t flag_off;           /* ENTITY_FLAG: offsetof the bool that says none */
 };
 
 struct entity {

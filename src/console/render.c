@@ -29,7 +29,7 @@ void render_json_bytes(struct buf *b, const void *s, size_t n)
 
 #define JF(name, head, width, type, none, member) \
 	{ name, head, width, ENTITY_##type, ENTITY_##none, offsetof(struct store_job, member), 0, \
-	  NULL }
+	  NULL, NULL, 0 }
 
 /* A row's fields as they are; its payload, result and progress are added by job_object (as
  * the JSON value, text or base64 they are). */
@@ -188,7 +188,7 @@ void render_job_text_payload(const struct store_job *j, struct buf *b)
 
 #define QF(name, head, width, type, none, member, prec) \
 	{ name, head, width, ENTITY_##type, ENTITY_##none, offsetof(struct store_queue, member), \
-	  prec, NULL }
+	  prec, NULL, NULL, 0 }
 
 static const struct entity_field queue_fields[] = {
 	QF("name", "QUEUE", -20, STR, ALWAYS, name, 0),
@@ -260,7 +260,7 @@ void render_backoff_json(const char *queue, const struct store_backoff *bo, stru
 
 #define SF(name, head, width, type, none, member, prec) \
 	{ name, head, width, ENTITY_##type, ENTITY_##none, \
-	  offsetof(struct store_supervisor, member), prec, NULL }
+	  offsetof(struct store_supervisor, member), prec, NULL, NULL, 0 }
 
 static const struct entity_field supervisor_fields[] = {
 	SF("id", NULL, 0, STR, ALWAYS, id, 0),
@@ -273,7 +273,7 @@ static const struct entity_field supervisor_fields[] = {
 	SF("seen_at", NULL, 0, STR, ALWAYS, seen_at, 0),
 	SF("seen_ago_s", "SEEN_AGO_S", 10, REAL, ALWAYS, seen_ago_s, 1),
 	{ "lost", "STATE", -5, ENTITY_BOOL, ENTITY_ALWAYS, offsetof(struct store_supervisor, lost),
-	  0, "lost|live" },
+	  0, "lost|live", NULL, 0 },
 	SF("status", NULL, 0, JSON, ZERO, workers, 0),
 };
 const struct entity supervisor_entity = ENTITY(supervisor_fields, struct store_supervisor,

@@ -6,11 +6,11 @@
 
 #define QF(name, member) \
 	{ name, NULL, 0, ENTITY_U32, ENTITY_ALWAYS, offsetof(struct store_limits, member), 0, \
-	  NULL }
+	  NULL, NULL, 0 }
 
 static const struct entity_field queue_fields[] = {
 	{ "queue", NULL, 0, ENTITY_STR, ENTITY_ALWAYS, offsetof(struct store_limits, queue), 0,
-	  NULL },
+	  NULL, NULL, 0 },
 	QF("min_interval_ms", interval_ms),
 	QF("burst", burst),
 	QF("key_concurrency", key_concurrency),
@@ -22,7 +22,7 @@ const struct entity limits_entity = ENTITY(queue_fields, struct store_limits, "L
 /* A key's settings: none (-1) is its queue's. */
 #define KF(name, head, width, type, none, member) \
 	{ name, head, width, ENTITY_##type, ENTITY_##none, \
-	  offsetof(struct store_key_limit, member), 0, NULL }
+	  offsetof(struct store_key_limit, member), 0, NULL, NULL, 0 }
 
 static const struct entity_field key_fields[] = {
 	KF("concurrency", "CONCURRENCY", 11, I64, NEG, concurrency),

@@ -10,7 +10,7 @@
 
 #define WF(name, head, width, type, none, member, prec) \
 	{ name, head, width, ENTITY_##type, ENTITY_##none, offsetof(struct status_worker, member), \
-	  prec, NULL }
+	  prec, NULL, NULL, 0 }
 
 static const struct entity_field worker_fields[] = {
 	WF("slot", "SLOT", -4, INT, ALWAYS, slot, 0),
