@@ -97,8 +97,17 @@ def it_documents_every_option_and_command_in_the_man_pages(t):
     check_eq([c for c in commands if f'claimctl {c}' not in claimctl1], [],
              'commands of claimctl --help not in claimctl(1)')
     handlers7 = _man_text(prefix, 'claimd-handlers', 7)
-    for want in ('exec:', 'pipe:', 'so:', 'retry_in_ms', 'work_items', 'SELECT, INSERT, UPDATE and DELETE'):
+    for want in ('exec:', 'pipe:', 'so:', 'retry_in_ms', 'claimd-table',
+                 'SELECT, INSERT, UPDATE and DELETE'):
         check(want in handlers7, f'claimd-handlers(7) tells of {want}')
+    # The pages written in Markdown: the reference the README points to.
+    table5 = _man_text(prefix, 'claimd-table', 5)
+    for want in ('work_items', 'visible_at', 'group_key', 'key_limits', 'min_interval_ms',
+                 'TIMESTAMP', 'supervisors'):
+        check(want in table5, f'claimd-table(5) tells of {want}')
+    conf5 = _man_text(prefix, 'claimd.conf', 5)
+    check(all(f'--{o}' in conf5 for o in ('dsn', 'handler', 'workers', 'http-max-streams')),
+          'claimd.conf(5) tells of the options')
     # man-db renders every page without warnings (tools/setup-debian --test installs it).
     man = shutil.which('man')
     check(man, 'man is not installed (Debian: man-db; tools/setup-debian --test installs it)')
