@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "console/entities.h"
 #include "console/reading.h"
 #include "console/render.h"
 
@@ -198,10 +199,9 @@ static void status_text(const struct ctl_request *req, const struct cmd_result *
 			struct buf *out)
 {
 	if (req->all && req->json) {
-		buf_puts(out, "{\"supervisors\":");
-		render_supervisors_json(res->supervisors, res->nsupervisors, out);
-		out->len -= out->len && out->data[out->len - 1] == '\n';
-		buf_puts(out, "}\n");
+		entity_dump(json_pack("{s:o?}", "supervisors",
+				      entity_json_array(&supervisor_entity, res->supervisors,
+							res->nsupervisors)), out);
 	} else if (req->all) {
 		render_pools_text(res->supervisors, res->nsupervisors, out);
 	} else if (req->json) {
@@ -262,12 +262,12 @@ static void rows_text(const struct ctl_request *req, const struct cmd_result *re
 	if (!req->json)
 		buf_printf(out, "%lld\n", res->rows);
 	else if (req->verb == CTL_RETRY && ctl_has(req, CTL_F_DEAD))
-		buf_printf(out, "{\"retried\":%lld,\"transactions\":%u}\n", res->rows,
-			   res->transactions);
+		entity_dump(json_pack("{s:I, s:I}", "retried", (json_int_t)res->rows, "transactions",
+				      (json_int_t)res->transactions), out);
 	else if (req->verb == CTL_RETRY)
-		buf_printf(out, "{\"retried\":%lld}\n", res->rows);
+		entity_dump(json_pack("{s:I}", "retried", (json_int_t)res->rows), out);
 	else
-		buf_printf(out, "{\"id\":%llu,\"deleted\":true}\n", (unsigned long long)req->id);
+		entity_dump(json_pack("{s:I, s:b}", "id", (json_int_t)req->id, "deleted", 1), out);
 }
 
 /* ---- pause, resume, limit ---- */
@@ -305,9 +305,8 @@ static void pause_text(const struct ctl_request *req, const struct cmd_result *r
 			   req->verb == CTL_PAUSE ? "paused" : "resumed");
 		return;
 	}
-	buf_puts(out, "{\"queue\":");
-	buf_json_str(out, req->queue);
-	buf_printf(out, ",\"paused\":%s}\n", req->verb == CTL_PAUSE ? "true" : "false");
+	entity_dump(json_pack("{s:s, s:b}", "queue", req->queue, "paused", req->verb == CTL_PAUSE),
+		    out);
 }
 
 static int backoff_db(struct call *call, struct store *s, char *err, size_t errlen)
@@ -403,10 +402,9 @@ static void cancel_text(const struct ctl_request *req, const struct cmd_result *
 		buf_printf(out, "cancelling: row %llu runs on %s; it stops within a second\n",
 			   (unsigned long long)req->id, res->summary[0] ? res->summary : "?");
 	} else {
-		buf_printf(out, "{\"id\":%llu,\"state\":\"claimed\",\"cancelling\":true,"
-			   "\"claimed_by\":", (unsigned long long)req->id);
-		buf_json_str(out, res->summary);
-		buf_puts(out, "}\n");
+		entity_dump(json_pack("{s:I, s:s, s:b, s:s}", "id", (json_int_t)req->id, "state",
+				      row_state_name(ROW_CLAIMED), "cancelling", 1, "claimed_by",
+				      res->summary), out);
 	}
 }
 
@@ -469,12 +467,10 @@ static void summary_text(const struct ctl_request *req, const struct cmd_result 
 		return;
 	}
 	if (req->verb == CTL_WORKERS)
-		buf_printf(out, "{\"workers\":%u,", req->count);
+		entity_dump(json_pack("{s:I, s:s}", "workers", (json_int_t)req->count, "summary",
+				      res->summary), out);
 	else
-		buf_puts(out, "{\"reloaded\":true,");
-	buf_puts(out, "\"summary\":");
-	buf_json_str(out, res->summary);
-	buf_puts(out, "}\n");
+		entity_dump(json_pack("{s:b, s:s}", "reloaded", 1, "summary", res->summary), out);
 }
 
 static void jobs_text(const struct ctl_request *req, const struct cmd_result *res,

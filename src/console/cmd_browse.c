@@ -321,12 +321,13 @@ void cmd_bulk_text(const struct ctl_request *req, const struct cmd_result *res,
 	size_t a = action_of(req->action);
 
 	if (req->json) {
-		buf_printf(out, "{\"action\":\"%s\",\"count\":%llu,\"confirmed\":%s", actions[a].name,
-			   (unsigned long long)res->count, res->confirmed ? "true" : "false");
-		if (res->confirmed)
-			buf_printf(out, ",\"acted\":%lld,\"transactions\":%u", res->rows,
-				   res->transactions);
-		buf_puts(out, "}\n");
+		json_t *o = json_pack("{s:s, s:I, s:b}", "action", actions[a].name, "count",
+				      (json_int_t)res->count, "confirmed", res->confirmed);
+		if (o && res->confirmed) {
+			json_object_set_new(o, "acted", json_integer((json_int_t)res->rows));
+			json_object_set_new(o, "transactions", json_integer(res->transactions));
+		}
+		entity_dump(o, out);
 	} else if (res->confirmed) {
 		buf_printf(out, "%lld row%s %s (%llu counted)\n", res->rows, res->rows == 1 ? "" : "s",
 			   actions[a].done, (unsigned long long)res->count);

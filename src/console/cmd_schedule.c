@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "console/entity.h"
 #include "console/render_schedule.h"
 #include "common/cron.h"
 
@@ -136,7 +137,7 @@ void cmd_unschedule_text(const struct ctl_request *req, const struct cmd_result 
 	if (!req->json)
 		buf_printf(out, "%lld\n", res->rows);
 	else
-		buf_printf(out, "{\"deleted\":%lld}\n", res->rows);
+		entity_dump(json_pack("{s:I}", "deleted", (json_int_t)res->rows), out);
 }
 
 int cmd_schedule_pause_db(struct call *call, struct store *s, char *err, size_t errlen)
@@ -169,7 +170,5 @@ void cmd_schedule_pause_text(const struct ctl_request *req, struct buf *out)
 		buf_printf(out, "schedule %s %s\n", req->schedule, pause ? "paused" : "resumed");
 		return;
 	}
-	buf_puts(out, "{\"schedule\":");
-	buf_json_str(out, req->schedule);
-	buf_printf(out, ",\"paused\":%s}\n", pause ? "true" : "false");
+	entity_dump(json_pack("{s:s, s:b}", "schedule", req->schedule, "paused", pause), out);
 }
