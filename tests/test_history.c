@@ -229,7 +229,7 @@ static void test_render(void)
 	CHECK(strstr(b.data, "{\"at\":\"2026-09-21T00:01:00Z\",\"done\":0,\"failed\":0,") != NULL,
 	      "a step without rows is there, zero: %s", b.data);
 	CHECK(strstr(b.data, "\"total\":{\"done\":3,\"failed\":3,\"retried\":2,\"dead\":1,"
-		     "\"run\":{\"count\":6,\"mean\":0.15,\"p50\":0.5,\"p95\":5,\"p99\":5}") != NULL,
+		     "\"run\":{\"count\":6,\"mean\":0.15,\"p50\":0.5,\"p95\":5.0,\"p99\":5.0}") != NULL,
 	      "the total: %s", b.data);
 	buf_reset(&b);
 	history_render_text(&w, steps, 2, &b);

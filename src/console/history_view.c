@@ -1,10 +1,12 @@
 #include "console/history_view.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/errmsg.h"
 #include "common/utctime.h"
+#include "console/entity.h"
 
 /* The bucket that holds the q-quantile, or -1 when the histogram is empty. */
 static int quantile_bucket(const uint64_t bucket[STORE_HISTORY_BUCKETS], double q)
@@ -110,38 +112,44 @@ static void rfc3339(int64_t s, char out[UTCTIME_TEXT_MAX])
 	out[20] = '\0';
 }
 
-static void quantiles_json(const char *name, const uint64_t *bucket, uint64_t sum_us,
-			   struct buf *out)
+/* v rounded to 6 significant digits (what a mean or a bucket bound means to a reader). */
+static json_t *real6(double v)
+{
+	char tmp[32];
+
+	snprintf(tmp, sizeof(tmp), "%.6g", v);
+	return json_real(strtod(tmp, NULL));
+}
+
+static json_t *quantiles_json(const uint64_t *bucket, uint64_t sum_us)
 {
 	static const double qs[3] = { 0.5, 0.95, 0.99 };
 	static const char *const qn[3] = { "p50", "p95", "p99" };
 	uint64_t count = 0;
+	json_t *o;
 
 	for (unsigned i = 0; i < STORE_HISTORY_BUCKETS; i++)
 		count += bucket[i];
-	buf_printf(out, "\"%s\":{\"count\":%llu", name, (unsigned long long)count);
-	if (count)
-		buf_printf(out, ",\"mean\":%.6g", (double)sum_us / 1e6 / (double)count);
-	else
-		buf_puts(out, ",\"mean\":null");
-	for (int k = 0; k < 3; k++) {
+	o = json_pack("{s:I, s:o}", "count", (json_int_t)count, "mean",
+		      count ? real6((double)sum_us / 1e6 / (double)count) : json_null());
+	for (int k = 0; o && k < 3; k++) {
 		double v = history_quantile(bucket, qs[k]);
-		if (v < 0)
-			buf_printf(out, ",\"%s\":null", qn[k]);
-		else
-			buf_printf(out, ",\"%s\":%g", qn[k], v);
+		json_object_set_new(o, qn[k], v < 0 ? json_null() : real6(v));
 	}
-	buf_puts(out, "}");
+	return o;
 }
 
-static void counts_json(const struct store_history_row *r, struct buf *out)
+static json_t *counts_json(const struct store_history_row *r, json_t *o)
 {
-	buf_printf(out, "\"done\":%llu,\"failed\":%llu,\"retried\":%llu,\"dead\":%llu,",
-		   (unsigned long long)r->done, (unsigned long long)(r->retried + r->dead),
-		   (unsigned long long)r->retried, (unsigned long long)r->dead);
-	quantiles_json("run", r->run, r->run_sum_us, out);
-	buf_puts(out, ",");
-	quantiles_json("wait", r->wait, r->wait_sum_us, out);
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "done", json_integer((json_int_t)r->done));
+	json_object_set_new(o, "failed", json_integer((json_int_t)(r->retried + r->dead)));
+	json_object_set_new(o, "retried", json_integer((json_int_t)r->retried));
+	json_object_set_new(o, "dead", json_integer((json_int_t)r->dead));
+	json_object_set_new(o, "run", quantiles_json(r->run, r->run_sum_us));
+	json_object_set_new(o, "wait", quantiles_json(r->wait, r->wait_sum_us));
+	return o;
 }
 
 /* Each step of w in order, with its row (or an empty one); the total. */
@@ -164,13 +172,11 @@ static void each_step(const struct history_window *w, const struct store_history
 
 static void point_json(int64_t at, const struct store_history_row *r, void *arg)
 {
-	struct buf *out = arg;
-	char t[UTCTIME_TEXT_MAX];
+	json_t *points = arg;
+	char when[UTCTIME_TEXT_MAX];
 
-	rfc3339(at, t);
-	buf_printf(out, "%s{\"at\":\"%s\",", out->data[out->len - 1] == '[' ? "" : ",", t);
-	counts_json(r, out);
-	buf_puts(out, "}");
+	rfc3339(at, when);
+	json_array_append_new(points, counts_json(r, json_pack("{s:s}", "at", when)));
 }
 
 void history_render_json(const struct history_window *w, const struct store_history_row *steps,
@@ -178,19 +184,16 @@ void history_render_json(const struct history_window *w, const struct store_hist
 {
 	struct store_history_row total;
 	char from[UTCTIME_TEXT_MAX], to[UTCTIME_TEXT_MAX];
+	json_t *points = json_array();
 
 	rfc3339(w->from, from);
 	rfc3339(w->to, to);
-	buf_puts(out, "{\"queue\":");
-	if (w->any_queue)
-		buf_puts(out, "null");
-	else
-		buf_json_str(out, w->queue);
-	buf_printf(out, ",\"from\":\"%s\",\"to\":\"%s\",\"step\":%u,\"points\":[", from, to, w->step);
-	each_step(w, steps, n, point_json, out, &total);
-	buf_puts(out, "],\"total\":{");
-	counts_json(&total, out);
-	buf_puts(out, "}}\n");
+	if (points)
+		each_step(w, steps, n, point_json, points, &total);
+	entity_dump(points ? json_pack("{s:o, s:s, s:s, s:I, s:o, s:o}", "queue",
+				       w->any_queue ? json_null() : json_string(w->queue), "from",
+				       from, "to", to, "step", (json_int_t)w->step, "points", points,
+				       "total", counts_json(&total, json_object())) : NULL, out);
 }
 
 /* A duration for people: "-" for none, "250ms", "2.5s", ">300s". */
