@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/jobline.h"
+#include "console/entity.h"
 
 #define BATCH_LINES_MAX 1000
 
@@ -37,23 +38,18 @@ static void batch_free(struct batch *b)
 static void batch_answer(struct batch *b)
 {
 	bool all = true;
+	json_t *jobs = json_array();
 	struct buf out;
 
-	buf_init(&out);
-	buf_puts(&out, "{\"jobs\":[");
 	for (size_t i = 0; i < b->n; i++) {
 		const struct cmd_result *res = &b->res[i];
-		buf_puts(&out, i ? "," : "");
-		if (res->rc < 0) {
-			all = false;
-			buf_puts(&out, "{\"error\":");
-			buf_json_str(&out, res->err);
-			buf_puts(&out, "}");
-		} else {
-			cmd_added_json(res, &out);
-		}
+		all &= res->rc >= 0;
+		json_array_append_new(jobs, res->rc < 0 ? json_pack("{s:o}", "error",
+								      entity_string(res->err)) :
+					    cmd_added_object(res));
 	}
-	buf_puts(&out, "]}\n");
+	buf_init(&out);
+	entity_dump(jobs ? json_pack("{s:o}", "jobs", jobs) : NULL, &out);
 	/* 202 when every line was added (or was a duplicate); 422 when the database refused
 	 * some: the others are written, with their ids. */
 	api_respond_buf(b->r, all ? 202 : 422, &out);
@@ -83,6 +79,7 @@ static void on_graph_done(void *data, struct cmd_graph *g)
 	struct graph *gr = data;
 	struct http_request *r = gr->b->r;
 	char head[64];
+	json_t *jobs;
 	struct buf out;
 
 	if (g->rc < 0) {
@@ -90,23 +87,21 @@ static void on_graph_done(void *data, struct cmd_graph *g)
 		graph_free(gr);
 		return;
 	}
-	buf_init(&out);
+	jobs = json_array();
 	if (g->batch) {
-		buf_printf(&out, "{\"batch\":%llu,\"jobs\":[", (unsigned long long)g->batch_id);
 		snprintf(head, sizeof(head), "/v1/batches/%llu", (unsigned long long)g->batch_id);
 		http_add_header(r, "Location", head);
-	} else {
-		buf_puts(&out, "{\"batch\":null,\"jobs\":[");
 	}
-	for (size_t i = 0; i < g->n; i++) {
-		buf_printf(&out, "%s{\"id\":%llu", i ? "," : "", (unsigned long long)g->ids[i]);
-		if (gr->b->lines[i].ref) {
-			buf_puts(&out, ",\"ref\":");
-			buf_json_str(&out, gr->b->lines[i].ref);
-		}
-		buf_puts(&out, "}");
+	for (size_t i = 0; jobs && i < g->n; i++) {
+		json_t *o = json_pack("{s:I}", "id", (json_int_t)g->ids[i]);
+		if (o && gr->b->lines[i].ref)
+			json_object_set_new(o, "ref", entity_string(gr->b->lines[i].ref));
+		json_array_append_new(jobs, o);
 	}
-	buf_puts(&out, "]}\n");
+	buf_init(&out);
+	entity_dump(jobs ? json_pack("{s:o, s:o}", "batch", g->batch ?
+				     json_integer((json_int_t)g->batch_id) : json_null(), "jobs",
+				     jobs) : NULL, &out);
 	api_respond_buf(r, 202, &out);
 	graph_free(gr);
 }

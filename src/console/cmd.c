@@ -402,9 +402,9 @@ static void cancel_text(const struct ctl_request *req, const struct cmd_result *
 		buf_printf(out, "cancelling: row %llu runs on %s; it stops within a second\n",
 			   (unsigned long long)req->id, res->summary[0] ? res->summary : "?");
 	} else {
-		entity_dump(json_pack("{s:I, s:s, s:b, s:s}", "id", (json_int_t)req->id, "state",
+		entity_dump(json_pack("{s:I, s:s, s:b, s:o}", "id", (json_int_t)req->id, "state",
 				      row_state_name(ROW_CLAIMED), "cancelling", 1, "claimed_by",
-				      res->summary), out);
+				      entity_string(res->summary)), out);
 	}
 }
 
@@ -467,10 +467,11 @@ static void summary_text(const struct ctl_request *req, const struct cmd_result 
 		return;
 	}
 	if (req->verb == CTL_WORKERS)
-		entity_dump(json_pack("{s:I, s:s}", "workers", (json_int_t)req->count, "summary",
-				      res->summary), out);
+		entity_dump(json_pack("{s:I, s:o}", "workers", (json_int_t)req->count, "summary",
+				      entity_string(res->summary)), out);
 	else
-		entity_dump(json_pack("{s:b, s:s}", "reloaded", 1, "summary", res->summary), out);
+		entity_dump(json_pack("{s:b, s:o}", "reloaded", 1, "summary",
+				      entity_string(res->summary)), out);
 }
 
 static void jobs_text(const struct ctl_request *req, const struct cmd_result *res,

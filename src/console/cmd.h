@@ -61,8 +61,8 @@ struct cmd_result {
 };
 
 /* An added row's JSON object, {"id":N} with "duplicate":true if it was one (claimctl add's
- * answer, a line of jobs:batch's). */
-void cmd_added_json(const struct cmd_result *res, struct buf *out);
+ * answer, a line of jobs:batch's); NULL when out of memory. */
+json_t *cmd_added_object(const struct cmd_result *res);
 /* One batch's JSON object and a newline (the batch verb's, and its event stream's). */
 void cmd_batch_json(const struct store_batch *b, struct buf *out);
 /* The same object (jansson; the caller owns it), NULL when out of memory. */

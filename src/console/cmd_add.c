@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "console/entity.h"
+
 #define ADDS_MAX 256  /* rows per transaction */
 #define ADDS_CROWD 16 /* adds waiting that open a second transaction */
 
@@ -169,17 +171,19 @@ void cmd_add_now(struct call *call)
 	adds_start(c);
 }
 
-void cmd_added_json(const struct cmd_result *res, struct buf *out)
+json_t *cmd_added_object(const struct cmd_result *res)
 {
-	buf_printf(out, "{\"id\":%llu%s}", (unsigned long long)res->id,
-		   res->duplicate ? ",\"duplicate\":true" : "");
+	json_t *o = json_pack("{s:I}", "id", (json_int_t)res->id);
+
+	if (o && res->duplicate)
+		json_object_set_new(o, "duplicate", json_true());
+	return o;
 }
 
 void cmd_add_text(const struct ctl_request *req, const struct cmd_result *res, struct buf *out)
 {
 	if (req->json) {
-		cmd_added_json(res, out);
-		buf_puts(out, "\n");
+		entity_dump(cmd_added_object(res), out);
 	} else {
 		buf_printf(out, "%llu\n", (unsigned long long)res->id);
 	}

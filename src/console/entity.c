@@ -16,7 +16,7 @@ typedef const char *cstr;  /* for AT(rec, f, cstr) */
 #define STR_AT(rec, f) ((const char *)(rec) + (f)->off)
 
 /* s as a JSON string: invalid UTF-8 (a name another program wrote) as U+FFFD. */
-static json_t *string_of(const char *s)
+json_t *entity_string(const char *s)
 {
 	size_t n = strlen(s);
 	json_t *v = json_stringn(s, n);
@@ -98,9 +98,9 @@ static json_t *value_json(const struct entity_field *f, const void *rec)
 		return json_null();
 	switch (f->type) {
 	case ENTITY_STR:
-		return string_of(STR_AT(rec, f));
+		return entity_string(STR_AT(rec, f));
 	case ENTITY_PSTR:
-		return string_of(AT(rec, f, cstr) ? AT(rec, f, cstr) : "");
+		return entity_string(AT(rec, f, cstr) ? AT(rec, f, cstr) : "");
 	case ENTITY_U64:
 		return json_integer((json_int_t)AT(rec, f, uint64_t));
 	case ENTITY_U32:
@@ -122,7 +122,7 @@ static json_t *value_json(const struct entity_field *f, const void *rec)
 	case ENTITY_JSON: {
 		const char *s = AT(rec, f, cstr) ? AT(rec, f, cstr) : "";
 		json_t *v = *s == '{' || *s == '[' ? json_loads(s, 0, NULL) : NULL;
-		return v ? v : string_of(s);
+		return v ? v : entity_string(s);
 	}
 	}
 	return json_null();

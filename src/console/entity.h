@@ -90,6 +90,10 @@ void entity_text_fields(const struct entity *e, const void *rec, struct buf *b);
  * none left out (a job's page). */
 void entity_text_lines(const struct entity *e, const void *rec, struct buf *b);
 
+/* s as a JSON string, invalid UTF-8 (a message a server or another program wrote) as U+FFFD;
+ * NULL when out of memory. */
+json_t *entity_string(const char *s);
+
 /* v compact and a newline onto b (null when v is NULL: out of memory); v is released. */
 void entity_dump(json_t *v, struct buf *b);
 
