@@ -171,9 +171,8 @@ static void on_done(void *data, const struct ctl_request *req, const struct cmd_
 	buf_init(&b);
 	if (req->verb == CTL_BULK && res->rc == -ESTALE) {
 		/* A confirm that is not the count: the count now, to confirm again. */
-		buf_puts(&b, "{\"error\":");
-		buf_json_str(&b, res->err);
-		buf_printf(&b, ",\"count\":%llu}\n", (unsigned long long)res->count);
+		entity_dump(json_pack("{s:o, s:I}", "error", entity_string(res->err), "count",
+				      (json_int_t)res->count), &b);
 		api_respond_buf(r, 409, &b);
 		free(call);
 		return;

@@ -11,20 +11,6 @@
 #include "console/entities.h"
 #include "console/status.h"
 
-void render_json_bytes(struct buf *b, const void *s, size_t n)
-{
-	char *tmp = malloc(JSON_ESCAPE_MAX(n) + 1);
-
-	if (!tmp) {
-		buf_puts(b, "null");
-		return;
-	}
-	buf_puts(b, "\"");
-	buf_append(b, tmp, json_escape(s, n, tmp));
-	buf_puts(b, "\"");
-	free(tmp);
-}
-
 /* ---- a job ---- */
 
 #define JF(name, head, width, type, none, member) \

@@ -47,7 +47,4 @@ void render_supervisors_json(const struct store_supervisor *svs, size_t n, struc
 void render_jobs_text(const struct store_job *jobs, size_t n, struct buf *out);
 void render_jobs_json(const struct store_job *jobs, size_t n, struct buf *out);
 
-/* b gets s[0..n) as a JSON string value (quotes included): invalid UTF-8 as U+FFFD. */
-void render_json_bytes(struct buf *b, const void *s, size_t n);
-
 #endif
