@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """openapi.json against the entity tables claimd renders its JSON from (console/entities.h,
 dumped by tests/dump_entities): every field of a table is a required member of the schema the
-table names, of the field's type and nullability, and the schema has no member that is
+table names (an optional one, written at times, a member not required), of the field's type
+and nullability, and the schema has no member that is
 neither a field nor one the table says its renderer adds. A field renamed, added, dropped or
 made nullable in one place only fails here.
 
@@ -41,6 +42,11 @@ def schema_of(doc, where):
 def types_of(doc, prop):
     """The JSON types a member may have, and whether null is one; None: any."""
     prop = deref(doc, prop)
+    if 'const' in prop or 'enum' in prop:
+        values = [prop['const']] if 'const' in prop else prop['enum']
+        return {'null' if v is None else 'boolean' if isinstance(v, bool) else
+                'integer' if isinstance(v, int) else 'number' if isinstance(v, float) else
+                'string' if isinstance(v, str) else 'object' for v in values}
     if 'type' in prop:
         t = prop['type']
         return set(t if isinstance(t, list) else [t])
@@ -80,8 +86,10 @@ def main(openapi, dumper):
             if n not in props:
                 problems.append(f'{where}: the table\'s field {n} is not a member')
                 continue
-            if n not in required:
+            if n not in required and not f['optional']:
                 problems.append(f'{where}.{n}: always written, but not required')
+            if n in required and f['optional']:
+                problems.append(f'{where}.{n}: required, but written only at times')
             got = types_of(doc, props[n])
             if got is None:
                 if f['type'] != 'any':

@@ -38,6 +38,8 @@ static int nullable(const struct entity_field *f)
 		return 0;
 	if (f->none == ENTITY_FLAG)
 		return 1;
+	if (f->none == ENTITY_OMIT)
+		return 0;
 	return f->none != ENTITY_ALWAYS || f->type == ENTITY_PSTR || f->type == ENTITY_JSON;
 }
 
@@ -49,9 +51,10 @@ int main(void)
 		json_t *fields = json_array();
 		for (size_t i = 0; i < (*e)->nfields; i++) {
 			const struct entity_field *f = &(*e)->fields[i];
-			json_array_append_new(fields, json_pack("{s:s, s:s, s:b}", "name", f->name,
-								"type", type_name(f->type),
-								"nullable", nullable(f)));
+			json_array_append_new(fields, json_pack("{s:s, s:s, s:b, s:b}", "name",
+								f->name, "type", type_name(f->type),
+								"nullable", nullable(f), "optional",
+								f->none == ENTITY_OMIT));
 		}
 		json_array_append_new(all, json_pack("{s:s, s:s?, s:o}", "schema", (*e)->schema,
 						     "extra", (*e)->extra, "fields", fields));

@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "common/ctl.h"
 #include "common/log.h"
+#include "console/answers.h"
 #include "console/entity.h"
 #include "console/ui.h"
 
@@ -171,8 +172,8 @@ static void on_done(void *data, const struct ctl_request *req, const struct cmd_
 	buf_init(&b);
 	if (req->verb == CTL_BULK && res->rc == -ESTALE) {
 		/* A confirm that is not the count: the count now, to confirm again. */
-		entity_dump(json_pack("{s:o, s:I}", "error", entity_string(res->err), "count",
-				      (json_int_t)res->count), &b);
+		answer_json(&mismatch_entity, &(struct answer_mismatch){ .error = res->err,
+							     .count = res->count }, &b);
 		api_respond_buf(r, 409, &b);
 		free(call);
 		return;

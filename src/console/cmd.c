@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "console/answers.h"
 #include "console/entities.h"
 #include "console/reading.h"
 #include "console/render.h"
@@ -261,13 +262,13 @@ static void rows_text(const struct ctl_request *req, const struct cmd_result *re
 {
 	if (!req->json)
 		buf_printf(out, "%lld\n", res->rows);
-	else if (req->verb == CTL_RETRY && ctl_has(req, CTL_F_DEAD))
-		entity_dump(json_pack("{s:I, s:I}", "retried", (json_int_t)res->rows, "transactions",
-				      (json_int_t)res->transactions), out);
 	else if (req->verb == CTL_RETRY)
-		entity_dump(json_pack("{s:I}", "retried", (json_int_t)res->rows), out);
+		answer_json(&retried_entity, &(struct answer_retried){
+			.retried = res->rows, .transactions = res->transactions,
+			.whole_queue = ctl_has(req, CTL_F_DEAD) }, out);
 	else
-		entity_dump(json_pack("{s:I, s:b}", "id", (json_int_t)req->id, "deleted", 1), out);
+		answer_json(&deleted_entity, &(struct answer_deleted){ .id = req->id, .deleted = true },
+			    out);
 }
 
 /* ---- pause, resume, limit ---- */
@@ -305,8 +306,8 @@ static void pause_text(const struct ctl_request *req, const struct cmd_result *r
 			   req->verb == CTL_PAUSE ? "paused" : "resumed");
 		return;
 	}
-	entity_dump(json_pack("{s:s, s:b}", "queue", req->queue, "paused", req->verb == CTL_PAUSE),
-		    out);
+	answer_json(&paused_entity, &(struct answer_paused){ .name = req->queue,
+						  .paused = req->verb == CTL_PAUSE }, out);
 }
 
 static int backoff_db(struct call *call, struct store *s, char *err, size_t errlen)
@@ -402,9 +403,9 @@ static void cancel_text(const struct ctl_request *req, const struct cmd_result *
 		buf_printf(out, "cancelling: row %llu runs on %s; it stops within a second\n",
 			   (unsigned long long)req->id, res->summary[0] ? res->summary : "?");
 	} else {
-		entity_dump(json_pack("{s:I, s:s, s:b, s:o}", "id", (json_int_t)req->id, "state",
-				      row_state_name(ROW_CLAIMED), "cancelling", 1, "claimed_by",
-				      entity_string(res->summary)), out);
+		answer_json(&cancelling_entity, &(struct answer_cancelling){
+			.id = req->id, .state = ROW_CLAIMED, .cancelling = true,
+			.claimed_by = res->summary }, out);
 	}
 }
 

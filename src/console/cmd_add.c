@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "console/entity.h"
+#include "console/answers.h"
 
 #define ADDS_MAX 256  /* rows per transaction */
 #define ADDS_CROWD 16 /* adds waiting that open a second transaction */
@@ -173,11 +173,9 @@ void cmd_add_now(struct call *call)
 
 json_t *cmd_added_object(const struct cmd_result *res)
 {
-	json_t *o = json_pack("{s:I}", "id", (json_int_t)res->id);
+	struct answer_added a = { .id = res->id, .duplicate = res->duplicate };
 
-	if (o && res->duplicate)
-		json_object_set_new(o, "duplicate", json_true());
-	return o;
+	return entity_json(&added_entity, &a);
 }
 
 void cmd_add_text(const struct ctl_request *req, const struct cmd_result *res, struct buf *out)

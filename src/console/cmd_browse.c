@@ -14,6 +14,7 @@
 
 #include "common/json.h"
 #include "common/log.h"
+#include "console/answers.h"
 #include "console/entities.h"
 #include "console/render.h"
 
@@ -321,13 +322,9 @@ void cmd_bulk_text(const struct ctl_request *req, const struct cmd_result *res,
 	size_t a = action_of(req->action);
 
 	if (req->json) {
-		json_t *o = json_pack("{s:s, s:I, s:b}", "action", actions[a].name, "count",
-				      (json_int_t)res->count, "confirmed", res->confirmed);
-		if (o && res->confirmed) {
-			json_object_set_new(o, "acted", json_integer((json_int_t)res->rows));
-			json_object_set_new(o, "transactions", json_integer(res->transactions));
-		}
-		entity_dump(o, out);
+		answer_json(&bulk_entity, &(struct answer_bulk){
+			.action = actions[a].name, .count = res->count, .confirmed = res->confirmed,
+			.acted = res->rows, .transactions = res->transactions }, out);
 	} else if (res->confirmed) {
 		buf_printf(out, "%lld row%s %s (%llu counted)\n", res->rows, res->rows == 1 ? "" : "s",
 			   actions[a].done, (unsigned long long)res->count);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "console/entity.h"
+#include "console/answers.h"
 #include "console/render_schedule.h"
 #include "common/cron.h"
 
@@ -137,7 +137,8 @@ void cmd_unschedule_text(const struct ctl_request *req, const struct cmd_result 
 	if (!req->json)
 		buf_printf(out, "%lld\n", res->rows);
 	else
-		entity_dump(json_pack("{s:I}", "deleted", (json_int_t)res->rows), out);
+		answer_json(&schedule_deleted_entity, &(struct answer_count){ .deleted = res->rows },
+			    out);
 }
 
 int cmd_schedule_pause_db(struct call *call, struct store *s, char *err, size_t errlen)
@@ -170,5 +171,6 @@ void cmd_schedule_pause_text(const struct ctl_request *req, struct buf *out)
 		buf_printf(out, "schedule %s %s\n", req->schedule, pause ? "paused" : "resumed");
 		return;
 	}
-	entity_dump(json_pack("{s:s, s:b}", "schedule", req->schedule, "paused", pause), out);
+	answer_json(&schedule_paused_entity, &(struct answer_paused){ .name = req->schedule,
+							   .paused = pause }, out);
 }

@@ -16,7 +16,7 @@ extern const struct entity limits_entity;         /* render_limits.c */
 extern const struct entity key_limit_entity;      /* render_limits.c */
 extern const struct entity schedule_entity;       /* render_schedule.c */
 
-/* The tables above, NULL-terminated. */
+/* The tables above and the answers' (answers.h), NULL-terminated. */
 extern const struct entity *const entity_catalogue[];
 
 #endif

@@ -86,8 +86,9 @@ static bool is_none(const struct entity_field *f, const void *rec)
 {
 	if ((f->type == ENTITY_PSTR || f->type == ENTITY_JSON) && !AT(rec, f, cstr))
 		return f->none != ENTITY_NEVER;
-	if (f->none == ENTITY_FLAG)
-		return *(const bool *)(const void *)((const char *)rec + f->flag_off);
+	if (f->none == ENTITY_FLAG || f->none == ENTITY_OMIT)
+		return *(const bool *)(const void *)((const char *)rec + f->flag_off) ==
+		       (f->none == ENTITY_FLAG);
 	return (f->none == ENTITY_ZERO && magnitude(f, rec) == 0) ||
 	       (f->none == ENTITY_NEG && magnitude(f, rec) < 0);
 }
@@ -133,6 +134,8 @@ json_t *entity_json(const struct entity *e, const void *rec)
 	json_t *o = json_object();
 
 	for (size_t i = 0; o && i < e->nfields; i++) {
+		if (e->fields[i].none == ENTITY_OMIT && is_none(&e->fields[i], rec))
+			continue;
 		json_t *v = value_json(&e->fields[i], rec);
 		if (!v || json_object_set_new(o, e->fields[i].name, v) < 0) {
 			json_decref(o);

@@ -36,6 +36,8 @@ enum entity_none {
 	ENTITY_NEVER,   /* none: a string that is always set (a NULL one reads as "") */
 	ENTITY_FLAG,    /* the bool at the field's flag_off is true (a NULL column beside a value
 			 * the struct holds as text) */
+	ENTITY_OMIT,    /* the bool at flag_off is false: then the member is left out of the JSON
+			 * object altogether (an answer's optional member) */
 };
 
 struct entity_field {
@@ -49,7 +51,7 @@ struct entity_field {
 	const char *words;         /* ENTITY_BOOL: its text for true and false, "lost|live";
 				    * NULL: "yes|no" */
 	const char *const *names;  /* ENTITY_NAME: the enum's names, by value */
-	size_t flag_off;           /* ENTITY_FLAG: offsetof the bool that says none */
+	size_t flag_off;           /* ENTITY_FLAG, ENTITY_OMIT: offsetof the bool that says */
 };
 
 struct entity {
