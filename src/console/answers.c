@@ -73,6 +73,11 @@ static const struct entity_field count_fields[] = {
 const struct entity schedule_deleted_entity = ENTITY(count_fields, struct answer_count,
 						     "ScheduleDeleted", NULL);
 
+static const struct entity_field error_fields[] = {
+	FIELD(struct answer_error, "error", PSTR, NEVER, error),
+};
+const struct entity error_entity = ENTITY(error_fields, struct answer_error, "Error", NULL);
+
 void answer_json(const struct entity *e, const void *rec, struct buf *out)
 {
 	entity_dump(entity_json(e, rec), out);

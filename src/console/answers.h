@@ -52,13 +52,17 @@ struct answer_mismatch {       /* BulkMismatch: a confirm that is not the count 
 	uint64_t count;
 };
 
+struct answer_error {          /* Error: every refusal, whatever the route */
+	const char *error;
+};
+
 struct answer_count {          /* ScheduleDeleted */
 	int64_t deleted;
 };
 
 extern const struct entity added_entity, deleted_entity, retried_entity, paused_entity,
 	schedule_paused_entity, cancelling_entity, bulk_entity, mismatch_entity,
-	schedule_deleted_entity;
+	schedule_deleted_entity, error_entity;
 
 /* rec as e's JSON object, and a newline, onto out. */
 void answer_json(const struct entity *e, const void *rec, struct buf *out);

@@ -9,5 +9,5 @@ const struct entity *const entity_catalogue[] = {
 	&attempt_error_entity, &limits_entity, &key_limit_entity, &schedule_entity,
 	/* the commands' small answers (answers.h) */
 	&added_entity, &deleted_entity, &retried_entity, &paused_entity, &schedule_paused_entity,
-	&cancelling_entity, &bulk_entity, &mismatch_entity, &schedule_deleted_entity, NULL,
+	&cancelling_entity, &bulk_entity, &mismatch_entity, &schedule_deleted_entity, &error_entity, NULL,
 };

@@ -13,6 +13,7 @@
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "console/answers.h"
 
 static void free_request(struct http_request *r)
 {
@@ -152,10 +153,8 @@ void http_respond_error(struct http_request *r, unsigned status, const char *mes
 	struct buf b;
 
 	buf_init(&b);
-	buf_puts(&b, "{\"error\":");
-	buf_json_str(&b, message);
-	buf_puts(&b, "}\n");
-	if (buf_failed(&b))
+	answer_json(&error_entity, &(struct answer_error){ .error = message }, &b);
+	if (buf_failed(&b) || !b.len || b.data[0] != '{')   /* out of memory: "null" */
 		http_respond(r, status, "application/json", "{\"error\":\"out of memory\"}\n", 26);
 	else
 		http_respond(r, status, "application/json", b.data, b.len);
