@@ -10,6 +10,7 @@ extern const struct entity job_entity;            /* render.c */
 extern const struct entity queue_entity;          /* render.c */
 extern const struct entity supervisor_entity;     /* render.c */
 extern const struct entity worker_entity;         /* status.c */
+extern const struct entity status_entity;         /* status.c */
 extern const struct entity batch_entity;          /* cmd_batch.c */
 extern const struct entity attempt_error_entity;  /* cmd_browse.c */
 extern const struct entity limits_entity;         /* render_limits.c */

@@ -61,20 +61,46 @@ static json_t *json_counts(const struct status *st)
 	return o;
 }
 
+/* ---- the pool ---- */
+
+/* What status shows of the supervisor itself, from its snapshot. */
+struct status_view {
+	int pid;
+	int fork_server_pid;        /* 0: not running */
+	const char *host, *queue;
+	uint64_t uptime_ms;
+	bool stopping;
+	const char *db;             /* "up" or "down" */
+	const char *wake;           /* NULL: not said */
+};
+
+#define VF(name, type, none, member) \
+	{ name, NULL, 0, ENTITY_##type, ENTITY_##none, offsetof(struct status_view, member), 0, \
+	  NULL, NULL, 0 }
+
+static const struct entity_field status_fields[] = {
+	VF("pid", INT, ALWAYS, pid),
+	VF("fork_server_pid", INT, ZERO, fork_server_pid),
+	VF("host", PSTR, NEVER, host),
+	VF("queue", PSTR, NEVER, queue),
+	VF("uptime_ms", U64, ALWAYS, uptime_ms),
+	VF("stopping", BOOL, ALWAYS, stopping),
+	VF("db", PSTR, NEVER, db),
+	VF("wake", PSTR, ALWAYS, wake),
+};
+const struct entity status_entity = ENTITY(status_fields, struct status_view, "Status",
+					   "workers,counts");
+
 void status_render_json(const struct status *st, struct buf *b)
 {
-	json_t *o = json_object();
+	struct status_view v = {
+		.pid = st->pid, .fork_server_pid = st->fork_server_pid > 0 ? st->fork_server_pid : 0,
+		.host = st->host, .queue = st->queue, .uptime_ms = st->uptime_ms,
+		.stopping = st->stopping, .db = st->db_up ? "up" : "down", .wake = st->wake,
+	};
+	json_t *o = entity_json(&status_entity, &v);
 
 	if (o) {
-		json_object_set_new(o, "pid", json_integer(st->pid));
-		json_object_set_new(o, "fork_server_pid", st->fork_server_pid > 0 ?
-				    json_integer(st->fork_server_pid) : json_null());
-		json_object_set_new(o, "host", json_string(st->host ? st->host : ""));
-		json_object_set_new(o, "queue", json_string(st->queue ? st->queue : ""));
-		json_object_set_new(o, "uptime_ms", json_integer((json_int_t)st->uptime_ms));
-		json_object_set_new(o, "stopping", json_boolean(st->stopping));
-		json_object_set_new(o, "db", json_string(st->db_up ? "up" : "down"));
-		json_object_set_new(o, "wake", st->wake ? json_string(st->wake) : json_null());
 		json_object_set_new(o, "workers", entity_json_array(&worker_entity, st->workers,
 								    st->nworkers));
 		json_object_set_new(o, "counts", json_counts(st));
