@@ -56,6 +56,18 @@ int main(void)
 	p = (struct prefetch){ .avg_ns = 1000 };
 	CHECK(prefetch_overrun_ns(&p) == 2ull * PREFETCH_BUDGET_NS,
 	      "quick items: waiting rows go back after twice the budget");
+	/* When to claim: a whole --batch; half the rows held beyond those running; or, when
+	 * the rows held would all run within one claim anyway, room for them all. */
+	p = (struct prefetch){ .avg_ns = 2000, .cycle_ns = 3000000 };
+	CHECK(prefetch_low(&p, 64, 1, 63) == 64, "--batch 64: room for 64");
+	CHECK(prefetch_low(&p, 0, 1, 256) == 256, "items of 2 us, claims of 3 ms: %u",
+	      prefetch_low(&p, 0, 1, 256));
+	p = (struct prefetch){ .avg_ns = 50000000, .cycle_ns = 3000000 };
+	CHECK(prefetch_low(&p, 0, 50, 10) == 5, "items of 50 ms, 50 at once: half of 10, %u",
+	      prefetch_low(&p, 0, 50, 10));
+	p = (struct prefetch){ .avg_ns = 2000 };
+	CHECK(prefetch_low(&p, 0, 1, 256) == 128, "no claim timed yet: half");
+	CHECK(prefetch_low(&p, 0, 1, 0) == 1, "at least one");
 	printf("%s - prefetch\n", failures ? "not ok" : "ok");
 	return failures ? 1 : 0;
 }

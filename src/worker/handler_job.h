@@ -62,6 +62,8 @@ struct handler_job {
 
 	/* ---- the kind's, from submit to done ---- */
 	uint64_t kstarted_ns;       /* when it started (uv_hrtime); 0: it has not (or never did) */
+	uint64_t kended_ns;         /* when its run ended where it ran (an in-process handler's
+	                             * thread), before the loop took it back; 0: when taken */
 	int64_t deadline_ms;        /* unix ms, set when it starts */
 	struct handler_job *knext;  /* the kind's queues */
 	unsigned kslot;             /* the kind's slot (its scoreboard entry) while it runs */
@@ -88,6 +90,10 @@ struct handler_hooks {
 	/* Something its operator should read (the handler does not log): text, valid during
 	 * the call. NULL: dropped. */
 	void (*notice)(void *data, const char *text);
+	/* A line a pipe: co-process wrote to its stderr (its log), len bytes, valid during the
+	 * call; at most ERR_LINES_PER_S a second, then one line that says how many were not
+	 * passed on. NULL: dropped (the tail still says why one exited). */
+	void (*output)(void *data, const char *line, size_t len);
 	void *data;
 };
 

@@ -266,6 +266,7 @@ static void lane_run(struct lane *l, struct handler_job *job)
 	l->res.retry_in_ms = 0;
 	l->res.error[0] = '\0';
 	s->plugin->handle(&l->cj, &l->res);
+	job->kended_ns = uv_hrtime();
 	take_result(l, job);
 	sb_end(e);
 }

@@ -29,6 +29,16 @@ unsigned prefetch_extra(struct prefetch *p, unsigned fixed, unsigned conc)
 	return n;
 }
 
+unsigned prefetch_low(const struct prefetch *p, unsigned fixed, unsigned conc, unsigned extra)
+{
+	unsigned low = fixed ? fixed : extra / 2;
+
+	if (!fixed && p->avg_ns && p->cycle_ns &&
+	    (uint64_t)conc * p->cycle_ns >= (uint64_t)extra * p->avg_ns)
+		low = extra;
+	return low < 1 ? 1 : low;
+}
+
 void prefetch_ran(struct prefetch *p, uint64_t ns)
 {
 	if (ns == 0)

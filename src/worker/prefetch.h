@@ -33,6 +33,13 @@ unsigned prefetch_extra(struct prefetch *p, unsigned fixed, unsigned conc);
 /* The same without remembering it: for deciding whether to claim. */
 unsigned prefetch_peek(const struct prefetch *p, unsigned fixed, unsigned conc);
 
+/* How few rows of room make a claim worth it, with extra rows held beyond the conc running:
+ * a whole --batch when fixed; else half of extra, so that the next rows come while the last
+ * half runs, unless the rows held run out within one claim cycle anyway (items far quicker
+ * than a claim: conc * cycle / average >= extra): claiming early would then keep nothing
+ * fed and only halve every claim, so the claim waits for room for them all. At least 1. */
+unsigned prefetch_low(const struct prefetch *p, unsigned fixed, unsigned conc, unsigned extra);
+
 /* An item ran for ns. */
 void prefetch_ran(struct prefetch *p, uint64_t ns);
 

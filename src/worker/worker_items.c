@@ -142,11 +142,8 @@ unsigned worker_room(struct worker *w, bool commit)
 		room = PROTO_MAX_ITEMS;
 	if (commit)
 		return room;
-	/* Not a claim for every item that ends: half the rows waiting beyond those running,
-	 * or a whole --batch. */
-	low = w->cfg->batch ? w->cfg->batch : extra / 2;
-	if (low < 1)
-		low = 1;
+	/* Not a claim for every item that ends (prefetch_low). */
+	low = prefetch_low(&pf, w->cfg->batch, w->conc, extra);
 	if (low > PROTO_MAX_ITEMS)
 		low = PROTO_MAX_ITEMS;
 	return room >= low ? room : 0;
@@ -268,12 +265,14 @@ void worker_on_done(void *data, struct handler_job *job, const struct handler_re
 	char q[1300], tr[TRACE_LOG_FIELD];
 
 	w->last_end_ns = w->last_done_ns = now;
-	/* What an item costs this worker: its run, and for a rate-limited queue's also its wait
-	 * for a start slot since the claim (so the worker holds no more of them than it can
+	/* What an item costs this worker: its run (to its end where it ran: a quick in-process
+	 * item's end may wait for the loop, busy with a claim), and for a rate-limited queue's
+	 * also its wait for a start slot since the claim (so the worker holds no more of them than it can
 	 * start soon: a worker that dies holds them until their lease ends). */
 	if (started && res->status != HANDLER_RELEASED)
-		prefetch_ran(&w->pf, now - (x->row.min_interval_ms || x->row.key_interval_ms ?
-					    x->claimed_ns : started));
+		prefetch_ran(&w->pf, (job->kended_ns ? job->kended_ns : now) -
+				     (x->row.min_interval_ms || x->row.key_interval_ms ?
+				      x->claimed_ns : started));
 	if (x->cancelled && res->status != HANDLER_OK) {
 		log_info("item id=%llu attempt=%u/%u cancelled%s", (unsigned long long)x->row.id,
 			 x->row.attempt, x->row.max_attempts, trace_log_field(x->row.traceparent, tr));
