@@ -34,6 +34,7 @@ struct child {
 	bool has_err;
 	void (*on_exit)(struct child *c);
 	void (*on_gone)(struct child *c);
+	void (*on_stderr)(struct child *c, const char *p, size_t n);
 	void *data;
 	struct child_tail tail;
 };
@@ -134,6 +135,8 @@ static void on_err_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 	if (nread > 0) {
 		child_tail_add(&c->tail, buf->base, (size_t)nread);
+		if (c->on_stderr)
+			c->on_stderr(c, buf->base, (size_t)nread);
 	} else if (nread < 0) {
 		c->err_eof = true;
 		uv_read_stop(s);
@@ -167,6 +170,7 @@ int child_new(struct child_reaper *r, pid_t pid, const struct child_opts *o,
 	c->settle_ms = o->settle_ms;
 	c->on_exit = o->on_exit;
 	c->on_gone = o->on_gone;
+	c->on_stderr = o->on_stderr;
 	c->data = o->data;
 	uv_timer_init(loop, &c->timer);
 	c->timer.data = c;

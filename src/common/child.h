@@ -44,6 +44,9 @@ struct child_opts {
 	/* Called once, on the loop, when the process has exited and its stderr reached EOF and
 	 * every hold was released, or settle_ms after its exit. */
 	void (*on_gone)(struct child *c);
+	/* What it wrote to its stderr, as read (any piece of a line), valid during the call;
+	 * NULL: only its tail is kept. */
+	void (*on_stderr)(struct child *c, const char *p, size_t n);
 	void *data;
 };
 

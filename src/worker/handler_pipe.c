@@ -80,6 +80,9 @@ struct handler_pipe {
 	bool closing;              /* pipe_free was called: its memory goes with its handles */
 	bool stopping;             /* stop_all was called: no co-process for an empty queue */
 	struct pipe_coproc *cp;    /* the co-process, until it is gone */
+	uint64_t err_second;       /* the second (uv_now / 1000) its stderr lines are counted in */
+	unsigned err_lines;        /* lines passed on in it */
+	unsigned long err_dropped; /* lines not passed on since the last one that was */
 	bool cp_replied;           /* it sent a reply (its start-up went well) */
 	bool cp_ready;             /* pipe_ready: it wrote its ready line */
 	enum cp_stop stop;
@@ -284,6 +287,37 @@ static void item_replied(struct item *it, const struct pipe_reply *reply)
 	}
 }
 
+/* Its log, to the worker's, at most ERR_LINES_PER_S lines a second (a co-process that
+ * writes more must not make the worker's log its bottleneck). */
+#define ERR_LINES_PER_S 200u
+
+static void on_cp_err_line(struct pipe_coproc *cp, const char *line, size_t len)
+{
+	struct handler_pipe *p = pipe_coproc_data(cp);
+	uint64_t second = uv_now(p->env.loop) / 1000u;
+	char note[100];
+	int n;
+
+	if (!p->env.hooks.output)
+		return;
+	if (second != p->err_second) {
+		p->err_second = second;
+		p->err_lines = 0;
+	}
+	if (p->err_lines >= ERR_LINES_PER_S) {
+		p->err_dropped++;
+		return;
+	}
+	p->err_lines++;
+	if (p->err_dropped) {
+		n = snprintf(note, sizeof(note), "(%lu lines of its stderr not logged: over %u a "
+			     "second)", p->err_dropped, ERR_LINES_PER_S);
+		p->env.hooks.output(p->env.hooks.data, note, (size_t)n);
+		p->err_dropped = 0;
+	}
+	p->env.hooks.output(p->env.hooks.data, line, len);
+}
+
 static void on_cp_line(struct pipe_coproc *cp, const char *line, size_t len)
 {
 	struct handler_pipe *p = pipe_coproc_data(cp);
@@ -470,7 +504,8 @@ static void on_ready_timer(uv_timer_t *t)
 static void coproc_start(struct handler_pipe *p)
 {
 	struct pipe_coproc_hooks h = {
-		.line = on_cp_line, .fault = on_cp_fault, .gone = on_cp_gone, .data = p,
+		.line = on_cp_line, .err_line = on_cp_err_line, .fault = on_cp_fault,
+		.gone = on_cp_gone, .data = p,
 	};
 	uint64_t now = uv_now(p->env.loop);
 	char what[300];

@@ -28,6 +28,8 @@ struct pipe_coproc {
 	bool corked;
 	struct pipe_coproc_line *held, *held_tail;   /* corked lines, in order */
 	unsigned nheld;
+	char err[PIPE_COPROC_ERR_LINE_MAX];   /* a stderr line not complete yet */
+	size_t err_len;
 };
 
 #define CORK_MAX 256   /* lines in one write at most */
@@ -271,11 +273,28 @@ static int watch_pipes(struct pipe_coproc *cp, uv_loop_t *loop, const struct pro
 	return r;
 }
 
+/* Its stderr, in lines for the err_line hook. */
+static void on_child_stderr(struct child *c, const char *p, size_t n)
+{
+	struct pipe_coproc *cp = child_data(c);
+
+	for (size_t i = 0; i < n && cp->hooks.err_line; i++) {
+		if (p[i] != '\n')
+			cp->err[cp->err_len++] = p[i];
+		if (p[i] == '\n' || cp->err_len == sizeof(cp->err)) {
+			if (cp->err_len)
+				cp->hooks.err_line(cp, cp->err, cp->err_len);
+			cp->err_len = 0;
+		}
+	}
+}
+
 int pipe_coproc_start(uv_loop_t *loop, struct child_reaper *reaper, char *const argv[],
 		      const struct proc_user *as, const struct pipe_coproc_hooks *hooks,
 		      struct pipe_coproc **ret)
 {
-	struct child_opts opts = { .group = true, .settle_ms = SETTLE_MS, .on_gone = on_child_gone };
+	struct child_opts opts = { .group = true, .settle_ms = SETTLE_MS, .on_gone = on_child_gone,
+				   .on_stderr = on_child_stderr };
 	struct proc_child pc = { .pid = 0, .stdin_fd = -1, .stderr_fd = -1, .stdout_fd = -1 };
 	struct handler_util_env env;
 	struct pipe_coproc *cp = calloc(1, sizeof(*cp));

@@ -19,6 +19,8 @@
 struct pipe_coproc;
 
 /* Called on the loop; none after pipe_coproc_free. */
+#define PIPE_COPROC_ERR_LINE_MAX 1024
+
 struct pipe_coproc_hooks {
 	/* A line it wrote: len bytes (at most PIPE_REPLY_MAX), its newline and a trailing \r
 	 * taken off, never empty (empty lines are skipped), valid during the call. None once it
@@ -28,6 +30,10 @@ struct pipe_coproc_hooks {
 	 * to its stdin failed (a libuv error: UV_EPIPE when it closed its stdin): why says what.
 	 * Once; no line is passed on after it. */
 	void (*fault)(struct pipe_coproc *cp, int err, const char *why);
+	/* A line it wrote to its stderr (its newline taken off; a line over
+	 * PIPE_COPROC_ERR_LINE_MAX bytes comes in pieces of that size), valid during the call;
+	 * NULL: only the tail is kept (for why it exited). */
+	void (*err_line)(struct pipe_coproc *cp, const char *line, size_t len);
 	/* It has exited and its pipes are drained: the owner frees it (from here or later). */
 	void (*gone)(struct pipe_coproc *cp);
 	void *data;

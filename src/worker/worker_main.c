@@ -128,6 +128,14 @@ static void on_handler_notice(void *data, const char *text)
 	log_warn("%s", text);
 }
 
+static void on_handler_output(void *data, const char *line, size_t len)
+{
+	(void)data;
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	log_info("handler: %.*s", (int)len, line);
+}
+
 static int worker_init(struct worker *w, const struct config *cfg)
 {
 	char err[512] = "", host[64] = "";
@@ -184,7 +192,8 @@ static int worker_init(struct worker *w, const struct config *cfg)
 		.exec_result = cfg->exec_result, .pipe_ready = cfg->pipe_ready, .scoreboard = w->board,
 		.as = *cfg->handler_user ? &w->handler_as : NULL, .lease_ok_ns = &w->b.lease_ok_ns,
 		.hooks = { .done = worker_on_done, .progress = worker_on_progress,
-			   .ready = on_handler_ready, .notice = on_handler_notice, .data = w },
+			   .ready = on_handler_ready, .notice = on_handler_notice,
+			   .output = on_handler_output, .data = w },
 	};
 	r = handler_new(&w->loop, cfg->handler, &ho, &w->handler, err, sizeof(err));
 	if (r < 0) {
