@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""The Python package (src/python), installed as a user installs it (a fresh virtualenv of
+Debian's python3, pip install --no-build-isolation), run by the real claimd as a pipe:
+handler, and enqueueing through PyMySQL in the application's own transaction: results,
+failures with their traceback in the log and not in the row, retry later, a timeout's cancel,
+a stray print, JSON payloads, a plain function on threads, rollback and commit, a graph, and
+options refused before any SQL."""
+
+import atexit
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+
+import harness
+from harness import check, check_eq, wait_for
+
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'src', 'python')
+DEBIAN_PYTHON = '/usr/bin/python3'
+_venv = {}
+
+
+def venv():
+    """A virtualenv (made once per run) with the package installed; its python."""
+    if 'python' in _venv:
+        return _venv['python']
+    r = subprocess.run([DEBIAN_PYTHON, '-c', 'import venv, ensurepip, setuptools, pymysql'],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        msg = ('Debian python3 with python3-venv, python3-setuptools, python3-pip and '
+               f'python3-pymysql is needed (tools/setup-debian --test): {r.stderr.strip()}')
+        if os.environ.get('CLAIMD_TEST_REQUIRE_DB') == '1':
+            harness.fail(msg)
+        raise harness.Skip(msg)
+    dest = tempfile.mkdtemp(prefix='claimd-venv-')
+    atexit.register(shutil.rmtree, dest, True)
+    r = subprocess.run([DEBIAN_PYTHON, '-m', 'venv', '--system-site-packages', dest],
+                       capture_output=True, text=True, timeout=120)
+    check_eq(r.returncode, 0, f'python3 -m venv: {r.stderr[-2000:]}')
+    # A copy of the source: pip builds in the tree it is given, and the checkout stays clean.
+    src = os.path.join(dest, 'src')
+    shutil.copytree(SRC, src)
+    py = os.path.join(dest, 'bin', 'python3')
+    r = subprocess.run([py, '-m', 'pip', 'install', '--no-build-isolation', '--no-index',
+                        '--quiet', src], capture_output=True, text=True, timeout=300)
+    check_eq(r.returncode, 0, f'pip install: {r.stdout[-2000:]} {r.stderr[-2000:]}')
+    r = subprocess.run([py, '-c', 'import claimd, sys; print(claimd.__version__, '
+                        'claimd.__file__)'], capture_output=True, text=True, cwd=dest)
+    check(r.returncode == 0 and dest in r.stdout, f'claimd imported from the venv: {r.stdout} '
+          f'{r.stderr}')
+    with open(os.path.join(SRC, '..', '..', 'meson.build')) as f:
+        version = re.search(r"version : '([^']+)'", f.read()).group(1)
+    check_eq(r.stdout.split()[0], version, "the package's version is claimd's (meson.build)")
+    _venv['python'] = py
+    return py
+
+
+ASYNC_HANDLER = r'''
+import asyncio, os, sys
+import claimd
+
+MARK = sys.argv[1]
+
+async def handle(job):
+    print('a stray print from item', job.id)        # must reach the log, not the protocol
+    p = job.payload
+    kind = p.get('kind') if isinstance(p, dict) else p
+    if kind == 'fail':
+        raise RuntimeError('boom %d' % job.id)
+    if kind == 'later':
+        mark = os.path.join(MARK, 'later-%d' % job.id)
+        if not os.path.exists(mark):
+            open(mark, 'w').close()
+            raise claimd.RetryLater(0.3)
+    if kind == 'sleep':
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            open(os.path.join(MARK, 'cancelled-%d-%s' % (job.id, job.cancelled)), 'w').close()
+            raise
+    job.progress({'half': True})
+    return {'echo': p, 'attempt': job.attempt, 'type': job.content_type,
+            'deadline': job.deadline is not None, 'left': job.time_left() > 0}
+
+claimd.run(handle)
+'''
+
+
+def _result(db, item):
+    r = db.row(item, 'state, attempts, result, last_error')
+    return r[0], int(r[1]), (json.loads(r[2]) if r[2] not in (None, 'NULL') else None), r[3]
+
+
+def it_runs_an_async_handler_with_results_failures_retries_and_cancels(t):
+    py = venv()
+    db = t.database()
+    mark = os.path.join(t.tmpdir, 'marks')
+    os.mkdir(mark)
+    handler = os.path.join(t.tmpdir, 'handler.py')
+    with open(handler, 'w') as f:
+        f.write(ASYNC_HANDLER)
+    c = t.claimd(db, '--workers', '1', '--concurrency', '8', '--pipe-ready', '--handler',
+                 f'pipe:{py} {handler} {mark}', '--retry-base', '100ms')
+    c.wait_ready()
+    text = db.insert_item('hello')
+    js = db.insert_item('{"kind":"ok","n":[1,2]}', content_type="'application/json'")
+    fail = db.insert_item('fail', max_attempts=1)
+    later = db.insert_item('later', max_attempts=1)
+    sleep = db.insert_item('sleep', max_attempts=1, timeout_s=1)
+    wait_for(db.states, 30, 'every row finished',
+             until=lambda s: s['ready'] == 0 and s['claimed'] == 0)
+    state, _, res, _ = _result(db, text)
+    check_eq((state, res['echo'], res['type'], res['deadline'], res['left']),
+             ('done', 'hello', None, True, True), 'a text payload: done, echoed')
+    state, _, res, _ = _result(db, js)
+    check_eq((state, res['echo'], res['type']),
+             ('done', {'kind': 'ok', 'n': [1, 2]}, 'application/json'),
+             'a JSON payload comes decoded')
+    state, attempts, _, err = _result(db, fail)
+    check_eq((state, attempts, err), ('dead', 1, f'RuntimeError: boom {fail}'),
+             "an exception fails the attempt with its message")
+    state, attempts, res, _ = _result(db, later)
+    check_eq((state, attempts, res and res['echo']), ('done', 1, 'later'),
+             'RetryLater: run again, no attempt counted (max_attempts 1)')
+    state, _, _, err = _result(db, sleep)
+    check(state == 'dead' and 'time' in (err or ''), f'the sleeping item timed out: {state} {err}')
+    check(os.path.exists(os.path.join(mark, f'cancelled-{sleep}-timeout')),
+          f'the timeout reached the handler as a CancelledError: {os.listdir(mark)}')
+    log = c.log()
+    check('Traceback' in log and f'boom {fail}' in log, 'the traceback is in the log')
+    check(f'a stray print from item {text}' in log, 'a stray print went to the log')
+    check('Traceback' not in (err or ''), 'and not in the row')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+SYNC_HANDLER = r'''
+import threading, time
+
+def handle(job):
+    time.sleep(0.3)                        # a blocking call: on a thread of its own
+    return {'upper': job.payload.upper(), 'thread': threading.current_thread().name}
+'''
+
+
+def it_runs_a_plain_function_on_threads_with_python_m_claimd(t):
+    py = venv()
+    db = t.database()
+    mod = os.path.join(t.tmpdir, 'app_jobs.py')
+    with open(mod, 'w') as f:
+        f.write(SYNC_HANDLER)
+    # python3 -m claimd MODULE:FUNCTION, from the directory that holds the module.
+    wrapper = t.script(f'cd {t.tmpdir} && exec {py} -m claimd app_jobs:handle\n', name='run.sh')
+    c = t.claimd(db, '--workers', '1', '--concurrency', '8', '--pipe-ready', '--handler',
+                 f'pipe:{wrapper}')
+    c.wait_ready()
+    ids = db.insert_items(8, payload="CONCAT('item-', seq)")
+    started = time.monotonic()
+    wait_for(db.states, 30, 'eight rows done', until=lambda s: s['done'] == 8)
+    took = time.monotonic() - started
+    results = [_result(db, i)[2] for i in ids]
+    check_eq([r['upper'] for r in results], [f'ITEM-{k}' for k in range(1, 9)], 'results')
+    check(len({r['thread'] for r in results}) >= 2, f'on several threads: {results}')
+    check(took < 8 * 0.3, f'eight items of 0.3 s at once, not one after the other: {took:.2f} s')
+    check_eq(c.stop(), 0, 'claimd exit code')
+    bad = t.claimd(db, '--workers', '1', '--pipe-ready', '--handler',
+                   f'pipe:{py} -m claimd no_such_module:handle', name='bad')
+    wait_for(lambda: 'cannot load no_such_module:handle' in bad.log(), 15,
+             'a handler that cannot load says why in the log')
+
+
+APP = r'''
+import json, sys
+import pymysql
+import claimd
+
+sock, dbname, what = sys.argv[1:4]
+conn = pymysql.connect(unix_socket=sock, user='root', database=dbname, autocommit=False)
+out = {}
+if what == 'rollback':
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE IF NOT EXISTS orders (id INT PRIMARY KEY)")
+    conn.commit()
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO orders VALUES (1)")
+    out['rolled_back'] = claimd.enqueue(conn, 'default', 'never', delay=0)
+    conn.rollback()
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO orders VALUES (2)")
+    out['committed'] = claimd.enqueue(conn, 'default', {'order': 2}, priority=-5)
+    out['again'] = claimd.enqueue(conn, 'default', 'once', dedupe='order-2')
+    out['deduped'] = claimd.enqueue(conn, 'default', 'twice', dedupe='order-2')
+    g = claimd.graph()
+    a = g.add('default', 'parent')
+    g.add('default', 'child', after=[a])
+    out['graph'] = g.enqueue(conn)
+    conn.commit()
+elif what == 'refused':
+    errors = []
+    for kwargs in ({'priority': 11}, {'delay': -1}, {'group': ''}, {'nope': 1},
+                   {'run_at': __import__('datetime').datetime(2030, 1, 1)},
+                   {'traceparent': 'xyz'}, {'max_attempts': 0}):
+        try:
+            claimd.enqueue(conn, 'default', 'x', **kwargs)
+            errors.append(None)
+        except (ValueError, TypeError) as e:
+            errors.append(str(e))
+    out['errors'] = errors
+    conn.commit()
+print(json.dumps(out))
+'''
+
+
+def it_enqueues_in_the_applications_transaction(t):
+    py = venv()
+    db = t.database()
+    app = os.path.join(t.tmpdir, 'app.py')
+    with open(app, 'w') as f:
+        f.write(APP)
+
+    def run(what):
+        r = subprocess.run([py, app, db.server.socket, db.name, what], capture_output=True,
+                           text=True, timeout=60)
+        check_eq(r.returncode, 0, f'the application ({what}): {r.stderr[-2000:]}')
+        return json.loads(r.stdout)
+
+    out = run('rollback')
+    check_eq(db.scalar(f"SELECT COUNT(*) FROM work_items WHERE id = {out['rolled_back']}"), '0',
+             'a row enqueued in a rolled-back transaction is not there')
+    check_eq(db.scalar('SELECT GROUP_CONCAT(id) FROM orders'), '2', 'the order committed')
+    row = db.row(out['committed'], 'priority, content_type, payload')
+    check_eq(list(row), ['-5', 'application/json', '{"order":2}'], 'the committed row')
+    check_eq(out['deduped'], out['again'], 'a dedupe key held: the holder\'s id')
+    parent, child = out['graph']
+    check_eq(db.row(child, 'waiting_for')[0], '1', 'the child waits for its parent')
+    c = t.claimd(db, '--workers', '1', '--handler', 'noop')
+    c.wait_ready()
+    wait_for(db.states, 20, 'every row done', until=lambda s: s['done'] == 4)
+    order = db.sql(f'SELECT id FROM work_items WHERE id IN ({parent}, {child}) '
+                   'ORDER BY finished_at, id')
+    check_eq([int(r[0]) for r in order], [parent, child], 'the parent ran first')
+    before = db.scalar('SELECT COUNT(*) FROM work_items')
+    errors = run('refused')['errors']
+    check(all(errors), f'each bad option refused: {errors}')
+    check('priority' in errors[0] and 'delay' in errors[1] and 'no such option' in errors[3]
+          and 'aware' in errors[4] and 'traceparent' in errors[5], f'and named: {errors}')
+    check_eq(db.scalar('SELECT COUNT(*) FROM work_items'), before, 'no row added by them')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+if __name__ == '__main__':
+    harness.main()
