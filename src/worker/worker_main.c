@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/proc.h"
 #include "worker/fence.h"
+#include "worker/pipe_coproc.h"
 #include "worker/worker.h"
 #include "worker/worker_int.h"
 
@@ -128,12 +129,22 @@ static void on_handler_notice(void *data, const char *text)
 	log_warn("%s", text);
 }
 
+/* A line of the co-process's stderr, its control characters shown as '?' (the text log is
+ * read on terminals: the handler's bytes must not drive them). */
 static void on_handler_output(void *data, const char *line, size_t len)
 {
+	char safe[PIPE_COPROC_ERR_LINE_MAX];
+
 	(void)data;
 	if (len > 0 && line[len - 1] == '\r')
 		len--;
-	log_info("handler: %.*s", (int)len, line);
+	if (len > sizeof(safe))
+		len = sizeof(safe);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)line[i];
+		safe[i] = (ch < 0x20 && ch != '\t') || ch == 0x7f ? '?' : (char)ch;
+	}
+	log_info("handler: %.*s", (int)len, safe);
 }
 
 static int worker_init(struct worker *w, const struct config *cfg)

@@ -65,7 +65,7 @@ import claimd
 MARK = sys.argv[1]
 
 async def handle(job):
-    print('a stray print from item', job.id)        # must reach the log, not the protocol
+    print('a stray print from item', job.id, '\x1b[2J')   # to the log, not the protocol
     p = job.payload
     kind = p.get('kind') if isinstance(p, dict) else p
     if kind == 'fail':
@@ -131,7 +131,8 @@ def it_runs_an_async_handler_with_results_failures_retries_and_cancels(t):
           f'the timeout reached the handler as a CancelledError: {os.listdir(mark)}')
     log = c.log()
     check('Traceback' in log and f'boom {fail}' in log, 'the traceback is in the log')
-    check(f'a stray print from item {text}' in log, 'a stray print went to the log')
+    check(f'a stray print from item {text} ?[2J' in log and '\x1b' not in log,
+          'a stray print went to the log, its control characters shown as ?')
     check('Traceback' not in (err or ''), 'and not in the row')
     check_eq(c.stop(), 0, 'claimd exit code')
 
