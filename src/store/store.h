@@ -269,9 +269,9 @@ int store_fail(struct store *s, struct store_ref ref, unsigned retry_ms, const c
 	       char *err, size_t errlen);
 
 /* A failed run for store_fail_many: store_fail's arguments and (out) result (-EIO: changed,
- * to another state). Up to STORE_FAIL_MAX in one transaction: a commit costs the server ~0.4
- * ms of CPU here, far more than the statements. Returns 0 with every result set; -EIO when
- * one is (the others set and written); another error when none was written. */
+ * to another state; -EAGAIN: not written). Up to STORE_FAIL_MAX in one transaction (a commit
+ * costs the server far more than the statements). Returns 0 with every result set; -EIO
+ * when one is -EIO or none was written (every result -EAGAIN); another error: none was. */
 struct store_failure { struct store_ref ref; unsigned retry_ms; const char *error; int result; };
 #define STORE_FAIL_MAX 8
 int store_fail_many(struct store *s, struct store_failure *f, size_t n, char *err, size_t errlen);

@@ -121,6 +121,9 @@ int store_fail_many(struct store *s, struct store_failure *f, size_t n, char *er
 		return sq_fail_msg(-EINVAL, err, errlen, "store_fail: %zu rows (1..%d)", n,
 				   STORE_FAIL_MAX);
 	for (size_t i = 0; i < n; i++) {
+		/* Not written, until the run says otherwise: a run that fails (retries of a
+		 * deadlock or a lock wait used up come back as -EIO too) leaves it so. */
+		f[i].result = -EAGAIN;
 		refs[i] = f[i].ref;
 		ids[i] = f[i].ref.id;
 		if (f[i].ref.grouped)

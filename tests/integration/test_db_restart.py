@@ -5,6 +5,7 @@ keeps running, and every row still gets done.
 This test restarts its server, so it starts a private one rather than the shared one."""
 
 import os
+import subprocess
 import threading
 import time
 
@@ -107,6 +108,43 @@ def it_pipe_items_8_at_once_ride_out_a_db_restart(t):
     harness.check_runs_apart(runs)
     check_eq(db.scalar("SELECT COUNT(*) FROM work_items WHERE last_error IS NOT NULL"), '0',
              'rows with an error')
+
+
+def it_writes_a_failure_held_up_by_a_lock_once_the_lock_goes(t):
+    """A failure's outcome whose statement waits on a row lock past every retry (5 s lock
+    waits, twice) is not written and not forgotten either: the worker backs off and writes it
+    once the lock is gone, long before the row's lease ends. (It was taken for "lost its
+    claim" and dropped: the row stayed claimed until its lease ran out.)"""
+    db = t.database()
+    h = t.log_handler('sleep 1; rc=3')
+    c = t.claimd(db, '--workers', '1', '--handler', h.spec, '--lease', '60s')
+    c.wait_ready()
+    item = db.insert_item('fails', max_attempts=1)
+    wait_for(lambda: db.row(item, 'state')[0], 10, 'the row claimed',
+             until=lambda s: s == 'claimed')
+    # Another session locks the row while its handler runs, and holds it for 13 s.
+    holder = subprocess.Popen(
+        [harness._client_bin(), '--no-defaults', '--protocol=socket', '-S', db.server.socket,
+         '-uroot', db.name], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
+    t.defer(holder.kill)
+    holder.stdin.write(f'START TRANSACTION; SELECT id FROM work_items WHERE id = {item} '
+                       'FOR UPDATE; SELECT SLEEP(13); COMMIT;\n')
+    holder.stdin.flush()
+    wait_for(lambda: h.ends(item), 10, 'the handler to fail')
+    wait_for(lambda: 'database error during completing items' in c.log(), 20,
+             'the outcome held up by the lock past its retries')
+    holder.stdin.close()
+    check_eq(holder.wait(timeout=30), 0, f'the session holding the lock: {holder.stderr.read()}')
+    released = time.monotonic()
+    wait_for(lambda: db.row(item, 'state, attempts, last_error'), 10,
+             'the failure written once the lock went',
+             until=lambda r: r[0] == 'dead')
+    check(time.monotonic() - released < 10, 'written within seconds, not at the lease\'s end')
+    check_eq(list(db.row(item, 'state, attempts, last_error')), ['dead', '1', 'exit status 3'],
+             'the row: dead after its one attempt, with its error')
+    check('lost their claim' not in c.log(), 'no outcome taken for lost')
+    check_eq(c.stop(), 0, 'claimd exit code')
 
 
 def it_stops_at_once_when_the_database_is_down_and_nothing_is_pending(t):
