@@ -99,9 +99,7 @@ def it_runs_an_async_handler_with_results_failures_retries_and_cancels(t):
     db = t.database()
     mark = os.path.join(t.tmpdir, 'marks')
     os.mkdir(mark)
-    handler = os.path.join(t.tmpdir, 'handler.py')
-    with open(handler, 'w') as f:
-        f.write(ASYNC_HANDLER)
+    handler = t.script(ASYNC_HANDLER, lang='python', name='handler.py')
     c = t.claimd(db, '--workers', '1', '--concurrency', '8', '--pipe-ready', '--handler',
                  f'pipe:{py} {handler} {mark}', '--retry-base', '100ms')
     c.wait_ready()
@@ -149,9 +147,7 @@ def handle(job):
 def it_runs_a_plain_function_on_threads_with_python_m_claimd(t):
     py = venv()
     db = t.database()
-    mod = os.path.join(t.tmpdir, 'app_jobs.py')
-    with open(mod, 'w') as f:
-        f.write(SYNC_HANDLER)
+    t.script(SYNC_HANDLER, lang='python', name='app_jobs.py')
     # python3 -m claimd MODULE:FUNCTION, from the directory that holds the module.
     wrapper = t.script(f'cd {t.tmpdir} && exec {py} -m claimd app_jobs:handle\n', name='run.sh')
     c = t.claimd(db, '--workers', '1', '--concurrency', '8', '--pipe-ready', '--handler',
@@ -217,9 +213,7 @@ print(json.dumps(out))
 def it_enqueues_in_the_applications_transaction(t):
     py = venv()
     db = t.database()
-    app = os.path.join(t.tmpdir, 'app.py')
-    with open(app, 'w') as f:
-        f.write(APP)
+    app = t.script(APP, lang='python', name='app.py')
 
     def run(what):
         r = subprocess.run([py, app, db.server.socket, db.name, what], capture_output=True,

@@ -72,12 +72,14 @@ def _payload(payload: Payload, content_type: Optional[str]):
     return body, content_type
 
 
-def _row(queue: str, payload: Payload, *, run_at: Optional[datetime.datetime] = None,
+def _row(queue: str, payload: Payload, *, waits: bool = False,
+         run_at: Optional[datetime.datetime] = None,
          delay: Any = None, priority: int = 0, group: Optional[str] = None,
          dedupe: Optional[str] = None, max_attempts: Optional[int] = None,
          timeout: Any = None, every: Any = None, content_type: Optional[str] = None,
          traceparent: Optional[str] = None) -> Dict[str, Any]:
-    """The checked columns of one row: {column: (sql expression, parameter or None)}."""
+    """The checked columns of one row: {column: (sql expression, parameter or None)};
+    waits: it has rows to wait for."""
     cols: Dict[str, Any] = {'queue': ('%s', _text('queue', queue, QUEUE_MAX))}
     body, content_type = _payload(payload, content_type)
     cols['payload'] = ('%s', body)
@@ -99,6 +101,8 @@ def _row(queue: str, payload: Payload, *, run_at: Optional[datetime.datetime] = 
     if priority:
         cols['priority'] = ('%s', priority)
     if group is not None:
+        if waits:
+            raise ValueError('after: a row in a FIFO group cannot wait for others')
         cols['group_key'] = ('%s', _text('group', group, KEY_MAX))
     if dedupe is not None:
         cols['dedupe_key'] = ('%s', _text('dedupe', dedupe, KEY_MAX))
@@ -197,10 +201,8 @@ def enqueue(conn, queue: str, payload: Payload, *, after: Optional[Iterable[int]
                               'timeout', 'every', 'content_type', 'traceparent'}
     if unknown:
         raise TypeError('enqueue: no such option: %s' % ', '.join(sorted(unknown)))
-    cols = _row(queue, payload, **options)
     parents = _after(after, on_dead)
-    if parents and 'group_key' in cols:
-        raise ValueError('after: a row in a FIFO group cannot wait for others')
+    cols = _row(queue, payload, waits=bool(parents), **options)
     return _insert(conn, _Sql(conn), cols, parents, on_dead)
 
 
@@ -241,9 +243,7 @@ class Graph:
         if 'dedupe' in options:
             raise ValueError('dedupe: not in a graph (a row not added would leave its '
                              'edges without a row)')
-        cols = _row(queue, payload, **options)
-        if parents and 'group_key' in cols:
-            raise ValueError('after: a row in a FIFO group cannot wait for others')
+        cols = _row(queue, payload, waits=bool(parents), **options)
         self._rows.append((cols, parents, on_dead))
         return Graph.Node(self, len(self._rows) - 1)
 
