@@ -77,6 +77,8 @@ class Bench:
             'repeat': a.repeat or (1 if q else 3),
             'storm_rows': 10_000 if q else 100_000,
             'storm_rounds': 1 if q else 2,
+            'keyed_rows': 10_000 if q else 100_000,
+            'keyed_rounds': 1 if q else 2,
         }
         self.db = Db(os.path.abspath(a.db_dir), a.buffer_pool, a.keep_db)
         self.python = sys.executable or shutil.which('python3')
@@ -175,11 +177,11 @@ class Bench:
     # -- the drain --
 
     def drain(self, name, args, n, payload=None, binary=None, dsn=None, sample=None,
-              rep=0, timeout=None):
+              rep=0, timeout=None, keys=None):
         """n fresh rows (each payload, if given) drained by claimd started with args: the rate
         from the rows (COUNT / (MAX(finished_at) - MIN(claimed_at)), database clock), CPU and
-        buffer-pool counters over the run; with sample(claimd), its values every 0.2 s in
-        res['samples']. Raises BenchError if claimd exits or does not finish in time."""
+        buffer-pool counters over the run (keys: as Db.load_ready); with sample(claimd), its
+        values every 0.2 s in res['samples']. Raises BenchError if claimd exits or does not finish in time."""
         timeout = timeout or max(300, n // 500)
         base = self.baseline is not None and binary == self.baseline.claimd
         if base:   # the baseline on its own schema
@@ -187,7 +189,7 @@ class Bench:
             dsn = dsn or self.baseline.dsn
         try:
             self.db.empty()
-            self.db.load_ready(n, payload=payload)
+            self.db.load_ready(n, payload=payload, keys=keys)
             before = self.counters()
             c = Claimd(self, name, *args, binary=binary, dsn=dsn)
             sampler = Sampler(lambda: sample(c)) if sample else None

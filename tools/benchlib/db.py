@@ -134,21 +134,28 @@ class Db:
         except (OSError, ValueError):
             return None
 
-    def load_ready(self, n, prefix='job', payload=None):
+    def load_ready(self, n, prefix='job', payload=None, keys=None):
         """n ready rows: payloads prefix-1..prefix-n, or each the same payload (text without
-        a quote)."""
+        a quote); keys: no group_key (None), a key each (0), or K keys in turn."""
         if payload is not None and "'" in payload:
             raise BenchError('load_ready: a payload with a quote: %r' % payload)
         done = 0
         while done < n:
             k = min(LOAD_CHUNK, n - done)
             what = "CONCAT('%s-', seq)" % prefix if payload is None else "'%s'" % payload
-            self.sql.query("INSERT INTO work_items (payload) SELECT %s FROM seq_1_to_%d"
-                           % (what, k))
+            if keys is None:
+                self.sql.query("INSERT INTO work_items (payload) SELECT %s FROM seq_1_to_%d"
+                               % (what, k))
+            else:
+                key = 'seq + %d' % done if keys == 0 else '(seq + %d) %% %d' % (done, keys)
+                self.sql.query("INSERT INTO work_items (payload, group_key) SELECT %s, "
+                               "CONCAT('k', %s) FROM seq_1_to_%d" % (what, key, k))
             done += k
 
     def empty(self):
+        """No rows, and no FIFO groups' bookkeeping left from them."""
         self.sql.query('TRUNCATE TABLE work_items')
+        self.sql.query('TRUNCATE TABLE work_groups')
 
     def make_database(self, name, migrations):
         """A database name (dropped first if there) with the schema of the migrations in the

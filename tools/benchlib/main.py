@@ -8,12 +8,12 @@ from .common import ROOT, BenchError, log
 from .bench import Bench
 from . import baseline as baseline_mod
 from . import report, targets
-from . import (handlers, iobound, throughput, latency, idle, rss, claimtime, http, dashboard,
-               killstorm, binlog, galera, peers)
+from . import (handlers, iobound, throughput, keyed, latency, idle, rss, claimtime, http,
+               dashboard, killstorm, binlog, galera, peers)
 
 # The order they run in: the headline first.
-MODULES = (handlers, iobound, throughput, latency, idle, rss, claimtime, http, dashboard,
-           killstorm, binlog, galera, peers)
+MODULES = (handlers, iobound, throughput, keyed, latency, idle, rss, claimtime, http,
+           dashboard, killstorm, binlog, galera, peers)
 SECTIONS = tuple(m.NAME for m in MODULES)
 ALIASES = {'peer': 'peers'}   # the section's name before there were three peers
 

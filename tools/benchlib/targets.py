@@ -77,6 +77,13 @@ TARGETS = (
     Target('dashboard.ratio', '>=', 0.98, 'x', 'noop jobs/s with the dashboard polled / without'),
     Target('binlog.pushed_vs_poll', '>=', 0.95, 'x',
            'noop jobs/s following the binary log / polling, with the log on'),
+    # -- rows with keys (section keyed), the worst round --
+    Target('keyed.distinct_vs_none', '>=', 0.9, 'x',
+           'noop, 2 workers: rows under a key each / the same rows without keys'),
+    Target('keyed.n1_vs_none', '>=', 0.5, 'x',
+           'noop, 2 workers: rows over 100 keys run one at a time (FIFO) / without keys'),
+    Target('keyed.n5_vs_none', '>=', 0.8, 'x',
+           'noop, 2 workers: rows over 100 keys run five at a time / without keys'),
     Target('killstorm.ratio', '>=', 0.3, 'x', 'noop jobs/s under a SIGKILL every 100 ms / calm'),
     Target('killstorm.not_done', '==', 0, '', 'rows not done after the kill storms'),
 )
