@@ -92,9 +92,9 @@ struct store_ref {
 	bool grouped;
 	bool dependents;         /* store_item.has_dependents: its completion counts it off the
 				  * rows that wait for it (store_claim's done[]) */
-	bool key_fill;           /* grouped, and its key runs other than one at a time
-				  * (store_item.key_concurrency != 1): finishing it starts as many
-				  * of the key's waiting rows as its limit allows now */
+	bool key_fill;           /* grouped, its key's limit not 1 (key_limit: as claimed, 0
+				  * none): finishing it starts the key's waiting rows it allows now */
+	uint32_t key_limit;
 	const unsigned char *result;
 	size_t result_len;
 	const char *result_type;

@@ -101,6 +101,25 @@
 	"key_limits WHERE queue = @claimd_kq AND group_key = @claimd_kk), (SELECT " \
 	"key_concurrency FROM queues WHERE name = @claimd_kq), 1))"
 #define KEY_FILL "EXECUTE claimd_key_fill USING @claimd_kq, @claimd_kk, @claimd_kn"
+/* The same for many finished rows in one statement, where each row's limit when it was
+ * claimed is known: a part a row, KEY_FILL_PART (its id twice, that limit; the key read
+ * first, as constants, so that the part walks group_idx in order), the first
+ * rows of its key as LIMIT allows, joined by UNION (rows of one key give the same rows); of
+ * those, each key's first N, N read fresh as KEY_FILL_LIMIT does (a limit lowered since
+ * fills fewer; one raised fills no more than the claim knew: the next finish, or the heal,
+ * fills the rest). %s: the parts. */
+#define KEY_FILL_PART \
+	"(SELECT p.id, p.queue, p.group_live FROM work_items p FORCE INDEX (group_idx) WHERE " \
+	"p.queue = (SELECT queue FROM work_items WHERE id = %llu) AND p.group_live = (SELECT " \
+	"group_key FROM work_items WHERE id = %llu) ORDER BY p.id LIMIT %u)"
+#define KEY_FILL_MANY \
+	"UPDATE work_items w JOIN (SELECT r.id FROM (SELECT u.id, u.queue, u.group_live, " \
+	"ROW_NUMBER() OVER (PARTITION BY u.queue, u.group_live ORDER BY u.id) AS rn FROM (%s) " \
+	"AS u) AS r WHERE r.rn <= COALESCE((SELECT concurrency FROM key_limits l WHERE " \
+	"l.queue = r.queue AND l.group_key = r.group_live), (SELECT key_concurrency FROM " \
+	"queues q WHERE q.name = r.queue), 1)) AS h ON w.id = h.id " \
+	"SET w.visible_at = GREATEST(w.run_at, NOW(6)) WHERE w.visible_at IS NULL AND " \
+	"w.state = 'ready'"
 /* Keys with fewer rows visible than their limit allows (the running row was deleted by
  * hand, dead rows were put back, a limit was raised): their oldest parked rows get their
  * visible_at, as many as the limit leaves room for (with a limit of 1: the oldest live row

@@ -163,6 +163,36 @@ void sq_add_group_lock(struct store *s, const struct store_ref *refs, size_t n)
 	buf_free(&w);
 }
 
+/* KEY_FILL_MANY for the refs that know their key's limit (unless all); returns how many
+ * refs are left for KEY_FILL, one by one. */
+static size_t add_key_fill_many(struct store *s, const struct store_ref *refs, size_t n,
+				bool all)
+{
+	struct buf parts;
+	size_t k = 0, left = 0;
+
+	buf_init(&parts);
+	for (size_t i = 0; i < n; i++) {
+		if (!all && !refs[i].key_fill)
+			continue;
+		if (all || refs[i].key_limit == 0) {
+			left++;
+			continue;
+		}
+		buf_printf(&parts, "%s" KEY_FILL_PART, k++ ? " UNION " : "",
+			   (unsigned long long)refs[i].id, (unsigned long long)refs[i].id,
+			   (unsigned)refs[i].key_limit);
+	}
+	if (buf_failed(&parts)) {
+		s->sql.failed = true; /* sq_run says out of memory */
+	} else if (k > 0) {
+		sql_add(s, KEY_FILL_MANY, parts.data);
+		sq_end(s);
+	}
+	buf_free(&parts);
+	return left;
+}
+
 void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n, bool all)
 {
 	struct buf ids, tokens;
@@ -189,10 +219,13 @@ void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n, 
 	buf_free(&tokens);
 	if (nfill == 0)
 		return;
+	nfill = add_key_fill_many(s, refs, n, all);
+	if (nfill == 0)
+		return;
 	sql_add(s, KEY_FILL_PREPARE);
 	sq_end(s);
 	for (size_t i = 0; i < n; i++) {
-		if (!all && !refs[i].key_fill)
+		if (!all && (!refs[i].key_fill || refs[i].key_limit > 0))
 			continue;
 		sql_add(s, "SET @claimd_kq = NULL, @claimd_kk = NULL");
 		sq_end(s);

@@ -62,7 +62,8 @@ struct outcome *outcomes_add(struct outcomes *o, const struct store_item *it,
 	memset(x, 0, sizeof(*x));
 	x->ref = (struct store_ref){ .id = it->id, .token = it->token, .grouped = it->group != NULL,
 				     .dependents = it->has_dependents,
-				     .key_fill = it->group && it->key_concurrency != 1 };
+				     .key_fill = it->group && it->key_concurrency != 1,
+				     .key_limit = it->key_concurrency };
 	x->kind = kind;
 	x->retry_ms = retry_ms;
 	x->error = error && *error ? strdup(error) : NULL;

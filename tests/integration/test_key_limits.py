@@ -53,6 +53,26 @@ def _check_fifo(h, ids, n):
         check(len(live) <= n - 1, f'row {row} started while {live} of its key were live')
 
 
+def _started_by_finishes(h, ids, n, within):
+    """Each row of a key of limit n past its first n starts as an older row of its key ends
+    (the finish fills the key), within `within` s of that end, not at a maintenance pass,
+    and the finish fills the key up to n: most start beside n - 1 of its rows still running.
+    Returns the longest wait."""
+    rs = runs_of(h)
+    worst, beside = 0.0, []
+    for k in range(n, len(ids)):
+        start = rs[ids[k]][0][0]
+        ended = [rs[o][-1][1] for o in ids[:k] if rs[o][-1][1] <= start]
+        check(ended, f'row {ids[k]} started before any older row of its key ended')
+        worst = max(worst, start - max(ended))
+        beside.append(sum(1 for o in ids[:k] if rs[o][0][0] <= start < rs[o][-1][1]))
+    check(worst <= within, f'a row of the key started {worst * 1000:.0f} ms after the end '
+          f'that let it (at most {within * 1000:.0f} ms)')
+    check_eq(sorted(beside)[len(beside) // 2], n - 1,
+             f'rows of the key running beside each start, the median (all: {beside})')
+    return worst
+
+
 def _limits(c, queue):
     r = c.ctl('limits', queue, '--json')
     check_eq(r.returncode, 0, f'claimctl limits: {r.stderr.strip()}')
@@ -76,6 +96,8 @@ def it_a_keys_rows_run_n_at_once_in_order_across_supervisors(t):
     check_eq(_at_once(rb), 1, "key b's rows at once (a FIFO group)")
     _check_fifo(h, a, 3)
     _check_fifo(h, b, 1)
+    t.note(f"key a's longest wait for a finish: "
+           f"{_started_by_finishes(h, a, 3, 1.0) * 1000:.0f} ms")
     # A co-process's supervisor: up its parents (its guard, its worker).
     mine = {c.pid for c in sups}
 

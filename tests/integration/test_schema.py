@@ -125,7 +125,7 @@ def _table_nodes(node):
 
 
 def it_group_statements_read_no_whole_table(t):
-    # The statements that lock groups, start a group's next row and restart stuck groups:
+    # The statements that lock groups, start a key's next rows and restart stuck groups:
     # lookups by primary key and group_idx, never a scan of work_items.
     db = t.database()
     fill(db)
@@ -138,6 +138,8 @@ def it_group_statements_read_no_whole_table(t):
     for name, query in (
             ('GROUP_LOCK', c_macro('GROUP_LOCK') % f'id IN ({",".join(ids)})'),
             ('GROUP_NEXT', c_macro('GROUP_NEXT') % (','.join(ids), cases)),
+            ('KEY_FILL_MANY', c_macro('KEY_FILL_MANY') % ' UNION '.join(
+                c_macro('KEY_FILL_PART') % (int(i), int(i), 5) for i in ids)),
             ('GROUP_HEAL', c_macro('GROUP_HEAL') % "queue IN ('default')"),
             ('GROUP_HEAL of HEAL_SCOPE', c_macro('HEAL_KEYS_TABLE') + '; ' +
              c_macro('HEAL_KEYS_KEEP') % f'id IN ({",".join(ids)})' + '; ' +
