@@ -27,10 +27,11 @@ class Table(unittest.TestCase):
         keys = {t.key: t for t in T.TARGETS}
         self.assertEqual(keys['handlers.so_vs_bullmq'].threshold, 2.0)
         self.assertEqual(keys['handlers.so_vs_baseline_noop'].threshold, 0.9)
-        self.assertEqual(keys['handlers.pipe_node_vs_bullmq'].threshold, 1.5)
-        self.assertEqual(keys['iobound.so_jobs_per_s'].threshold, 1800)
+        self.assertEqual(keys['handlers.pipe_node_vs_bullmq'].threshold, 1.8)
+        self.assertEqual(keys['iobound.so_jobs_per_s'].threshold, 1900)
         self.assertEqual(keys['iobound.claimd_rss_mib'].cmp, '<=')
-        self.assertEqual(keys['latency.sql_p99_ms'].threshold, 10)
+        self.assertEqual(keys['latency.sql_p99_ms'].threshold, 5)
+        self.assertEqual(keys['latency.lone_job_messages'].threshold, 4)
 
 
     def test_the_benchmark_page_lists_every_target(self):

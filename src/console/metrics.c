@@ -98,6 +98,11 @@ static void render_jobs(const struct jobstats *js, struct buf *b)
 	buf_printf(b, "claimd_claims_total %llu\n", (unsigned long long)js->claims);
 	head(b, "claimd_claims_empty_total", "counter", "Claims that found no row.");
 	buf_printf(b, "claimd_claims_empty_total %llu\n", (unsigned long long)js->claims_empty);
+	head(b, "claimd_worker_messages_total", "counter",
+	     "Messages between the supervisor and its workers (acknowledgements aside).");
+	buf_printf(b, "claimd_worker_messages_total{direction=\"to_worker\"} %llu\n"
+		   "claimd_worker_messages_total{direction=\"from_worker\"} %llu\n",
+		   (unsigned long long)js->msgs_to, (unsigned long long)js->msgs_from);
 	head(b, "claimd_claim_duration_seconds", "histogram",
 	     "How long claims took (their round trips to the database).");
 	histogram(b, "claimd_claim_duration_seconds", "", &js->claim, jobstats_claim_le,

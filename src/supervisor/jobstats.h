@@ -35,6 +35,7 @@ struct jobstats {
 	const struct config *cfg;                     /* the queue names */
 	struct jobstats_queue queue[CONFIG_QUEUES_MAX];
 	uint64_t claims, claims_empty;                /* claims, and those that found no row */
+	uint64_t msgs_to, msgs_from;                  /* messages sent to workers, and theirs */
 	struct jobstats_hist claim;
 	/* per second: done, and failed (retried or dead), of the last JOBSTATS_SECONDS */
 	uint32_t done[JOBSTATS_SECONDS], failed[JOBSTATS_SECONDS];

@@ -116,6 +116,7 @@ static void slot_on_msg(void *data, const struct proto_msg *m)
 {
 	struct slot *sl = data;
 
+	sl->pool->o.stats->msgs_from++;
 	switch (m->type) {
 	case PROTO_HELLO:
 		log_debug("worker slot=%u pid=%u says hello", sl->idx, m->u.hello.pid);

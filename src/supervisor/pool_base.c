@@ -18,6 +18,8 @@ void pool_send(struct slot *sl, struct proto_msg *m)
 	if (!sl->chan)
 		return;
 	r = chan_send(sl->chan, m);
+	if (r == 0 && m->type != PROTO_PING)   /* a heartbeat is time's, not a job's */
+		sl->pool->o.stats->msgs_to++;
 	if (r < 0 && r != -ENOBUFS)
 		log_warn("cannot send %s to worker slot=%u pid=%d: %s", proto_type_name(m->type),
 			 sl->idx, (int)sl->pid, strerror(-r));

@@ -293,6 +293,23 @@ def it_serves_prometheus_metrics(t):
     check_eq(values['claimd_queue_jobs{queue="odd\\"queue\\\\name",state="ready"}'], 1,
              'an escaped queue name')
     check_eq(values['claimd_database_up'], 1, 'database up')
+    # Each job's FINISHED at least, from the workers; their wake-ups and permits to them.
+    msgs = {d: values[f'claimd_worker_messages_total{{direction="{d}"}}']
+            for d in ('to_worker', 'from_worker')}
+    check(msgs['from_worker'] >= 5 and msgs['to_worker'] >= 1, f'messages counted: {msgs}')
+    # A lone job, the workers idle: its messages, both ways.
+    wait_for(lambda: c.status(), 10, 'workers idle', until=lambda st: st and all(
+        w['state'] == 'idle' for w in st['workers']))
+    before = _metrics(c)[1]
+    check_eq(_req(c, 'POST', '/v1/queues/default/jobs', 'lone')[0], 202, 'add')
+    wait_for(db.states, 10, 'the lone row done', until=lambda s: s['done'] == 6)
+    after = wait_for(lambda: _metrics(c)[1], 10, 'the lone job counted', until=lambda v: v[
+        'claimd_jobs_finished_total{queue="default",outcome="done"}'] == 6)
+    lone = {d: after[f'claimd_worker_messages_total{{direction="{d}"}}'] -
+            before[f'claimd_worker_messages_total{{direction="{d}"}}']
+            for d in ('to_worker', 'from_worker')}
+    t.note(f'messages of a lone job: {lone}')
+    check(lone['to_worker'] >= 1 and lone['from_worker'] >= 1, f'a lone job\'s messages: {lone}')
     check(values['claimd_http_requests_total{route="jobs.add",code="202"}'] >= 5, 'adds counted')
     check_eq(values['claimd_http_requests_total{route="job",code="404"}'], 1, 'the 404 counted')
     check_eq(c.stop(), 0, 'claimd exit code')

@@ -17,7 +17,7 @@ import time
 from .common import ROOT, BenchError, log, proc_cpu
 from .claimd import Claimd
 from .db import Db
-from .stats import run_costs
+from .stats import ratio, run_costs
 
 
 
@@ -177,11 +177,12 @@ class Bench:
     # -- the drain --
 
     def drain(self, name, args, n, payload=None, binary=None, dsn=None, sample=None,
-              rep=0, timeout=None, keys=None):
+              rep=0, timeout=None, keys=None, messages=False):
         """n fresh rows (each payload, if given) drained by claimd started with args: the rate
         from the rows (COUNT / (MAX(finished_at) - MIN(claimed_at)), database clock), CPU and
         buffer-pool counters over the run (keys: as Db.load_ready); with sample(claimd), its
-        values every 0.2 s in res['samples']. Raises BenchError if claimd exits or does not finish in time."""
+        values every 0.2 s in res['samples']; with messages, claimd serves HTTP and
+        res['messages_per_job'] is what went between its supervisor and workers a row. Raises BenchError if claimd exits or does not finish in time."""
         timeout = timeout or max(300, n // 500)
         base = self.baseline is not None and binary == self.baseline.claimd
         if base:   # the baseline on its own schema
@@ -191,6 +192,8 @@ class Bench:
             self.db.empty()
             self.db.load_ready(n, payload=payload, keys=keys)
             before = self.counters()
+            if messages:
+                args = [*args, '--http', '127.0.0.1:0']
             c = Claimd(self, name, *args, binary=binary, dsn=dsn)
             sampler = Sampler(lambda: sample(c)) if sample else None
             try:
@@ -202,9 +205,11 @@ class Bench:
             except BaseException:
                 c.kill()
                 raise
+            sent = c.messages() if messages else None
             c.stop()
             after = self.counters()
             res = self.db.rate()
+            res['messages_per_job'] = ratio(sent, res['rows'])
             if base:
                 self.db.empty()
         finally:
@@ -240,7 +245,7 @@ class Bench:
         res['claims'] = own['claims']
         return res
 
-    def noop_run(self, name, w, n, rep=0, extra=(), binary=None):
+    def noop_run(self, name, w, n, rep=0, extra=(), binary=None, messages=False):
         """claimd --handler noop (the machinery) with w workers over n fresh rows."""
         return self.drain(name, ['--handler', 'noop', '--workers', str(w), *extra], n,
-                          binary=binary, rep=rep)
+                          binary=binary, rep=rep, messages=messages)

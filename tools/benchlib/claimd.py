@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import time
+import urllib.request
 
 from .common import ROOT, BenchError, log
 
@@ -123,6 +124,16 @@ class Claimd:
                 pass
             time.sleep(0.05)
         raise BenchError('claimd wrote no HTTP token in %s' % path)
+
+    def messages(self):
+        """Messages between its supervisor and workers so far, both ways together, from
+        /metrics (claimd started with --http); None if this claimd does not count them."""
+        req = urllib.request.Request(self.http_url() + '/metrics',
+                                     headers={'Authorization': 'Bearer ' + self.http_token()})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            text = r.read().decode()
+        got = re.findall(r'^claimd_worker_messages_total\{direction="\w+"\} (\d+)$', text, re.M)
+        return sum(int(v) for v in got) if got else None
 
     def stop(self, timeout=60):
         if self.p.poll() is None:

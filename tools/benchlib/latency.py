@@ -37,12 +37,17 @@ def run(b):
         % (n, GAP_S * 1000))
     b.db.empty()
     so = handler_spec(b, 'so')
-    c = Claimd(b, 'latency', '--handler', so, '--workers', '2')
+    c = Claimd(b, 'latency', '--handler', so, '--workers', '2', '--http', '127.0.0.1:0')
     try:
         c.wait_idle(2)
         c.wait_pushed()
-        res = {'sql': latency_sql(b, c, n), 'claimctl_add': latency_add(b, c, n),
-               'delayed': latency_delayed(b, c, max(n // 3, 10))}
+        before = c.messages()
+        res = {'sql': latency_sql(b, c, n)}
+        after = c.messages()
+        res['sql']['messages_per_job'] = stats.ratio(
+            after - before, n) if before is not None and after is not None else None
+        res.update({'claimctl_add': latency_add(b, c, n),
+                    'delayed': latency_delayed(b, c, max(n // 3, 10))})
     except BaseException:
         c.kill()
         raise
@@ -77,6 +82,9 @@ def run(b):
                  ('the INSERT of (a), one every 30 ms', '%.2f' % res['sql']['insert_p50_ms']),
                  ('(a): its start after the INSERT returned to the client',
                   '%.2f' % res['sql']['after_return_p50_ms'])])
+    if res['sql'].get('messages_per_job') is not None:
+        log('latency: (a) took %.1f messages a job between supervisor and workers'
+            % res['sql']['messages_per_job'])
     return res
 
 
@@ -171,8 +179,11 @@ def record(b, res):
     rt = res['round_trip']
     b.info('one statement p50: SELECT 1 back to back / after 30 ms of quiet / the INSERT',
            '%.2f / %.2f / %.2f ms' % (rt['warm_p50_ms'], rt['quiet_p50_ms'], s['insert_p50_ms']))
-    b.info('plain SQL: start after the INSERT returned to its client, p50',
-           '%.2f ms' % s['after_return_p50_ms'])
+    b.metric('latency.sql_after_return_p50_ms', s['after_return_p50_ms'])
+    if s.get('messages_per_job') is None:
+        b.unmeasured('latency.lone_job_messages', 'this claimd does not count its messages')
+    else:
+        b.metric('latency.lone_job_messages', s['messages_per_job'])
     p = res['sql_poll']
     b.info('enqueue->start p50 / p99, plain SQL, --wake poll', '%.1f / %.1f ms'
            % (p['p50_ms'], p['p99_ms']))

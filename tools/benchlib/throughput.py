@@ -56,7 +56,8 @@ def run(b):
                 extra = (['--batch', str(kb)] if kb else []) + (
                     ['--wake', 'poll'] if kind == 'poll' else [])
                 r = b.noop_run('throughput-w%d-%s' % (w, kind), w, n, rep, extra,
-                               binary=b.baseline.claimd if kind == 'baseline' else None)
+                               binary=b.baseline.claimd if kind == 'baseline' else None,
+                               messages=(w, kind) == (2, 'claimd'))
             runs_w[w][kind].append(r)
             log('round %d workers=%d %-9s %6.0f jobs/s (%.2f s); mariadbd %.0f us/job, '
                 '%.0f page reads/job; other processes %.0f%% CPU'
@@ -112,6 +113,11 @@ def record(b, res):
         b.info('noop jobs/s, 2 workers, %s' % ('batch %d' % res['batch'] if res['batch']
                                                else 'defaults'),
                fmt_int(by_w[2]['claimd']['jobs_per_s']))
+        per = [r.get('messages_per_job') for r in by_w[2]['runs']['claimd']]
+        if any(v is not None for v in per):
+            b.info('messages between supervisor and workers a job, noop, 2 workers (batches '
+                   'in flight), per round', ', '.join('%.3f' % v if v is not None else '-'
+                                                      for v in per))
     if res['fixed'] and 2 in by_w:
         best = max(res['fixed'], key=lambda fb: by_w[2]['batch%d' % fb]['jobs_per_s'])
         b.metric('throughput.defaults_vs_best_fixed', stats.ratio(
