@@ -11,6 +11,7 @@
 #define ITEM_RUN 18u
 #define ITEM_WAIT 22u
 #define CURSOR_SIZE PLACE_SIZE  /* a place in claim order, opaque bytes (common/place.h) */
+#define CLAIMED_MORE (ITEMS_HEAD + CURSOR_SIZE + 4)  /* CLAIMED's u8 more, after claim_us */
 
 /* Body size per type: a fixed part, plus n * item bytes for the item lists (item 0: fixed). */
 struct body_rule {
@@ -23,7 +24,7 @@ static const struct body_rule body_rules[PROTO_TYPE_MAX + 1] = {
 	[PROTO_HELLO] = { 8, 0 },
 	[PROTO_PING] = { 8, 0 },
 	[PROTO_STATE] = { 1, 0 },
-	[PROTO_CLAIMED] = { ITEMS_HEAD + CURSOR_SIZE + 4, 16 },
+	[PROTO_CLAIMED] = { CLAIMED_MORE + 1, 16 },
 	[PROTO_FINISHED] = { ITEMS_HEAD, 26 },
 	[PROTO_WAKE] = { CURSOR_SIZE, 0 },
 	[PROTO_STOP] = { 4, 0 },
@@ -108,7 +109,7 @@ static int msg_valid(const struct proto_msg *m)
 		return m->u.state.state <= PROTO_W_MAX;
 	if (!has_items(m->type))
 		return 1;
-	if (m->u.items.n > PROTO_MAX_ITEMS)
+	if (m->u.items.n > PROTO_MAX_ITEMS || m->u.items.more > 1)
 		return 0;
 	for (unsigned i = 0; m->type == PROTO_FINISHED && i < m->u.items.n; i++)
 		if (m->u.items.items[i].outcome > PROTO_OUT_MAX ||
@@ -128,6 +129,7 @@ static void put_items(uint8_t *p, const struct proto_msg *m)
 	if (m->type == PROTO_CLAIMED) {
 		put_cursor(p + ITEMS_HEAD, &m->u.items.cursor);
 		put_u32(p + ITEMS_HEAD + CURSOR_SIZE, m->u.items.claim_us);
+		p[CLAIMED_MORE] = m->u.items.more;
 	}
 	p += body_rules[m->type].fixed;
 	for (unsigned i = 0; i < m->u.items.n; i++) {
@@ -230,6 +232,8 @@ static int check_body(unsigned type, const uint8_t *b, uint32_t len)
 	n = get_u16(b);
 	if (body_size(type, n) != len)
 		return -EBADMSG;
+	if (type == PROTO_CLAIMED && b[CLAIMED_MORE] > 1)
+		return -EBADMSG;
 	for (size_t i = 0; type == PROTO_FINISHED && i < n; i++)
 		if (b[body_rules[type].fixed + i * body_rules[type].item + ITEM_OUTCOME] > PROTO_OUT_MAX ||
 		    b[body_rules[type].fixed + i * body_rules[type].item + ITEM_QUEUE] >= PROTO_MAX_QUEUES)
@@ -248,9 +252,11 @@ static void get_items(const uint8_t *b, uint8_t type, struct proto_msg *m)
 	if (type == PROTO_CLAIMED) {
 		get_cursor(b + ITEMS_HEAD, &m->u.items.cursor);
 		m->u.items.claim_us = get_u32(b + ITEMS_HEAD + CURSOR_SIZE);
+		m->u.items.more = b[CLAIMED_MORE];
 	} else {
 		memset(&m->u.items.cursor, 0, sizeof(m->u.items.cursor));
 		m->u.items.claim_us = 0;
+		m->u.items.more = 0;
 	}
 	b += body_rules[type].fixed;
 	for (unsigned i = 0; i < m->u.items.n; i++) {

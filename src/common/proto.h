@@ -22,7 +22,7 @@
 #include "common/place.h"
 
 #define PROTO_MAGIC 0xC1D0u
-#define PROTO_VERSION 5u
+#define PROTO_VERSION 6u
 #define PROTO_HEADER_SIZE 12u
 #define PROTO_MAX_ITEMS 256u
 #define PROTO_MAX_QUEUES 16u /* a FINISHED item's queue is an index below this */
@@ -34,10 +34,12 @@ enum proto_type {
 	PROTO_PING,     /* supervisor -> worker: { u64 sent_ms } */
 	PROTO_STATE,    /* worker -> supervisor: { u8 state } (which items it runs, and their
 	                 * handlers' processes, are in the scoreboard: common/scoreboard.h) */
-	PROTO_CLAIMED,  /* worker -> supervisor: { u16 n, cursor, u32 claim_us,
+	PROTO_CLAIMED,  /* worker -> supervisor: { u16 n, cursor, u32 claim_us, u8 more,
 	                 *                         n * { u64 id, u64 token } };
 	                 * cursor: PLACE_SIZE bytes, the place in claim order the claim reached;
-	                 * claim_us: how long the claim took (its round trips) */
+	                 * claim_us: how long the claim took (its round trips); more (0 or 1):
+	                 * other rows may be due (the claim was full, or another queue was not
+	                 * asked): another worker should claim */
 	PROTO_FINISHED, /* worker -> supervisor: { u16 n, n * { u64 id, u64 token, u8 outcome,
 	                 *   u8 queue, u32 run_us, u32 wait_us } }: queue, an index into the
 	                 *   supervisor's --queue list (< PROTO_MAX_QUEUES); run_us, how long the
@@ -103,6 +105,7 @@ struct proto_msg {
 			uint16_t n;
 			struct place cursor; /* CLAIMED only */
 			uint32_t claim_us;   /* CLAIMED only */
+			uint8_t more;        /* CLAIMED only: 0 or 1 */
 			struct proto_item items[PROTO_MAX_ITEMS];
 		} items; /* CLAIMED, FINISHED, HOLDING, CANCEL */
 		struct { struct place cursor; } wake;

@@ -93,13 +93,13 @@ static void give_back(struct permits *p, unsigned slot)
 	}
 }
 
-void permits_claimed(struct permits *p, unsigned slot, const struct place *reached, size_t n)
+void permits_claimed(struct permits *p, unsigned slot, const struct place *reached, bool more)
 {
 	/* The furthest place any worker claimed is where the next claimer starts. */
 	if (store_place_after(reached, &p->cursor))
 		p->cursor = *reached;
 	give_back(p, slot);
-	if (n > 0)
+	if (more)
 		permits_wake_one(p, (int)slot);
 	else
 		grant_waiting(p);

@@ -51,10 +51,10 @@ void permits_fini(struct permits *p);
 /* slot asked for a permit (WANT): it gets one when one is free. */
 void permits_want(struct permits *p, unsigned slot);
 
-/* slot's CLAIMED, with n rows, reaching place reached: its permit comes back (a worker with
- * room for more asks again with its next WANT). A claim that found rows means there may be
- * more: another worker is woken. */
-void permits_claimed(struct permits *p, unsigned slot, const struct place *reached, size_t n);
+/* slot's CLAIMED, reaching place reached: its permit comes back (a worker with room for more
+ * asks again with its next WANT). With more (a full claim, say) other rows may be due:
+ * another worker is woken. */
+void permits_claimed(struct permits *p, unsigned slot, const struct place *reached, bool more);
 
 /* slot's worker is gone: its permit comes back, it waits for none. */
 void permits_drop(struct permits *p, unsigned slot);

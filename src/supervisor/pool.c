@@ -95,7 +95,7 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 	if (m->type == PROTO_CLAIMED && n == 0 && p->o.claimed_none)
 		p->o.claimed_none(p->o.data);
 	if (m->type == PROTO_CLAIMED)
-		permits_claimed(&p->permits, sl->idx, &m->u.items.cursor, n);
+		permits_claimed(&p->permits, sl->idx, &m->u.items.cursor, m->u.items.more);
 }
 
 static void on_state(struct slot *sl, const struct proto_msg *m)

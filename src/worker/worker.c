@@ -145,6 +145,9 @@ void worker_answer_permit(struct worker *w, size_t n)
 	m.type = PROTO_CLAIMED;
 	m.u.items.n = (uint16_t)n;
 	m.u.items.claim_us = w->b.claim_us;
+	/* A short claim took every due row of its queue it could lock: waking another worker
+	 * for more would find none (rows that come due later wake one themselves). */
+	m.u.items.more = n > 0 && (n >= w->job.max || w->cfg->nqueues > 1);
 	if (!w->db_running)   /* the store is the thread's meanwhile; none then */
 		store_cursor(w->store, &m.u.items.cursor);  /* left none when it has no place */
 	for (size_t i = 0; i < n; i++) {
