@@ -78,7 +78,7 @@ void worker_enter(struct worker *w, enum wstate to)
 
 /* ---- the database ---- */
 
-/* A database call failed: wait (back-off doubling from 100 ms to 5 s), then reconnect if the
+/* A database call failed: wait (back-off doubling from 100 ms to 2 s), then reconnect if the
  * connection is gone. Items that run meanwhile go on; their outcomes wait. */
 void worker_db_failed(struct worker *w, int r, const char *what, const char *err)
 {

@@ -23,7 +23,7 @@
 #include "worker/prefetch.h"
 
 #define DB_BACKOFF_MIN_MS 100
-#define DB_BACKOFF_MAX_MS 5000
+#define DB_BACKOFF_MAX_MS 2000   /* a server back after an outage is used within 2 s */
 #define PROGRESS_EVERY_MS 1000   /* a row's progress is written at most this often */
 
 /* The worker's claiming life. The rows it holds run meanwhile, in every state but START:
