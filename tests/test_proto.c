@@ -62,6 +62,7 @@ static void make_msg(unsigned type, int n, struct proto_msg *m)
 				m->u.items.cursor.b[i] = (uint8_t)(0xB1 + i);
 			m->u.items.claim_us = 0xC1C2C3C4u;
 			m->u.items.more = 1;
+			m->u.items.state = PROTO_W_IDLE;
 		}
 		m->u.items.n = (uint16_t)(n == DEFAULT_N ? PROTO_OUT_MAX + 1 : n);
 		for (unsigned i = 0; i < m->u.items.n; i++) {
@@ -83,7 +84,7 @@ static void make_msg(unsigned type, int n, struct proto_msg *m)
 static int items_equal(const struct proto_msg *a, const struct proto_msg *b)
 {
 	if (a->u.items.n != b->u.items.n || a->u.items.claim_us != b->u.items.claim_us ||
-	    a->u.items.more != b->u.items.more ||
+	    a->u.items.more != b->u.items.more || a->u.items.state != b->u.items.state ||
 	    memcmp(a->u.items.cursor.b, b->u.items.cursor.b, PLACE_SIZE) != 0)
 		return 0;
 	for (unsigned i = 0; i < a->u.items.n; i++) {
@@ -118,7 +119,7 @@ static int msg_equal(const struct proto_msg *a, const struct proto_msg *b)
 
 static size_t body_size(unsigned type, unsigned n)
 {
-	static const unsigned fixed[] = { 0, 4, 8, 8, 1, 27, 2, 20, 4, 0, 2, 2 };
+	static const unsigned fixed[] = { 0, 4, 8, 8, 1, 28, 2, 20, 4, 0, 2, 2 };
 	return fixed[type] + n * (type == PROTO_CLAIMED || type == PROTO_HOLDING ||
 				  type == PROTO_CANCEL ? 16u :
 				  type == PROTO_FINISHED ? 26u : 0u);
@@ -194,12 +195,12 @@ static const char *run_round_trip(const struct rt_case *c)
 /* ---- byte order: golden frames ---- */
 
 static const uint8_t golden_hello[] = {
-	0xC1, 0xD0, 0x06, 0x02, 0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x00, 0x08,
+	0xC1, 0xD0, 0x07, 0x02, 0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x00, 0x08,
 	0x0A, 0x0B, 0x0C, 0x0D, 0x00, 0x00, 0x00, 0x07,
 };
 
 static const uint8_t golden_finished[] = {
-	0xC1, 0xD0, 0x06, 0x06, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x1C,
+	0xC1, 0xD0, 0x07, 0x06, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x1C,
 	0x00, 0x01,
 	0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
 	0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF, 0x00,
@@ -210,7 +211,7 @@ static const uint8_t golden_finished[] = {
 
 /* CANCEL: two rows, id and token each; no outcome, queue or times on the wire. */
 static const uint8_t golden_cancel[] = {
-	0xC1, 0xD0, 0x06, 0x0B, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x22,
+	0xC1, 0xD0, 0x07, 0x0B, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x22,
 	0x00, 0x02,
 	0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
 	0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF, 0x00,
@@ -380,7 +381,9 @@ static const struct bad_case bad_cases[] = {
 	{ "rejects_claimed_without_claim_time", PROTO_CLAIMED, 8, 4, 18 + 16, HDR, -EBADMSG },
 	{ "rejects_claimed_finished_sized_items", PROTO_CLAIMED, 8, 4, 22 + 26, HDR, -EBADMSG },
 	{ "rejects_claimed_with_v5_head", PROTO_CLAIMED, 8, 4, 26 + 16 * 3, HDR, -EBADMSG },
+	{ "rejects_claimed_with_v6_head", PROTO_CLAIMED, 8, 4, 27 + 16 * 3, HDR, -EBADMSG },
 	{ "rejects_claimed_more_not_0_or_1", PROTO_CLAIMED, HDR + 26, 1, 2, FEED_ALL, -EBADMSG },
+	{ "rejects_claimed_state_out_of_range", PROTO_CLAIMED, HDR + 27, 1, PROTO_W_MAX + 1, FEED_ALL, -EBADMSG },
 	{ "rejects_finished_partial_item", PROTO_FINISHED, 8, 4, 2 + 25, HDR, -EBADMSG },
 	{ "rejects_finished_v2_sized_items", PROTO_FINISHED, 8, 4, 2 + 17, HDR, -EBADMSG },
 	{ "rejects_claimed_too_many_items", PROTO_CLAIMED, 8, 4, 22 + 257 * 16, HDR, -EBADMSG },

@@ -12,6 +12,7 @@
 #define ITEM_WAIT 22u
 #define CURSOR_SIZE PLACE_SIZE  /* a place in claim order, opaque bytes (common/place.h) */
 #define CLAIMED_MORE (ITEMS_HEAD + CURSOR_SIZE + 4)  /* CLAIMED's u8 more, after claim_us */
+#define CLAIMED_STATE (CLAIMED_MORE + 1)             /* and its u8 state, after more */
 
 /* Body size per type: a fixed part, plus n * item bytes for the item lists (item 0: fixed). */
 struct body_rule {
@@ -24,7 +25,7 @@ static const struct body_rule body_rules[PROTO_TYPE_MAX + 1] = {
 	[PROTO_HELLO] = { 8, 0 },
 	[PROTO_PING] = { 8, 0 },
 	[PROTO_STATE] = { 1, 0 },
-	[PROTO_CLAIMED] = { CLAIMED_MORE + 1, 16 },
+	[PROTO_CLAIMED] = { CLAIMED_STATE + 1, 16 },
 	[PROTO_FINISHED] = { ITEMS_HEAD, 26 },
 	[PROTO_WAKE] = { CURSOR_SIZE, 0 },
 	[PROTO_STOP] = { 4, 0 },
@@ -109,7 +110,8 @@ static int msg_valid(const struct proto_msg *m)
 		return m->u.state.state <= PROTO_W_MAX;
 	if (!has_items(m->type))
 		return 1;
-	if (m->u.items.n > PROTO_MAX_ITEMS || m->u.items.more > 1)
+	if (m->u.items.n > PROTO_MAX_ITEMS || m->u.items.more > 1 ||
+	    m->u.items.state > PROTO_W_MAX)
 		return 0;
 	for (unsigned i = 0; m->type == PROTO_FINISHED && i < m->u.items.n; i++)
 		if (m->u.items.items[i].outcome > PROTO_OUT_MAX ||
@@ -130,6 +132,7 @@ static void put_items(uint8_t *p, const struct proto_msg *m)
 		put_cursor(p + ITEMS_HEAD, &m->u.items.cursor);
 		put_u32(p + ITEMS_HEAD + CURSOR_SIZE, m->u.items.claim_us);
 		p[CLAIMED_MORE] = m->u.items.more;
+		p[CLAIMED_STATE] = m->u.items.state;
 	}
 	p += body_rules[m->type].fixed;
 	for (unsigned i = 0; i < m->u.items.n; i++) {
@@ -232,7 +235,7 @@ static int check_body(unsigned type, const uint8_t *b, uint32_t len)
 	n = get_u16(b);
 	if (body_size(type, n) != len)
 		return -EBADMSG;
-	if (type == PROTO_CLAIMED && b[CLAIMED_MORE] > 1)
+	if (type == PROTO_CLAIMED && (b[CLAIMED_MORE] > 1 || b[CLAIMED_STATE] > PROTO_W_MAX))
 		return -EBADMSG;
 	for (size_t i = 0; type == PROTO_FINISHED && i < n; i++)
 		if (b[body_rules[type].fixed + i * body_rules[type].item + ITEM_OUTCOME] > PROTO_OUT_MAX ||
@@ -253,10 +256,12 @@ static void get_items(const uint8_t *b, uint8_t type, struct proto_msg *m)
 		get_cursor(b + ITEMS_HEAD, &m->u.items.cursor);
 		m->u.items.claim_us = get_u32(b + ITEMS_HEAD + CURSOR_SIZE);
 		m->u.items.more = b[CLAIMED_MORE];
+		m->u.items.state = b[CLAIMED_STATE];
 	} else {
 		memset(&m->u.items.cursor, 0, sizeof(m->u.items.cursor));
 		m->u.items.claim_us = 0;
 		m->u.items.more = 0;
+		m->u.items.state = 0;
 	}
 	b += body_rules[type].fixed;
 	for (unsigned i = 0; i < m->u.items.n; i++) {

@@ -22,7 +22,7 @@
 #include "common/place.h"
 
 #define PROTO_MAGIC 0xC1D0u
-#define PROTO_VERSION 6u
+#define PROTO_VERSION 7u
 #define PROTO_HEADER_SIZE 12u
 #define PROTO_MAX_ITEMS 256u
 #define PROTO_MAX_QUEUES 16u /* a FINISHED item's queue is an index below this */
@@ -35,18 +35,20 @@ enum proto_type {
 	PROTO_STATE,    /* worker -> supervisor: { u8 state } (which items it runs, and their
 	                 * handlers' processes, are in the scoreboard: common/scoreboard.h) */
 	PROTO_CLAIMED,  /* worker -> supervisor: { u16 n, cursor, u32 claim_us, u8 more,
-	                 *                         n * { u64 id, u64 token } };
+	                 *                         u8 state, n * { u64 id, u64 token } };
 	                 * cursor: PLACE_SIZE bytes, the place in claim order the claim reached;
 	                 * claim_us: how long the claim took (its round trips); more (0 or 1):
 	                 * other rows may be due (the claim was full, or another queue was not
-	                 * asked): another worker should claim */
+	                 * asked): another worker should claim; state: what the worker does
+	                 * now it holds them (enum proto_wstate: its STATE, not sent apart) */
 	PROTO_FINISHED, /* worker -> supervisor: { u16 n, n * { u64 id, u64 token, u8 outcome,
 	                 *   u8 queue, u32 run_us, u32 wait_us } }: queue, an index into the
 	                 *   supervisor's --queue list (< PROTO_MAX_QUEUES); run_us, how long the
 	                 *   handler ran; wait_us, from when the row could run to its start (both
 	                 *   saturated at UINT32_MAX; 0 for rows that never started) */
 	PROTO_WAKE,     /* supervisor -> worker: { cursor } claim now (a claim permit; answered by
-	                 * CLAIMED), starting after cursor */
+	                 * CLAIMED), starting after cursor; from here the worker counts as busy
+	                 * (idle or starting before) without a STATE to say so */
 	PROTO_STOP,     /* supervisor -> worker: { u32 grace_ms } drain and exit */
 	PROTO_WANT,     /* worker -> supervisor: {} ready for more work: asks for a WAKE */
 	PROTO_HOLDING,  /* worker -> supervisor: { u16 n, n * { u64 id, u64 token } }: rows locked
@@ -63,7 +65,8 @@ enum proto_type {
 /* What a worker tells the supervisor it is doing. */
 enum proto_wstate {
 	PROTO_W_STARTING = 0,
-	PROTO_W_IDLE,       /* it has room for more work and the last claim found none: asleep
+	PROTO_W_IDLE,       /* it has room for more work and the last claim took every due row
+			     * it could (or none): asleep
 			     * until woken (items it holds may still run) */
 	PROTO_W_BUSY,       /* claiming, or as many items as it runs at once and prefetches */
 	PROTO_W_DB_DOWN,
@@ -106,6 +109,7 @@ struct proto_msg {
 			struct place cursor; /* CLAIMED only */
 			uint32_t claim_us;   /* CLAIMED only */
 			uint8_t more;        /* CLAIMED only: 0 or 1 */
+			uint8_t state;       /* CLAIMED only: enum proto_wstate */
 			struct proto_item items[PROTO_MAX_ITEMS];
 		} items; /* CLAIMED, FINISHED, HOLDING, CANCEL */
 		struct { struct place cursor; } wake;

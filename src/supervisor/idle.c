@@ -31,6 +31,7 @@ struct idle {
 	 * pool's view lags the workers' (a worker answers a permit with CLAIMED before its STATE
 	 * says it is idle), and a row that came due meanwhile has nothing else to wake for it. */
 	bool owed;
+	uint64_t claims_at;        /* permits_claims when the statement was queued */
 	/* A change is in the binary log before its commit is seen by others: a claim or the
 	 * statement that follows it may not see its rows yet, so it is asked again a few times
 	 * (RECHECK_FIRST_MS doubling) for RECHECK_WINDOW_MS after the change. */
@@ -131,7 +132,11 @@ static void job_done(struct dbq_job *j)
 	if (j->rc < 0) {
 		log_debug("idle poll failed: %s", j->err);
 	} else if (j->rc > 0) {
-		wake_if_wanted(d);
+		/* A claim that ran or began meanwhile took the row, or its CLAIMED says what it
+		 * left: another worker woken (a full claim), or this asked again (claimed_none). */
+		uint64_t claims = d->o.claims(d->o.data);
+		if (claims == d->claims_at && claims != UINT64_MAX)
+			wake_if_wanted(d);
 	} else if (d->job_push && d->push && !d->stopping) {
 		/* The server read its clock during the statement: half way is the best guess
 		 * (a worker woken then asks some 100 us later in any case). */
@@ -154,6 +159,7 @@ static void run_job(struct idle *d)
 		return;
 	}
 	d->inflight = true;
+	d->claims_at = d->o.claims(d->o.data);
 	d->job_push = d->push;
 	d->job.run = job_run;
 	d->job.done = job_done;

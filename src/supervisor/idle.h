@@ -40,6 +40,10 @@ struct idle_opts {
 	bool (*wants)(void *data);
 	/* Wake one. */
 	void (*wake_one)(void *data);
+	/* UINT64_MAX while a claim runs, else how many began (permits_claims): a statement that
+	 * found a row due wakes no one when a claim ran or began meanwhile (it took the row, or
+	 * its CLAIMED asks again or wakes another). */
+	uint64_t (*claims)(void *data);
 	/* The mode changed (push up or down): the registry's refresh interval follows it. */
 	void (*mode_changed)(void *data, bool push);
 	/* Push mode: rows of work_items changed, by any statement (for the requests waiting for

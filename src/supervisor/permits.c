@@ -45,6 +45,7 @@ static void grant(struct permits *p, unsigned slot)
 	}
 	p->held[slot] = true;
 	p->out++;
+	p->granted++;
 	p->ops->grant(p->data, slot, &now_at);
 }
 
@@ -140,4 +141,9 @@ bool permits_all_out(const struct permits *p)
 void permits_stop(struct permits *p)
 {
 	p->stopped = true;
+}
+
+uint64_t permits_claims(const struct permits *p)
+{
+	return p->out > 0 ? PERMITS_CLAIMING : p->granted;
 }

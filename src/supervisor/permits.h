@@ -30,6 +30,7 @@ struct permits {
 	void *data;
 	unsigned cap, nslots, max;  /* room for cap slots; slots [0, nslots) are asked about */
 	unsigned out;              /* permits held by workers */
+	uint64_t granted;          /* permits granted since the start */
 	bool *held;                /* per slot */
 	unsigned *want;            /* slots waiting for one, oldest first */
 	size_t nwant;
@@ -65,6 +66,12 @@ void permits_rewind(struct permits *p);
 
 /* There is work: a waiting worker gets a permit, else an idle one (but except, -1 for none). */
 void permits_wake_one(struct permits *p, int except);
+
+/* PERMITS_CLAIMING while a claim runs, else how many began: the same before and after a
+ * statement, and not PERMITS_CLAIMING, no claim (whose CLAIMED says what it found) ran
+ * meanwhile to see the rows that statement saw. */
+#define PERMITS_CLAIMING UINT64_MAX
+uint64_t permits_claims(const struct permits *p);
 
 /* Whether every permit is out. */
 bool permits_all_out(const struct permits *p);

@@ -67,6 +67,8 @@ static void on_released(void *data, int rc)
 
 /* ---- messages from workers ---- */
 
+static void set_wstate(struct slot *sl, uint8_t state);
+
 static void on_items(struct slot *sl, const struct proto_msg *m)
 {
 	struct pool *p = sl->pool;
@@ -90,24 +92,31 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 		else if (it->outcome == PROTO_OUT_RETRY || it->outcome == PROTO_OUT_DEAD)
 			sl->failed++, sl->dead += it->outcome == PROTO_OUT_DEAD;
 	}
-	/* CLAIMED answers a permit. A worker with room for more asks again at once (WANT after
-	 * its CLAIMED); its finished items do not wait for a permit (the worker's flush timer). */
-	if (m->type == PROTO_CLAIMED && n == 0 && p->o.claimed_none)
+	if (m->type != PROTO_CLAIMED)
+		return;
+	/* CLAIMED answers a permit, and says what the worker does now. One that took every due
+	 * row it could (not more) sleeps until woken, its rows running: when the next row is due
+	 * is asked of the database, as for a claim that found none. A worker with room for more
+	 * asks again at once (WANT after its CLAIMED); its finished items do not wait for a
+	 * permit (the worker's flush timer). The permit comes back first: the statement that
+	 * asks is not to take this claim for one that still runs (idle.h's claims). */
+	set_wstate(sl, m->u.items.state);
+	permits_claimed(&p->permits, sl->idx, &m->u.items.cursor, m->u.items.more);
+	if (!m->u.items.more && p->o.claimed_none)
 		p->o.claimed_none(p->o.data);
-	if (m->type == PROTO_CLAIMED)
-		permits_claimed(&p->permits, sl->idx, &m->u.items.cursor, m->u.items.more);
 }
 
-static void on_state(struct slot *sl, const struct proto_msg *m)
+/* What the worker says it does (STATE, or CLAIMED's state). */
+static void set_wstate(struct slot *sl, uint8_t state)
 {
 	struct pool *p = sl->pool;
 	uint8_t was = sl->wstate;
 
 	if (sl->health != SLOT_UP)
 		return;  /* unresponsive: our verdict stands until it is gone */
-	if (m->u.state.state == PROTO_W_DB_DOWN && was != PROTO_W_DB_DOWN)
+	if (state == PROTO_W_DB_DOWN && was != PROTO_W_DB_DOWN)
 		log_warn("worker slot=%u pid=%d reports the database down", sl->idx, (int)sl->pid);
-	sl->wstate = m->u.state.state;
+	sl->wstate = state;
 	if (sl->wstate == PROTO_W_IDLE && was != PROTO_W_IDLE && p->o.worker_idle)
 		p->o.worker_idle(p->o.data);
 }
@@ -122,7 +131,7 @@ static void slot_on_msg(void *data, const struct proto_msg *m)
 		log_debug("worker slot=%u pid=%u says hello", sl->idx, m->u.hello.pid);
 		break;
 	case PROTO_STATE:
-		on_state(sl, m);
+		set_wstate(sl, m->u.state.state);
 		break;
 	case PROTO_CLAIMED:
 	case PROTO_FINISHED:
@@ -194,6 +203,9 @@ static void grant(void *data, unsigned i, const struct place *cursor)
 	m.type = PROTO_WAKE;
 	m.u.wake.cursor = *cursor;
 	pool_send(sl, &m);
+	/* It claims now: busy, without a STATE to say so (worker_wire_woken, the same rule). */
+	if (sl->wstate == PROTO_W_IDLE || sl->wstate == PROTO_W_STARTING)
+		sl->wstate = PROTO_W_BUSY;
 }
 
 static uint64_t permits_now(void *data)
@@ -208,6 +220,11 @@ static const struct permits_ops permit_ops = {
 void pool_wake_one(struct pool *p)
 {
 	permits_wake_one(&p->permits, -1);
+}
+
+uint64_t pool_claims(const struct pool *p)
+{
+	return permits_claims(&p->permits);
 }
 
 bool pool_wants_poll(const struct pool *p)

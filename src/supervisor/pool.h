@@ -54,6 +54,8 @@ void pool_wake_one(struct pool *p);
 
 /* Whether an idle poll could wake anybody: an idle worker, and a permit free. */
 bool pool_wants_poll(const struct pool *p);
+/* permits_claims of the pool's permits. */
+uint64_t pool_claims(const struct pool *p);
 
 /* Grow to n workers (new ones start) or shrink (the idlest retire after their item). */
 void pool_resize(struct pool *p, unsigned n);

@@ -83,7 +83,8 @@ static int busyness(const struct slot *sl)
 	if (sl->health != SLOT_UP)
 		return 0;                      /* down, or being replaced anyway */
 	switch (sl->wstate) {
-	case PROTO_W_IDLE: return 1;
+	case PROTO_W_IDLE:   /* asleep, perhaps with rows running */
+		return pool_running(sl, NULL, 0) ? 4 + (int)pool_running(sl, NULL, 0) : 1;
 	case PROTO_W_STARTING: return 2;
 	case PROTO_W_DB_DOWN: return 3;
 	default: return 4 + (int)pool_running(sl, NULL, 0);

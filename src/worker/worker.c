@@ -41,9 +41,9 @@ static const char *const wstate_names[WS_COUNT] = {
 static const unsigned may_follow[WS_COUNT] = {
 	[WS_START] = B(WS_CONNECT) | B(WS_FULL) | B(WS_WANT) | B(WS_DRAIN),
 	[WS_CONNECT] = B(WS_FULL) | B(WS_WANT) | B(WS_DRAIN),
-	[WS_FULL] = B(WS_WANT) | B(WS_CONNECT) | B(WS_DRAIN),
+	[WS_FULL] = B(WS_WANT) | B(WS_SLEEP) | B(WS_CONNECT) | B(WS_DRAIN),
 	[WS_WANT] = B(WS_CLAIM) | B(WS_CONNECT) | B(WS_DRAIN),
-	[WS_SLEEP] = B(WS_CLAIM) | B(WS_CONNECT) | B(WS_DRAIN),
+	[WS_SLEEP] = B(WS_CLAIM) | B(WS_WANT) | B(WS_CONNECT) | B(WS_DRAIN),
 	[WS_CLAIM] = B(WS_FULL) | B(WS_WANT) | B(WS_SLEEP) | B(WS_CONNECT) | B(WS_DRAIN),
 	[WS_DRAIN] = B(WS_CONNECT),
 	[WS_EXIT] = 0,
@@ -89,16 +89,20 @@ void worker_db_failed(struct worker *w, int r, const char *what, const char *err
 	else
 		log_error("database error during %s: %s; retrying in %u ms", what, err, wait);
 	uv_timer_start(&w->db_timer, worker_on_db_timer, wait, 0);
+	w->drained = false;   /* rows may have come due meanwhile: claim once it is back */
 	if (w->state != WS_CONNECT && w->state != WS_EXIT)
 		worker_enter(w, WS_CONNECT);
 }
 
-/* Where the worker goes when nothing stops it: asking for more while there is room. */
+/* Where the worker goes when nothing stops it: asking for more while there is room, unless
+ * the last claim took every due row it could (then the supervisor wakes it for more). */
 static enum wstate settled(struct worker *w)
 {
 	if (w->stopping)
 		return WS_DRAIN;
-	return worker_room(w, false) > 0 ? WS_WANT : WS_FULL;
+	if (worker_room(w, false) == 0)
+		return WS_FULL;
+	return w->drained ? WS_SLEEP : WS_WANT;
 }
 
 /* The back-off is over and a connection is there: where the worker left off. */
@@ -136,25 +140,38 @@ void worker_on_db_timer(uv_timer_t *t)
 
 /* ---- claiming ---- */
 
-/* Answer the permit (CLAIMED) with the rows claimed under it, possibly none. */
+/* The answer to the permit (CLAIMED) with the rows claimed under it (b.rows), possibly none;
+ * its state is filled in as it goes (claimed_send). */
+static void claimed_build(struct worker *w, struct proto_msg *m, size_t n)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = PROTO_CLAIMED;
+	m->u.items.n = (uint16_t)n;
+	m->u.items.claim_us = w->b.claim_us;
+	/* A short claim took every due row of its queue it could lock: waking another worker
+	 * for more would find none (rows that come due later wake one themselves). */
+	m->u.items.more = n > 0 && (n >= w->job.max || w->cfg->nqueues > 1);
+	if (!w->db_running)   /* the store is the thread's meanwhile; none then */
+		store_cursor(w->store, &m->u.items.cursor);  /* left none when it has no place */
+	for (size_t i = 0; i < n; i++) {
+		m->u.items.items[i].id = w->b.rows[i].id;
+		m->u.items.items[i].token = w->b.rows[i].token;
+	}
+}
+
+/* CLAIMED goes with what the worker does now: no STATE of its own. */
+static void claimed_send(struct worker *w, struct proto_msg *m)
+{
+	m->u.items.state = worker_wire_now(w);
+	worker_send(w, m);
+}
+
 void worker_answer_permit(struct worker *w, size_t n)
 {
 	struct proto_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_CLAIMED;
-	m.u.items.n = (uint16_t)n;
-	m.u.items.claim_us = w->b.claim_us;
-	/* A short claim took every due row of its queue it could lock: waking another worker
-	 * for more would find none (rows that come due later wake one themselves). */
-	m.u.items.more = n > 0 && (n >= w->job.max || w->cfg->nqueues > 1);
-	if (!w->db_running)   /* the store is the thread's meanwhile; none then */
-		store_cursor(w->store, &m.u.items.cursor);  /* left none when it has no place */
-	for (size_t i = 0; i < n; i++) {
-		m.u.items.items[i].id = w->b.rows[i].id;
-		m.u.items.items[i].token = w->b.rows[i].token;
-	}
-	worker_send(w, &m);
+	claimed_build(w, &m, n);
+	claimed_send(w, &m);
 }
 
 static struct proto_msg *build_holding(struct proto_msg *m, const struct store_item *items,
@@ -321,11 +338,12 @@ static void on_flush(uv_timer_t *t)
 		worker_write(w);
 }
 
-/* Write the outcomes if they are due; else make sure they will be, within the flush time.
- * Returns 0, or a negative error (db_failed took over). */
+/* Write the outcomes if they are due, or asleep with nothing running (no claim will carry
+ * them: a lone row's outcome is written as it ends); else make sure they will be, within
+ * the flush time. Returns 0, or a negative error (db_failed took over). */
 static int write_if_due(struct worker *w)
 {
-	if (outcomes_due(&w->out))
+	if (outcomes_due(&w->out) || (w->state == WS_SLEEP && !worker_busy(w)))
 		return worker_write(w);
 	if (w->out.n > 0 && !uv_is_active((uv_handle_t *)&w->flush_timer))
 		uv_timer_start(&w->flush_timer, on_flush, OUTCOMES_FLUSH_MS, 0);
@@ -361,11 +379,15 @@ static void step_claim(struct worker *w)
 	db_start(w, max);
 }
 
-/* The claim's statements ended with r (its rows in b): the permit is answered, the rows are
- * the items'. Stopping meanwhile (WS_DRAIN), they go back at once. */
+/* The claim's statements ended with r (its rows in b): the rows are the items', the worker
+ * moves on, and the permit is answered with what it does now (CLAIMED carries its state).
+ * A claim that took every due row it could leaves the worker asleep, its rows running: it
+ * asks for no permit until a WAKE brings news of more. Stopping meanwhile (WS_DRAIN), the
+ * rows go back at once. */
 static void claim_ended(struct worker *w, int r)
 {
 	size_t n = w->b.n;
+	struct proto_msg m;
 
 	if (r < 0) {
 		worker_answer_permit(w, 0);
@@ -373,36 +395,50 @@ static void claim_ended(struct worker *w, int r)
 		return;
 	}
 	backoff_reset(&w->db_backoff);
-	worker_answer_permit(w, n);
+	claimed_build(w, &m, n);
+	w->drained = !m.u.items.more;
 	if (n == 0) {
 		/* What it waits for now is work, not a claim: the wait is no claim cycle (counted
 		 * as one, a worker that idled would hold rows its siblings could run). */
 		w->asked_ns = 0;
+		w->report_held = true;
 		if (w->state == WS_CLAIM)
 			worker_enter(w, WS_SLEEP);
+		w->report_held = false;
+		claimed_send(w, &m);
 		return;
 	}
 	if (w->asked_ns)
 		prefetch_claimed(&w->pf, uv_hrtime() - w->asked_ns);
 	w->asked_ns = 0;
-	worker_take_claimed(w);
+	worker_take_claimed(w);   /* sends nothing: outcomes are written on the next step */
 	fence_arm(w->b.lease_ok_ns);
 	if (w->state != WS_CLAIM) {
+		claimed_send(w, &m);
 		worker_release_unstarted(w);
 		return;
 	}
+	w->report_held = true;
 	worker_enter(w, settled(w));
+	w->report_held = false;
+	claimed_send(w, &m);
 	if (w->state == WS_WANT)
 		ask_for_work(w);   /* right away: the permit may come back to us */
 }
 
 static void step_held(struct worker *w)
 {
+	/* A failure's row may be due again soon, a release's at once: after writing them the
+	 * worker claims (a claim that finds none has the supervisor look when the next is due). */
+	if (w->out.urgent)
+		w->drained = false;
 	if (worker_gate(w) < 0 || write_if_due(w) < 0)
 		return;
-	if (w->state == WS_FULL && worker_room(w, false) > 0) {
-		worker_enter(w, WS_WANT);
-		step_want(w);
+	if ((w->state == WS_FULL || (w->state == WS_SLEEP && !w->drained)) &&
+	    worker_room(w, false) > 0) {
+		worker_enter(w, settled(w));
+		if (w->state == WS_WANT)
+			step_want(w);
 	}
 }
 

@@ -34,7 +34,8 @@ enum wstate {
 	WS_FULL,      /* holding as many rows as it should (or its handler takes none yet, a
 		       * pipe: co-process not ready): no claim wanted until that changes */
 	WS_WANT,      /* room for more: a claim permit is asked for (WANT) */
-	WS_SLEEP,     /* the last claim found nothing: asleep until the supervisor wakes us */
+	WS_SLEEP,     /* the last claim took every due row it could (`drained`): asleep until
+		       * the supervisor wakes us; rows it took may run meanwhile */
 	WS_CLAIM,     /* holding a permit: claim now, and answer it (CLAIMED) */
 	WS_DRAIN,     /* stopping: rows not started go back, running ones end, outcomes written */
 	WS_EXIT,      /* the loop stops */
@@ -64,6 +65,8 @@ struct worker {
 	enum wstate state;
 	bool stopping;            /* a STOP came */
 	bool asked;               /* a WANT is out, unanswered */
+	bool drained;             /* the last claim took every due row it could lock (not
+				   * full, or none): no claim until a WAKE says there is more */
 	uint64_t asked_ns;        /* when the last WANT went out (uv_hrtime); 0: woken unasked */
 	bool grace_over;          /* the stop's grace ended: running items were stopped */
 	int exit_code;
@@ -96,9 +99,11 @@ struct worker {
 	struct proto_msg cancel_later; /* cancels of rows that may be the running claim's */
 
 	struct backoff db_backoff;
-	/* what the supervisor was last told (STATE) */
+	/* what the supervisor was last told (STATE, CLAIMED's state), or takes us to do (a WAKE
+	 * accepted: busy) */
 	uint8_t wire;
 	bool wire_sent;
+	bool report_held;         /* a CLAIMED about to go carries the state: no STATE */
 	uv_timer_t kick_timer, db_timer, lease_timer, grace_timer, gate_timer, flush_timer;
 	uv_timer_t progress_timer;
 	uv_timer_t watch_timer;   /* rows waiting: a paused queue, or items running long */
@@ -170,8 +175,12 @@ void worker_progress_write(struct worker *w);
 
 /* ---- worker_wire.c ---- */
 
-/* Tell the supervisor what we do (STATE), when it changed. */
+/* Tell the supervisor what we do (STATE), when it changed (not while report_held). */
 void worker_report(struct worker *w);
+/* What we do now, as the message about to go (CLAIMED) tells it: recorded as told. */
+uint8_t worker_wire_now(struct worker *w);
+/* A WAKE accepted: the supervisor, which sent it, counts us busy (pool.c's grant) from here. */
+void worker_wire_woken(struct worker *w);
 void worker_send(struct worker *w, struct proto_msg *m);
 /* worker_send for outcomes_init (data: the worker). */
 void worker_send_out(void *data, struct proto_msg *m);

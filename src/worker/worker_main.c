@@ -39,6 +39,8 @@ static void on_wake(struct worker *w, const struct place *cursor)
 	}
 	w->hint = *cursor;   /* for the claim (the store may be a statement's still) */
 	w->hint_set = true;
+	w->drained = false;   /* a WAKE is news of work, or the permit a WANT asked for */
+	worker_wire_woken(w);
 	worker_enter(w, WS_CLAIM);
 	worker_kick(w);
 }

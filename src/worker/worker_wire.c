@@ -60,7 +60,7 @@ void worker_report(struct worker *w)
 	uint8_t wire = wire_state(w);
 	struct proto_msg m;
 
-	if (w->wire_sent && w->wire == wire)
+	if (w->report_held || (w->wire_sent && w->wire == wire))
 		return;
 	w->wire = wire;
 	w->wire_sent = true;
@@ -68,4 +68,18 @@ void worker_report(struct worker *w)
 	m.type = PROTO_STATE;
 	m.u.state.state = wire;
 	worker_send(w, &m);
+}
+
+uint8_t worker_wire_now(struct worker *w)
+{
+	w->wire = wire_state(w);
+	w->wire_sent = true;
+	return w->wire;
+}
+
+/* The same rule as the supervisor's when it grants: idle or starting becomes busy. */
+void worker_wire_woken(struct worker *w)
+{
+	if (w->wire_sent && (w->wire == PROTO_W_IDLE || w->wire == PROTO_W_STARTING))
+		w->wire = PROTO_W_BUSY;
 }

@@ -7,7 +7,7 @@ import os
 import random
 import struct
 
-VERSION = 6
+VERSION = 7
 PLACE = 20  # PLACE_SIZE
 ACK, HELLO, PING, STATE, CLAIMED, FINISHED, WAKE, STOP, WANT, HOLDING, CANCEL = range(1, 12)
 
@@ -21,8 +21,8 @@ def cursor(seed=0):
     return bytes((0xA0 + seed + i) & 0xFF for i in range(PLACE))
 
 
-def claimed(n, claim_us=1500, more=1):
-    body = struct.pack('>H', n) + cursor(1) + struct.pack('>IB', claim_us, more)
+def claimed(n, claim_us=1500, more=1, state=2):
+    body = struct.pack('>H', n) + cursor(1) + struct.pack('>IBB', claim_us, more, state)
     for i in range(n):
         body += struct.pack('>QQ', 1000 + i, 0xABCD0000 + i)
     return frame(CLAIMED, body, id_=7)
