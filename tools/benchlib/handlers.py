@@ -4,7 +4,8 @@ reverse order every other round) so that the machine's drift falls on all alike;
 taken within the run. claimd runs 2 workers at its defaults: so: (tools/bench_plugin.so,
 returning at once), pipe: with the shipped Node and Python asyncio co-processes (with
 --pipe-ready, as they are documented to run), exec:
-/bin/true, noop (the machinery, one line), the --baseline build's noop, and pipe: Node with
+/bin/true, noop (the machinery, one line), the --baseline build's noop, so: and pipe: Node
+(the same plugin and co-process: their protocols are the baseline's too), and pipe: Node with
 --concurrency 10 where this claimd accepts it. The peers: BullMQ 2 x concurrency 10, pg-boss
 2 x batch 10, graphile-worker 2 x concurrency 10."""
 
@@ -27,6 +28,9 @@ CLAIMD_SIDES = (
     ('exec', 'claimd exec:/bin/true, 2 workers, defaults', 'exec', []),
     ('noop', 'claimd noop (the machinery), 2 workers, defaults', 'noop', []),
     ('baseline', 'the --baseline build: noop, 2 workers, defaults', 'noop', []),
+    ('baseline_so', 'the --baseline build: so: (bench_plugin), 2 workers, defaults', 'so', []),
+    ('baseline_pipe_node', 'the --baseline build: pipe: Node co-process, 2 workers, defaults '
+     '(+ --pipe-ready)', 'pipe-node', []),
     ('pipe_node_c10', 'claimd pipe: Node co-process, 2 workers x --concurrency 10',
      'pipe-node', ['--concurrency', str(PEER_CONCURRENCY)]),
 )
@@ -38,7 +42,9 @@ def sides(b, peers):
     have, why = [], {}
     conc = accepts(b.bin('claimd'), '--concurrency', str(PEER_CONCURRENCY))
     for key, label, kind, extra in CLAIMD_SIDES:
-        if key == 'baseline' and not b.baseline:
+        if b.a.sides is not None and key not in b.a.sides:
+            why[key] = 'not among --sides'
+        elif key.startswith('baseline') and not b.baseline:
             why[key] = b.baseline_error or 'no --baseline given'
         elif kind == 'pipe-node' and not b.node:
             why[key] = 'node is not installed'
@@ -47,7 +53,9 @@ def sides(b, peers):
         else:
             have.append(key)
     for p in PEER_SIDES:
-        if p in peers.why:
+        if b.a.sides is not None and p not in b.a.sides:
+            why[p] = 'not among --sides'
+        elif p in peers.why:
             why[p] = peers.why[p]
         else:
             have.append(p)
@@ -68,7 +76,7 @@ def run_side(b, peers, key, rnd):
     kind, extra = next((k, e) for s, _, k, e in CLAIMD_SIDES if s == key)
     args = [*handler_args(b, kind), '--workers', str(WORKERS), *extra]
     return b.drain('handlers-%s' % key, args, n, rep=rnd,
-                   binary=b.baseline.claimd if key == 'baseline' else None)
+                   binary=b.baseline.claimd if key.startswith('baseline') else None)
 
 
 def run(b):
@@ -127,6 +135,11 @@ def record(b, res):
     if 'pipe_node' in jps and 'bullmq' in jps:
         b.info('pipe: Node at defaults (one item at a time per worker) / BullMQ 2 x 10',
                '%.2f' % stats.ratio(jps['pipe_node'], jps['bullmq']))
+    for a, c in (('so', 'baseline_so'), ('pipe_node', 'baseline_pipe_node')):
+        if a in jps and c in jps:
+            b.info('%s / the --baseline build\'s, each round' % a.replace('_', ' '),
+                   ', '.join('%.2f' % x for x in stats.paired_ratios(res['runs'][a],
+                                                                        res['runs'][c])))
     for k in ('pipe_python', 'exec', 'noop', 'pipe_node', 'graphile'):
         if k in jps:
             b.info('%s (CPU-trivial)' % res['labels'][k], fmt_int(jps[k]) + ' jobs/s')

@@ -53,6 +53,10 @@ def parse_args(argv):
                    'handlers run (100000; --quick 10000)')
     p.add_argument('--repeat', type=int,
                    help='rounds of throughput and handlers, medians reported (3; --quick 1)')
+    p.add_argument('--sides', metavar='SIDES',
+                   help='comma-separated sides of section handlers to run (default: all; '
+                   'e.g. so,pipe_node,baseline_so,baseline_pipe_node for an A/B of the real '
+                   'handlers); the targets of the sides left out are MISS')
     p.add_argument('--workers', default='1,2,4,8', help='worker counts for throughput (1,2,4,8)')
     p.add_argument('--build-dir', default=os.environ.get('CLAIMD_BUILD_DIR', 'build'),
                    help='meson build dir, relative to the source root ($CLAIMD_BUILD_DIR or build)')
@@ -85,6 +89,11 @@ def parse_args(argv):
         p.error('--batch must be 1..256')
     if not 1 <= a.probe_batch <= 1024:
         p.error('--probe-batch must be 1..1024')
+    a.sides = set(s.strip() for s in a.sides.split(',')) if a.sides else None
+    known = {k for k, _, _, _ in handlers.CLAIMD_SIDES} | set(handlers.PEER_SIDES)
+    if a.sides and a.sides - known:
+        p.error('unknown side(s): %s (choose from %s)' % (', '.join(sorted(a.sides - known)),
+                                                          ', '.join(sorted(known))))
     a.db_dir = a.db_dir or os.path.join(a.out, 'db')
     if len(os.path.join(os.path.abspath(a.db_dir), 'mysqld.sock')) > 100:
         p.error('--db-dir path too long for a unix socket; pick a shorter one')
