@@ -411,17 +411,23 @@ static void claim_ended(struct worker *w, int r)
 	if (w->asked_ns)
 		prefetch_claimed(&w->pf, uv_hrtime() - w->asked_ns);
 	w->asked_ns = 0;
-	worker_take_claimed(w);   /* sends nothing: outcomes are written on the next step */
+	/* The answer goes before the rows are handed on (another worker may wait for the
+	 * permit), with the state they leave the worker in: asleep after a short claim, busy
+	 * after a full one (a STATE follows should its room say otherwise). */
+	if (w->state == WS_CLAIM) {
+		m.u.items.state = m.u.items.more ? PROTO_W_BUSY : PROTO_W_IDLE;
+		worker_wire_told(w, m.u.items.state);
+		worker_send(w, &m);
+	} else {
+		claimed_send(w, &m);
+	}
+	worker_take_claimed(w);
 	fence_arm(w->b.lease_ok_ns);
 	if (w->state != WS_CLAIM) {
-		claimed_send(w, &m);
 		worker_release_unstarted(w);
 		return;
 	}
-	w->report_held = true;
 	worker_enter(w, settled(w));
-	w->report_held = false;
-	claimed_send(w, &m);
 	if (w->state == WS_WANT)
 		ask_for_work(w);   /* right away: the permit may come back to us */
 }

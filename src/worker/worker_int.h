@@ -179,6 +179,8 @@ void worker_progress_write(struct worker *w);
 void worker_report(struct worker *w);
 /* What we do now, as the message about to go (CLAIMED) tells it: recorded as told. */
 uint8_t worker_wire_now(struct worker *w);
+/* wire, told by a message about to go (CLAIMED), recorded as told. */
+void worker_wire_told(struct worker *w, uint8_t wire);
 /* A WAKE accepted: the supervisor, which sent it, counts us busy (pool.c's grant) from here. */
 void worker_wire_woken(struct worker *w);
 void worker_send(struct worker *w, struct proto_msg *m);

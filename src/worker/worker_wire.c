@@ -70,10 +70,15 @@ void worker_report(struct worker *w)
 	worker_send(w, &m);
 }
 
+void worker_wire_told(struct worker *w, uint8_t wire)
+{
+	w->wire = wire;
+	w->wire_sent = true;
+}
+
 uint8_t worker_wire_now(struct worker *w)
 {
-	w->wire = wire_state(w);
-	w->wire_sent = true;
+	worker_wire_told(w, wire_state(w));
 	return w->wire;
 }
 
