@@ -93,16 +93,6 @@ const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 			  AT(after) },
 };
 
-int ctl_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = errmsg_vinvalid(err, errlen, fmt, ap);
-	va_end(ap);
-	return r;
-}
 
 /* run_at: a time utctime_parse reads (UTC unless it says its offset), which the database
  * can hold. */
@@ -112,15 +102,15 @@ static int check_add(const struct ctl_request *r, char *err, size_t errlen)
 	int64_t us;
 
 	if (ctl_has(r, CTL_F_TRACEPARENT) && !trace_parent_valid(r->traceparent))
-		return ctl_fail(err, errlen, "add: traceparent '%.60s' is not a W3C traceparent "
+		return errmsg_invalid(err, errlen, "add: traceparent '%.60s' is not a W3C traceparent "
 				"(00-<32 hex>-<16 hex>-<2 hex>, lower case, ids not all zeros)",
 				r->traceparent);
 	if (!ctl_has(r, CTL_F_RUN_AT))
 		return 0;
 	if (utctime_parse(r->run_at, &us, why, sizeof(why)) < 0)
-		return ctl_fail(err, errlen, "add: run_at %s", why);
+		return errmsg_invalid(err, errlen, "add: run_at %s", why);
 	if (us < UTCTIME_DB_MIN_US || us > UTCTIME_DB_MAX_US)
-		return ctl_fail(err, errlen, "add: run_at '%.40s' is outside " UTCTIME_DB_RANGE
+		return errmsg_invalid(err, errlen, "add: run_at '%.40s' is outside " UTCTIME_DB_RANGE
 				", the times the database's TIMESTAMP holds", r->run_at);
 	return 0;
 }
@@ -133,7 +123,7 @@ static int check_jobs(const struct ctl_request *r, char *err, size_t errlen)
 		return 0;
 	if (!strcmp(r->state, "any"))
 		return 0;
-	return ctl_fail(err, errlen, "%s: state '%s' is not %s, %s, %s, %s or any",
+	return errmsg_invalid(err, errlen, "%s: state '%s' is not %s, %s, %s, %s or any",
 			ctl_verbs[r->verb].name, r->state, row_state_name(ROW_READY),
 			row_state_name(ROW_CLAIMED), row_state_name(ROW_DONE),
 			row_state_name(ROW_DEAD));
@@ -159,11 +149,11 @@ static int check_bulk(const struct ctl_request *r, char *err, size_t errlen)
 		if (p && (p == acts[i].states || p[-1] == ' ') &&
 		    (p[strlen(st)] == ' ' || !p[strlen(st)]))
 			return 0;
-		return ctl_fail(err, errlen, "bulk: %s acts on %s rows, not %s ones", r->action,
+		return errmsg_invalid(err, errlen, "bulk: %s acts on %s rows, not %s ones", r->action,
 				i == 0 ? "dead" : i == 1 ? "ready and dead" : "ready, claimed and dead",
 				st);
 	}
-	return ctl_fail(err, errlen, "bulk: action '%s' is not retry, discard or cancel",
+	return errmsg_invalid(err, errlen, "bulk: action '%s' is not retry, discard or cancel",
 			r->action);
 }
 
@@ -176,7 +166,7 @@ static int check_schedule(const struct ctl_request *r, char *err, size_t errlen)
 	for (size_t i = 0; i < sizeof(catch_ups) / sizeof(catch_ups[0]); i++)
 		if (!strcmp(r->catch_up, catch_ups[i]))
 			return 0;
-	return ctl_fail(err, errlen, "schedule: catch_up '%s' is not one, all or none",
+	return errmsg_invalid(err, errlen, "schedule: catch_up '%s' is not one, all or none",
 			r->catch_up);
 }
 
@@ -184,7 +174,7 @@ static int check_schedule(const struct ctl_request *r, char *err, size_t errlen)
 static int check_pause(const struct ctl_request *r, char *err, size_t errlen)
 {
 	if (ctl_has(r, CTL_F_QUEUE) == ctl_has(r, CTL_F_SCHEDULE))
-		return ctl_fail(err, errlen, "%s takes a queue NAME, or --schedule NAME",
+		return errmsg_invalid(err, errlen, "%s takes a queue NAME, or --schedule NAME",
 				ctl_verbs[r->verb].name);
 	return 0;
 }
@@ -195,13 +185,13 @@ static int check_limit(const struct ctl_request *r, char *err, size_t errlen)
 	bool keyed = ctl_has(r, CTL_F_GROUP) || ctl_has(r, CTL_F_EACH_GROUP);
 
 	if (ctl_has(r, CTL_F_GROUP) && ctl_has(r, CTL_F_EACH_GROUP))
-		return ctl_fail(err, errlen, "limit takes --group KEY or --each-group, not both");
+		return errmsg_invalid(err, errlen, "limit takes --group KEY or --each-group, not both");
 	if (!ctl_has(r, CTL_F_INTERVAL) && !ctl_has(r, CTL_F_BURST) &&
 	    !ctl_has(r, CTL_F_CONCURRENCY))
-		return ctl_fail(err, errlen, "limit needs --interval DUR, --burst N or "
+		return errmsg_invalid(err, errlen, "limit needs --interval DUR, --burst N or "
 				"--concurrency N");
 	if (ctl_has(r, CTL_F_CONCURRENCY) && !keyed)
-		return ctl_fail(err, errlen, "limit: --concurrency limits the rows of one key at "
+		return errmsg_invalid(err, errlen, "limit: --concurrency limits the rows of one key at "
 				"once: give --group KEY, or --each-group for every key");
 	return 0;
 }
@@ -212,10 +202,10 @@ static int check_backoff(const struct ctl_request *r, char *err, size_t errlen)
 	bool any = ctl_has(r, CTL_F_BASE) || ctl_has(r, CTL_F_MAX) || ctl_has(r, CTL_F_JITTER);
 
 	if (any == ctl_has(r, CTL_F_RESET))
-		return ctl_fail(err, errlen, "backoff takes --base DUR, --max DUR and/or --jitter "
+		return errmsg_invalid(err, errlen, "backoff takes --base DUR, --max DUR and/or --jitter "
 				"PCT, or --reset alone");
 	if (ctl_has(r, CTL_F_BASE) && ctl_has(r, CTL_F_MAX) && r->max_ms < r->base_ms)
-		return ctl_fail(err, errlen, "backoff: the maximum (%u ms) is below the base (%u ms)",
+		return errmsg_invalid(err, errlen, "backoff: the maximum (%u ms) is below the base (%u ms)",
 				r->max_ms, r->base_ms);
 	return 0;
 }
@@ -230,11 +220,11 @@ static int check_stats(const struct ctl_request *r, char *err, size_t errlen)
 
 	for (int i = 0; i < 2; i++)
 		if (times[i] && utctime_parse(times[i], &us, why, sizeof(why)) < 0)
-			return ctl_fail(err, errlen, "stats: %s %s", i ? "to" : "from", why);
+			return errmsg_invalid(err, errlen, "stats: %s %s", i ? "to" : "from", why);
 	if (ctl_has(r, CTL_F_FROM) && ctl_has(r, CTL_F_SINCE))
-		return ctl_fail(err, errlen, "stats takes from or since, not both");
+		return errmsg_invalid(err, errlen, "stats takes from or since, not both");
 	if (ctl_has(r, CTL_F_STEP) && r->step_ms % 60000)
-		return ctl_fail(err, errlen, "stats: step %u ms is not whole minutes (60, 300, "
+		return errmsg_invalid(err, errlen, "stats: step %u ms is not whole minutes (60, 300, "
 				"3600 s ...)", r->step_ms);
 	return 0;
 }
@@ -245,7 +235,7 @@ static int check_retry(const struct ctl_request *r, char *err, size_t errlen)
 	bool by_queue = ctl_has(r, CTL_F_QUEUE) && ctl_has(r, CTL_F_DEAD);
 
 	if (by_id == by_queue || (by_id && (ctl_has(r, CTL_F_QUEUE) || ctl_has(r, CTL_F_DEAD))))
-		return ctl_fail(err, errlen, "retry takes an item id, or --queue NAME --dead");
+		return errmsg_invalid(err, errlen, "retry takes an item id, or --queue NAME --dead");
 	return 0;
 }
 
@@ -420,24 +410,24 @@ int ctl_store_value(struct ctl_request *r, enum ctl_field f, const char *label, 
 	switch (d->type) {
 	case T_TEXT:
 		if (len < (size_t)d->min || len > d->max)
-			return ctl_fail(err, errlen, "%s: %s must be %lld to %llu bytes", ctl_verbs[r->verb].name,
+			return errmsg_invalid(err, errlen, "%s: %s must be %lld to %llu bytes", ctl_verbs[r->verb].name,
 				    label, d->min, d->max);
 		for (size_t i = 0; i < len; i++)
 			if (is_control((unsigned char)s[i]))
-				return ctl_fail(err, errlen, "%s: %s has a control character", ctl_verbs[r->verb].name,
+				return errmsg_invalid(err, errlen, "%s: %s has a control character", ctl_verbs[r->verb].name,
 					    label);
 		memcpy(at, &s, sizeof(s));
 		return 0;
 	case T_BYTES:
 		if (len > d->max)
-			return ctl_fail(err, errlen, "%s: %s is over %llu bytes", ctl_verbs[r->verb].name, label,
+			return errmsg_invalid(err, errlen, "%s: %s is over %llu bytes", ctl_verbs[r->verb].name, label,
 				    d->max);
 		r->payload = (const unsigned char *)s;
 		r->payload_len = len;
 		return 0;
 	case T_FLAG:
 		if (len != 1 || s[0] != '1')
-			return ctl_fail(err, errlen, "%s: %s takes no value but 1", ctl_verbs[r->verb].name, label);
+			return errmsg_invalid(err, errlen, "%s: %s takes no value but 1", ctl_verbs[r->verb].name, label);
 		*(bool *)at = true;
 		return 0;
 	case T_UINT:
@@ -466,9 +456,9 @@ int ctl_store_value(struct ctl_request *r, enum ctl_field f, const char *label, 
 	return 0;
 bad:
 	if (d->type == T_INT)
-		return ctl_fail(err, errlen, "%s: %s must be a whole number from %lld to %lld",
+		return errmsg_invalid(err, errlen, "%s: %s must be a whole number from %lld to %lld",
 			    ctl_verbs[r->verb].name, label, d->min, (long long)d->max);
-	return ctl_fail(err, errlen, "%s: %s must be a whole number from %lld to %llu",
+	return errmsg_invalid(err, errlen, "%s: %s must be a whole number from %lld to %llu",
 		    ctl_verbs[r->verb].name, label, d->min, d->max);
 }
 
@@ -538,7 +528,7 @@ int ctl_check_request(const struct ctl_request *r, char *err, size_t errlen)
 	if (missing) {
 		for (int f = 0; f < CTL_FIELD_COUNT; f++)
 			if (missing & BIT(f))
-				return ctl_fail(err, errlen, "%s: %s is required", v->name, ctl_fields[f].name);
+				return errmsg_invalid(err, errlen, "%s: %s is required", v->name, ctl_fields[f].name);
 	}
 	return v->check ? v->check(r, err, errlen) : 0;
 }
@@ -552,17 +542,17 @@ static int decode_field(struct ctl_request *r, char *s, size_t len, char *err, s
 	int f;
 
 	if (!eq)
-		return ctl_fail(err, errlen, "%s: '%.*s' is not name=value", v->name,
+		return errmsg_invalid(err, errlen, "%s: '%.*s' is not name=value", v->name,
 			    (int)(len > 40 ? 40 : len), s);
 	f = find_field(s, (size_t)(eq - s));
 	if (f < 0 || !(v->takes & BIT(f)))
-		return ctl_fail(err, errlen, "%s: unknown field '%.*s'", v->name,
+		return errmsg_invalid(err, errlen, "%s: unknown field '%.*s'", v->name,
 			    (int)(eq - s > 40 ? 40 : eq - s), s);
 	if (r->have & BIT(f))
-		return ctl_fail(err, errlen, "%s: %s given twice", v->name, ctl_fields[f].name);
+		return errmsg_invalid(err, errlen, "%s: %s given twice", v->name, ctl_fields[f].name);
 	n = pct_decode(eq + 1, len - (size_t)(eq + 1 - s));
 	if (n < 0)
-		return ctl_fail(err, errlen, "%s: %s: bad character or %%-escape", v->name, ctl_fields[f].name);
+		return errmsg_invalid(err, errlen, "%s: %s: bad character or %%-escape", v->name, ctl_fields[f].name);
 	r->have |= BIT(f);
 	return ctl_store_value(r, (enum ctl_field)f, ctl_fields[f].name, eq + 1, (size_t)n, err, errlen);
 }
@@ -577,12 +567,12 @@ int ctl_decode(char *line, size_t len, struct ctl_request *ret, char *err, size_
 	if (len > 0 && line[len - 1] == '\r')
 		len--;
 	if (len >= CTL_LINE_MAX)
-		return ctl_fail(err, errlen, "request too long");
+		return errmsg_invalid(err, errlen, "request too long");
 	for (i = 0; i < len && line[i] != ' '; i++)
 		;
 	v = ctl_find_verb(line, i);
 	if (v < 0) {
-		return ctl_fail(err, errlen, "unknown request '%.*s'; try status, add, retry, pause, "
+		return errmsg_invalid(err, errlen, "unknown request '%.*s'; try status, add, retry, pause, "
 			    "resume or limit", (int)(i > 40 ? 40 : i), line);
 	}
 	r.verb = (enum ctl_verb)v;
@@ -591,7 +581,7 @@ int ctl_decode(char *line, size_t len, struct ctl_request *ret, char *err, size_
 		while (i < len && line[i] != ' ')
 			i++;
 		if (i == start)
-			return ctl_fail(err, errlen, "%s: empty field (two spaces, or one at the end)",
+			return errmsg_invalid(err, errlen, "%s: empty field (two spaces, or one at the end)",
 				    ctl_verbs[v].name);
 		line[i] = '\0';  /* the space (or one past the end: the caller's CR, LF or room) */
 		rc = decode_field(&r, line + start, i - start, err, errlen);
@@ -663,9 +653,9 @@ int ctl_encode(const struct ctl_request *req, struct buf *out, char *err, size_t
 	int r;
 
 	if ((unsigned)req->verb >= CTL_VERB_COUNT)
-		return ctl_fail(err, errlen, "unknown verb %d", (int)req->verb);
+		return errmsg_invalid(err, errlen, "unknown verb %d", (int)req->verb);
 	if (req->have & ~ctl_verbs[req->verb].takes)
-		return ctl_fail(err, errlen, "%s: a field it does not take is set", ctl_verbs[req->verb].name);
+		return errmsg_invalid(err, errlen, "%s: a field it does not take is set", ctl_verbs[req->verb].name);
 	buf_puts(out, ctl_verbs[req->verb].name);
 	for (int f = 0; f < CTL_FIELD_COUNT; f++)
 		if (ctl_has(req, (enum ctl_field)f))

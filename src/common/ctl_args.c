@@ -33,7 +33,7 @@ static int cli_value(struct ctl_request *r, enum ctl_field f, const char *label,
 				     strspn(arg, "0123456789") == strlen(arg)))
 		return ctl_store_value(r, f, label, arg, strlen(arg), err, errlen);
 	if (config_parse_duration(arg, &ms) < 0)
-		return ctl_fail(err, errlen, "%s: %s: '%s' is not a duration (e.g. 500ms, 30s, 5m, 1h)",
+		return errmsg_invalid(err, errlen, "%s: %s: '%s' is not a duration (e.g. 500ms, 30s, 5m, 1h)",
 			    ctl_verbs[r->verb].name, label, arg);
 	snprintf(num, sizeof(num), "%u", ms);
 	return ctl_store_value(r, f, label, num, strlen(num), err, errlen);
@@ -48,10 +48,10 @@ int ctl_from_argv(int argc, char **argv, struct ctl_request *ret, char *err, siz
 
 	memset(&r, 0, sizeof(r));
 	if (argc < 1)
-		return ctl_fail(err, errlen, "no command given");
+		return errmsg_invalid(err, errlen, "no command given");
 	vi = ctl_find_verb(argv[0], strlen(argv[0]));
 	if (vi < 0)
-		return ctl_fail(err, errlen, "unknown command '%s'", argv[0]);
+		return errmsg_invalid(err, errlen, "unknown command '%s'", argv[0]);
 	v = &ctl_verbs[vi];
 	r.verb = (enum ctl_verb)vi;
 	for (int i = 1; i < argc; i++) {
@@ -59,21 +59,21 @@ int ctl_from_argv(int argc, char **argv, struct ctl_request *ret, char *err, siz
 		if (!strncmp(arg, "--", 2)) {
 			f = find_option(v, arg);
 			if (f < 0)
-				return ctl_fail(err, errlen, "%s: unknown option '%s'", v->name, arg);
+				return errmsg_invalid(err, errlen, "%s: unknown option '%s'", v->name, arg);
 			label = ctl_fields[f].option;
 			if (ctl_fields[f].type != T_FLAG) {
 				if (i + 1 >= argc)
-					return ctl_fail(err, errlen, "%s: %s needs a value", v->name, arg);
+					return errmsg_invalid(err, errlen, "%s: %s needs a value", v->name, arg);
 				arg = argv[++i];
 			}
 		} else {
 			if (pos >= v->npositional)
-				return ctl_fail(err, errlen, "%s: unexpected argument '%s'", v->name, arg);
+				return errmsg_invalid(err, errlen, "%s: unexpected argument '%s'", v->name, arg);
 			f = (int)v->positional[pos++];
 			label = ctl_fields[f].meta;
 		}
 		if (r.have & BIT(f))
-			return ctl_fail(err, errlen, "%s: %s given twice", v->name, label);
+			return errmsg_invalid(err, errlen, "%s: %s given twice", v->name, label);
 		r.have |= BIT(f);
 		rc = cli_value(&r, (enum ctl_field)f, label, arg, err, errlen);
 		if (rc < 0)
@@ -113,7 +113,7 @@ int ctl_from_params(enum ctl_verb verb, const char *const *names, const char *co
 	int f, rc;
 
 	if ((unsigned)verb >= CTL_VERB_COUNT)
-		return ctl_fail(err, errlen, "unknown request");
+		return errmsg_invalid(err, errlen, "unknown request");
 	v = &ctl_verbs[verb];
 	memset(&r, 0, sizeof(r));
 	r.verb = verb;
@@ -122,22 +122,22 @@ int ctl_from_params(enum ctl_verb verb, const char *const *names, const char *co
 			if ((v->takes & BIT(f)) && f != CTL_F_PAYLOAD && param_is(&ctl_fields[f], names[i]))
 				break;
 		if (f == CTL_FIELD_COUNT)
-			return ctl_fail(err, errlen, "%s: unknown parameter '%.40s'", v->name, names[i]);
+			return errmsg_invalid(err, errlen, "%s: unknown parameter '%.40s'", v->name, names[i]);
 		if (r.have & BIT(f))
-			return ctl_fail(err, errlen, "%s: %s given twice", v->name, names[i]);
+			return errmsg_invalid(err, errlen, "%s: %s given twice", v->name, names[i]);
 		r.have |= BIT(f);
 		/* A flag as a bare "?json" or "?json=1". */
 		if (ctl_fields[f].type == T_FLAG && *values[i] && strcmp(values[i], "1"))
-			return ctl_fail(err, errlen, "%s: %s takes no value but 1", v->name, names[i]);
+			return errmsg_invalid(err, errlen, "%s: %s takes no value but 1", v->name, names[i]);
 		rc = cli_value(&r, (enum ctl_field)f, names[i], values[i], err, errlen);
 		if (rc < 0)
 			return rc;
 	}
 	if (payload) {
 		if (!(v->takes & BIT(CTL_F_PAYLOAD)))
-			return ctl_fail(err, errlen, "%s: takes no payload", v->name);
+			return errmsg_invalid(err, errlen, "%s: takes no payload", v->name);
 		if (payload_len > ctl_fields[CTL_F_PAYLOAD].max)
-			return ctl_fail(err, errlen, "%s: payload is over %llu bytes", v->name,
+			return errmsg_invalid(err, errlen, "%s: payload is over %llu bytes", v->name,
 					ctl_fields[CTL_F_PAYLOAD].max);
 		r.payload = payload;
 		r.payload_len = payload_len;

@@ -4,6 +4,7 @@
 #define CLAIMD_CTL_INT_H
 
 #include "common/ctl.h"
+#include "common/errmsg.h"   /* errmsg_invalid: a message in err, -EINVAL */
 
 #define BIT(f) (1ull << (f))
 
@@ -49,8 +50,6 @@ struct verb_def {
 extern const struct field_def ctl_fields[CTL_FIELD_COUNT];
 extern const struct verb_def ctl_verbs[CTL_VERB_COUNT];
 
-/* Writes the message to err and returns -EINVAL. */
-int ctl_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Checks a decoded value (s[0..len), NUL-terminated) of field f and stores it in r. label
  * names the field in messages (its wire name, or its command-line option). */
 int ctl_store_value(struct ctl_request *r, enum ctl_field f, const char *label, const char *s,
