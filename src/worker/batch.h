@@ -51,6 +51,8 @@ struct batch_job {
 	uint64_t t0;           /* when its statements went out (uv_hrtime) */
 	unsigned qi;           /* the queue its rows came from */
 	size_t n, completed;   /* rows claimed, successes the store applied */
+	bool grouped;          /* a success it completes has a key (a FIFO group, a limit):
+				* its finish may make the key's next rows due */
 	int r;                 /* batch_claim_run's answer */
 	char err[STORE_ERR_MAX];
 };

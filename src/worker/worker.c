@@ -260,6 +260,8 @@ static void on_db_done(uv_work_t *req, int status)
 		worker_db_failed(w, r, "completing items", w->job.err);
 	else
 		backoff_reset(&w->db_backoff);
+	if (w->job.max == 0 && r >= 0 && w->job.grouped)
+		w->drained = false;   /* its keys' next rows may be due: claim (step_held) */
 	/* What waited for the statement, before the next one can start. */
 	if (w->lease_due && !worker_db_busy(w)) {
 		w->lease_due = false;
@@ -396,7 +398,13 @@ static void claim_ended(struct worker *w, int r)
 	}
 	backoff_reset(&w->db_backoff);
 	claimed_build(w, &m, n);
+	/* Rows of a key it finished may have made the key's next rows due: more. Rows of a key
+	 * it took make the key's next rows due as they finish: it keeps asking (the next claim
+	 * carries their outcomes), not drained. */
+	m.u.items.more |= w->job.grouped;
 	w->drained = !m.u.items.more;
+	for (size_t i = 0; i < n && w->drained; i++)
+		w->drained = w->b.rows[i].group == NULL;
 	if (n == 0) {
 		/* What it waits for now is work, not a claim: the wait is no claim cycle (counted
 		 * as one, a worker that idled would hold rows its siblings could run). */
