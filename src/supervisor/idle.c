@@ -135,6 +135,7 @@ static void job_done(struct dbq_job *j)
 		/* A claim that ran or began meanwhile took the row, or its CLAIMED says what it
 		 * left: another worker woken (a full claim), or this asked again (claimed_none). */
 		uint64_t claims = d->o.claims(d->o.data);
+		d->o.rewind(d->o.data);
 		if (claims == d->claims_at && claims != UINT64_MAX)
 			wake_if_wanted(d);
 	} else if (d->job_push && d->push && !d->stopping) {

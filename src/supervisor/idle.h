@@ -44,6 +44,9 @@ struct idle_opts {
 	 * found a row due wakes no one when a claim ran or began meanwhile (it took the row, or
 	 * its CLAIMED asks again or wakes another). */
 	uint64_t (*claims)(void *data);
+	/* A statement found a row due: it may lie behind the claim cursor (a claim that skipped
+	 * it while another locked it went past), so the next claim scans from the head. */
+	void (*rewind)(void *data);
 	/* The mode changed (push up or down): the registry's refresh interval follows it. */
 	void (*mode_changed)(void *data, bool push);
 	/* Push mode: rows of work_items changed, by any statement (for the requests waiting for

@@ -217,6 +217,11 @@ static const struct permits_ops permit_ops = {
 	.can_take = can_take, .idle = is_idle, .grant = grant, .now_ms = permits_now,
 };
 
+void pool_rewind(struct pool *p)
+{
+	permits_rewind(&p->permits);
+}
+
 void pool_wake_one(struct pool *p)
 {
 	permits_wake_one(&p->permits, -1);

@@ -51,6 +51,8 @@ void pool_start(struct pool *p);
 
 /* There is work: a claim permit to a waiting or an idle worker, if one is free. */
 void pool_wake_one(struct pool *p);
+/* Rows behind the claim cursor may be due: the next permit scans from the head. */
+void pool_rewind(struct pool *p);
 
 /* Whether an idle poll could wake anybody: an idle worker, and a permit free. */
 bool pool_wants_poll(const struct pool *p);

@@ -342,6 +342,13 @@ static bool host_wants(void *data)
 	return pool_wants_poll(s->pool);
 }
 
+static void host_rewind(void *data)
+{
+	struct sup *s = data;
+
+	pool_rewind(s->pool);
+}
+
 static uint64_t host_claims(void *data)
 {
 	struct sup *s = data;
@@ -487,7 +494,8 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 	po.history = history_flush_history(s->hflush);
 	struct idle_opts io = { .loop = s->loop, .cfg = cfg, .dbq = s->dbq, .queues = s->queues,
 				.wants = host_wants, .wake_one = host_wake,
-				.claims = host_claims, .mode_changed = host_mode_changed,
+				.claims = host_claims, .rewind = host_rewind,
+				.mode_changed = host_mode_changed,
 				.rows_changed = host_rows_changed, .data = s };
 	if ((r = idle_new(&io, &s->idle)) < 0)
 		return r;
