@@ -66,7 +66,11 @@ def it_delayed_rows_do_not_start_early(t):
     late = {int(i): int(us) / 1e6 for i, us in rows}
     for i in soon + later + now:
         check(late[i] >= 0, f'row {i} claimed {-late[i]:.3f} s before its run_at')
-        check(late[i] < 1.0, f'row {i} claimed {late[i]:.3f} s after its run_at')
+        # The rows due at once were added before claimd started: their wait holds its
+        # start, each worker's first co-process and the fifth row's wait for a first end
+        # (CI's loaded runs: up to 1.25 s); the delayed ones come due to a running pool.
+        limit = 5.0 if i in now else 1.0
+        check(late[i] < limit, f'row {i} claimed {late[i]:.3f} s after its run_at')
     check_eq(collections.Counter(e.id for e in h.starts()), collections.Counter(soon + later + now),
              'runs per row')
 
