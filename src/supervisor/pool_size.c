@@ -80,14 +80,17 @@ unsigned pool_size(const struct pool *p)
 /* How much a worker is in the middle of something: retire the lowest first. */
 static int busyness(const struct slot *sl)
 {
+	int running;
+
 	if (sl->health != SLOT_UP)
 		return 0;                      /* down, or being replaced anyway */
+	running = (int)pool_running(sl, NULL, 0);
 	switch (sl->wstate) {
 	case PROTO_W_IDLE:   /* asleep, perhaps with rows running */
-		return pool_running(sl, NULL, 0) ? 4 + (int)pool_running(sl, NULL, 0) : 1;
+		return running ? 4 + running : 1;
 	case PROTO_W_STARTING: return 2;
 	case PROTO_W_DB_DOWN: return 3;
-	default: return 4 + (int)pool_running(sl, NULL, 0);
+	default: return 4 + running;
 	}
 }
 

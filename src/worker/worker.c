@@ -420,10 +420,10 @@ static void claim_ended(struct worker *w, int r)
 		prefetch_claimed(&w->pf, uv_hrtime() - w->asked_ns);
 	w->asked_ns = 0;
 	/* The answer goes before the rows are handed on (another worker may wait for the
-	 * permit), with the state they leave the worker in: asleep after a short claim, busy
-	 * after a full one (a STATE follows should its room say otherwise). */
+	 * permit), with the state they leave the worker in: asleep when drained, else busy
+	 * (a STATE follows should its room say otherwise). */
 	if (w->state == WS_CLAIM) {
-		m.u.items.state = m.u.items.more ? PROTO_W_BUSY : PROTO_W_IDLE;
+		m.u.items.state = w->drained ? PROTO_W_IDLE : PROTO_W_BUSY;
 		worker_wire_told(w, m.u.items.state);
 		worker_send(w, &m);
 	} else {
