@@ -95,6 +95,11 @@ static const struct bad {
 	{ "{\"id\":7,\"ok\":false,\"retry_in_ms\":1.5}", 0, "\"retry_in_ms\" is not" },
 	{ "{\"id\":7,\"ok\":false,\"retry_in_ms\":\"5\"}", 0, "\"retry_in_ms\" is not" },
 	{ "{\"id\":7,\"progress\":null}", 0, "no boolean \"ok\" (nor a \"progress\")" },
+	/* follow-up jobs go with a success, as an array of objects */
+	{ "{\"id\":7,\"ok\":false,\"enqueue\":[{}]}", 0, "\"enqueue\" with \"ok\":false" },
+	{ "{\"id\":7,\"ok\":true,\"enqueue\":{}}", 0, "\"enqueue\" is not an array of 1" },
+	{ "{\"id\":7,\"ok\":true,\"enqueue\":[]}", 0, "\"enqueue\" is not an array of 1" },
+	{ "{\"id\":7,\"ok\":true,\"enqueue\":[{},2]}", 0, "an \"enqueue\" job is not a JSON" },
 	/* the ready line is true and has no id */
 	{ "{\"ready\":false}", 0, "no \"id\"" },
 	{ "{\"ready\":1}", 0, "no \"id\"" },
@@ -119,6 +124,27 @@ static void test_ready(void)
 	CHECK(pipe_reply_parse("{\"ready\":true,\"id\":7,\"ok\":true}", 31, &reply) == 0 &&
 	      !reply.ready && reply.id == 7 && reply.res.status == HANDLER_OK,
 	      "a reply with \"ready\" in it is a reply");
+	pipe_reply_clear(&reply);
+}
+
+/* The jobs of "enqueue" come out a compact line each, in order; without it, none. */
+static void test_enqueue(void)
+{
+	static const char line[] = "{\"id\":7,\"ok\":true,\"result\":1,\"enqueue\":[ {\"queue\" : "
+				   "\"mail\", \"payload\":{\"to\":\"a\"}}, {\"payload\":\"x\"} ]}";
+	static const char want[] = "{\"queue\":\"mail\",\"payload\":{\"to\":\"a\"}}\n"
+				   "{\"payload\":\"x\"}\n";
+	struct pipe_reply reply;
+	int r = pipe_reply_parse(line, strlen(line), &reply);
+
+	CHECK(r == 0 && reply.res.status == HANDLER_OK && reply.res.enqueue &&
+	      reply.res.enqueue_len == strlen(want) && !memcmp(reply.res.enqueue, want, strlen(want)),
+	      "enqueue: %d '%.*s'", r, (int)reply.res.enqueue_len,
+	      reply.res.enqueue ? reply.res.enqueue : "");
+	CHECK(reply.res.result && reply.res.result_len == 1, "enqueue: the result is kept too");
+	pipe_reply_clear(&reply);
+	r = pipe_reply_parse("{\"id\":7,\"ok\":true}", 18, &reply);
+	CHECK(r == 0 && !reply.res.enqueue && reply.res.enqueue_len == 0, "no enqueue: none");
 	pipe_reply_clear(&reply);
 }
 
@@ -265,6 +291,7 @@ static void test_refuse(void)
 int main(void)
 {
 	test_good();
+	test_enqueue();
 	test_bad();
 	test_prefixes();
 	test_long_reply();

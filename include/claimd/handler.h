@@ -59,6 +59,7 @@ extern "C" {
 #define CLAIMD_ERROR_MAX 1024
 #define CLAIMD_RESULT_MAX (64 * 1024)
 #define CLAIMD_PROGRESS_MAX 1024
+#define CLAIMD_ENQUEUE_MAX (1024 * 1024)
 
 /* One item. Everything it points to is valid only during the handle call. */
 struct claimd_job {
@@ -96,6 +97,17 @@ struct claimd_job {
 	 * <flags>"), NULL without one: start the item's span as its child. (Added to ABI
 	 * version 3 at its end: a plugin built without it is not affected.) */
 	const char *traceparent;
+	/* Add a job, committed in the same transaction as this run's outcome (a follow-up job):
+	 * json is one JSON object, a line of the HTTP API's jobs:batch with the queue it goes to
+	 * ({"queue":"mail","payload":{"to":"a@b"},"delay":"30s"}; without "queue", this job's;
+	 * "ref" and "after" between the jobs of one run make them a graph). Kept only if handle
+	 * returns CLAIMD_OK, and written only with its outcome: a run whose claim was lost, or
+	 * whose worker died before the commit, adds none (its retry adds them again, once).
+	 * Checked as any add when handle returns: a job that is not valid fails the run, naming
+	 * it. Returns 0, -EINVAL (not one JSON object), -EMSGSIZE (this run's jobs over
+	 * CLAIMD_ENQUEUE_MAX bytes) or -ENOMEM. (Added to ABI version 3 at its end, as
+	 * traceparent: a plugin built without it is not affected.) */
+	int (*enqueue)(const struct claimd_job *job, const char *json);
 };
 
 enum claimd_status {

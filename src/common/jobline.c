@@ -18,14 +18,18 @@ static bool text_ok(json_t *v, size_t max)
 	       strlen(json_string_value(v)) == json_string_length(v);
 }
 
-/* The graph's keys (ref, after, on_dead, callback). Returns 1 when key is one of them (then
- * read into out, or 0 / -EINVAL with err), 0 when it is not. */
+/* The graph's keys (ref, after, on_dead, callback), and queue. Returns 1 when key is one of
+ * them (then read into out, or 0 / -EINVAL with err), 0 when it is not. */
 static int graph_key(const char *key, json_t *v, struct jobline *out, char *err, size_t errlen)
 {
 	size_t i;
 	json_t *e;
 
-	if (!strcmp(key, "ref")) {
+	if (!strcmp(key, "queue")) {
+		if (!text_ok(v, JOBLINE_QUEUE_MAX))
+			goto bad;
+		out->queue = json_string_value(v);
+	} else if (!strcmp(key, "ref")) {
 		if (!text_ok(v, JOBLINE_REF_MAX))
 			goto bad;
 		out->ref = json_string_value(v);
@@ -52,7 +56,7 @@ static int graph_key(const char *key, json_t *v, struct jobline *out, char *err,
 	return 1;
 bad:
 	snprintf(err, errlen, "%s must be %s", key,
-		 !strcmp(key, "ref") ? "a string of 1 to 64 bytes" :
+		 !strcmp(key, "ref") || !strcmp(key, "queue") ? "a string of 1 to 64 bytes" :
 		 !strcmp(key, "after") ? "an array of at most 32 refs (strings of 1 to 64 bytes)" :
 		 !strcmp(key, "on_dead") ? "\"cancel\" or \"run\"" : "true or false");
 	return -EINVAL;

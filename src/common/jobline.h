@@ -13,7 +13,10 @@
  * A line of a graph or a batch may also have: "ref": a name other lines use for it (1 to
  * JOBLINE_REF_MAX bytes); "after": an array of the refs of the lines it waits for (at most
  * JOBLINE_AFTER_MAX); "on_dead": "cancel" (the default) or "run", what a dead one of those
- * does to it; "callback": true, the batch's callback (it waits for every other line). */
+ * does to it; "callback": true, the batch's callback (it waits for every other line).
+ *
+ * And "queue": the queue it goes to (1 to JOBLINE_QUEUE_MAX bytes), where its reader lets a
+ * line name it (common/jobset.h). */
 #ifndef CLAIMD_JOBLINE_H
 #define CLAIMD_JOBLINE_H
 
@@ -23,6 +26,7 @@
 #define JOBLINE_PARAMS_MAX 12
 #define JOBLINE_REF_MAX 64
 #define JOBLINE_AFTER_MAX 32
+#define JOBLINE_QUEUE_MAX 64
 
 struct jobline {
 	const char *names[JOBLINE_PARAMS_MAX];
@@ -30,6 +34,7 @@ struct jobline {
 	size_t n;
 	const unsigned char *payload;  /* never NULL after a parse */
 	size_t payload_len;
+	const char *queue;             /* NULL: none */
 	const char *ref;               /* NULL: none */
 	const char *after[JOBLINE_AFTER_MAX];
 	size_t nafter;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/jobline.h"
+#include "common/jobset.h"
 #include "console/entity.h"
 
 #define BATCH_LINES_MAX 1000
@@ -20,17 +20,14 @@ struct batch {
 	struct http_request *r;
 	char queue[CTL_QUEUE_MAX + 1];
 	size_t n, pending;
-	struct jobline *lines;
-	struct ctl_request *reqs;
+	struct jobset set;
+	struct ctl_request *reqs;   /* set.reqs */
 	struct cmd_result *res;     /* rc, id, duplicate, err of each */
 };
 
 static void batch_free(struct batch *b)
 {
-	for (size_t i = 0; i < b->n; i++)
-		jobline_free(&b->lines[i]);
-	free(b->lines);
-	free(b->reqs);
+	jobset_free(&b->set);
 	free(b->res);
 	free(b);
 }
@@ -94,8 +91,8 @@ static void on_graph_done(void *data, struct cmd_graph *g)
 	}
 	for (size_t i = 0; jobs && i < g->n; i++) {
 		json_t *o = json_pack("{s:I}", "id", (json_int_t)g->ids[i]);
-		if (o && gr->b->lines[i].ref)
-			json_object_set_new(o, "ref", entity_string(gr->b->lines[i].ref));
+		if (o && gr->b->set.lines[i].ref)
+			json_object_set_new(o, "ref", entity_string(gr->b->set.lines[i].ref));
 		json_array_append_new(jobs, o);
 	}
 	buf_init(&out);
@@ -104,15 +101,6 @@ static void on_graph_done(void *data, struct cmd_graph *g)
 				     jobs) : NULL, &out);
 	api_respond_buf(r, 202, &out);
 	graph_free(gr);
-}
-
-/* The line whose ref is ref, or -1. */
-static long line_of(const struct batch *b, const char *ref)
-{
-	for (size_t i = 0; i < b->n; i++)
-		if (b->lines[i].ref && !strcmp(b->lines[i].ref, ref))
-			return (long)i;
-	return -1;
 }
 
 /* The query's batch=1 and description; whether the lines are a graph. Returns 0, or -1 with
@@ -139,12 +127,8 @@ static int graph_args(struct http_request *r, const struct batch *b, bool *ret_g
 			return -1;
 		}
 	}
-	for (size_t i = 0; i < b->n; i++) {
-		const struct jobline *jl = &b->lines[i];
-		*ret_graph |= jl->ref || jl->nafter || jl->callback;
-		*ret_batch |= jl->callback;
-	}
-	*ret_graph |= *ret_batch;
+	*ret_batch |= b->set.callback >= 0;
+	*ret_graph = b->set.graph || *ret_batch;
 	if (*ret_desc && !*ret_batch) {
 		snprintf(err, errlen, "description is a batch's (batch=1)");
 		return -1;
@@ -152,64 +136,36 @@ static int graph_args(struct http_request *r, const struct batch *b, bool *ret_g
 	return 0;
 }
 
-/* The lines as a graph: refs resolved, one callback at most. Returns 0 (the graph is on its
- * way, or answered) or -1 with err filled (400). */
-static int graph_start(struct api_host *h, struct batch *b, bool batch, const char *desc,
-		       char *err, size_t errlen)
+/* The lines as a graph (their refs resolved by jobset). Returns 0 (the graph is on its way,
+ * or answered) or -1: out of memory. */
+static int graph_start(struct api_host *h, struct batch *b, bool batch, const char *desc)
 {
 	struct graph *gr = calloc(1, sizeof(*gr));
-	size_t nedges = 0, k = 0;
-	long callback = -1;
+	size_t k = b->set.nedges;
 
-	for (size_t i = 0; i < b->n; i++)
-		nedges += b->lines[i].nafter;
 	if (gr) {
-		gr->edges = calloc(nedges ? nedges : 1, sizeof(*gr->edges));
+		gr->edges = calloc(k ? k : 1, sizeof(*gr->edges));
 		gr->ids = calloc(b->n, sizeof(*gr->ids));
 	}
 	if (!gr || !gr->edges || !gr->ids) {
-		snprintf(err, errlen, "out of memory");
-		goto fail;
+		if (gr) {
+			free(gr->edges);
+			free(gr->ids);
+			free(gr);
+		}
+		return -1;
 	}
-	for (size_t i = 0; i < b->n; i++) {
-		const struct jobline *jl = &b->lines[i];
-		if (jl->ref && line_of(b, jl->ref) != (long)i) {
-			snprintf(err, errlen, "line %zu: ref '%s' is another line's too", i + 1, jl->ref);
-			goto fail;
-		}
-		if (jl->callback) {
-			if (callback >= 0) {
-				snprintf(err, errlen, "line %zu: a batch has one callback (line %ld is)",
-					 i + 1, callback + 1);
-				goto fail;
-			}
-			callback = (long)i;
-		}
-		for (size_t a = 0; a < jl->nafter; a++) {
-			long p = line_of(b, jl->after[a]);
-			if (p < 0) {
-				snprintf(err, errlen, "line %zu: after: no line has ref '%s'", i + 1,
-					 jl->after[a]);
-				goto fail;
-			}
-			gr->edges[k++] = (struct store_edge){ (size_t)p, i, jl->on_dead_run };
-		}
-	}
+	for (size_t i = 0; i < k; i++)
+		gr->edges[i] = (struct store_edge){ b->set.edges[i].parent, b->set.edges[i].child,
+						    b->set.edges[i].on_dead_run };
 	if (desc)
 		snprintf(gr->description, sizeof(gr->description), "%s", desc);
 	gr->b = b;
 	gr->g = (struct cmd_graph){ .reqs = b->reqs, .n = b->n, .edges = gr->edges, .nedges = k,
 				    .batch = batch, .description = desc ? gr->description : NULL,
-				    .callback = callback, .ids = gr->ids };
+				    .callback = b->set.callback, .ids = gr->ids };
 	cmd_add_graph(h->cmds, &gr->g, on_graph_done, gr);
 	return 0;
-fail:
-	if (gr) {
-		free(gr->edges);
-		free(gr->ids);
-		free(gr);
-	}
-	return -1;
 }
 
 static void on_line_done(void *data, const struct ctl_request *req, const struct cmd_result *res)
@@ -230,11 +186,11 @@ static void on_line_done(void *data, const struct ctl_request *req, const struct
  * together (cmd.c writes up to 256 rows per transaction). */
 void api_batch(struct api_host *h, struct http_request *r, const char *queue)
 {
-	size_t len, n = 0;
+	size_t len;
 	const unsigned char *body = http_body(r, &len);
-	const char *p = (const char *)body, *end = p + len;
 	struct batch *b = calloc(1, sizeof(*b));
-	char err[300], lerr[256];
+	char err[300];
+	int rc;
 
 	if (!b)
 		goto oom;
@@ -246,48 +202,25 @@ void api_batch(struct api_host *h, struct http_request *r, const char *queue)
 		batch_free(b);
 		return;
 	}
-	for (const char *q = p; q < end; q++)
-		n += *q == '\n';
-	n += len && end[-1] != '\n';
-	if (n > BATCH_LINES_MAX) {
+	rc = jobset_parse((const char *)body, len, BATCH_LINES_MAX, b->queue, 0, &b->set, err,
+			  sizeof(err));
+	if (rc == -E2BIG) {
 		snprintf(err, sizeof(err), "at most %d lines per batch", BATCH_LINES_MAX);
 		http_respond_error(r, 413, err);
 		batch_free(b);
 		return;
 	}
-	b->lines = calloc(n ? n : 1, sizeof(*b->lines));
-	b->reqs = calloc(n ? n : 1, sizeof(*b->reqs));
-	b->res = calloc(n ? n : 1, sizeof(*b->res));
-	if (!b->lines || !b->reqs || !b->res)
+	if (rc == -ENOMEM)
 		goto oom;
-	for (size_t line = 1; p < end; line++) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		const char *names[JOBLINE_PARAMS_MAX + 1], *values[JOBLINE_PARAMS_MAX + 1];
-		struct jobline *jl = &b->lines[b->n];
-		if (l && p[l - 1] == '\r')
-			l--;
-		if (l == 0) {
-			p = nl ? nl + 1 : end;
-			continue;  /* blank lines are allowed */
-		}
-		if (jobline_parse(p, l, jl, lerr, sizeof(lerr)) < 0) {
-			snprintf(err, sizeof(err), "line %zu: %s", line, lerr);
-			goto bad;
-		}
-		b->n++;
-		names[0] = "queue";
-		values[0] = b->queue;
-		memcpy(names + 1, jl->names, jl->n * sizeof(*names));
-		memcpy(values + 1, jl->values, jl->n * sizeof(*values));
-		if (ctl_from_params(CTL_ADD, names, values, jl->n + 1, jl->payload, jl->payload_len,
-				    &b->reqs[b->n - 1], lerr, sizeof(lerr)) < 0) {
-			snprintf(err, sizeof(err), "line %zu: %s", line, lerr);
-			goto bad;
-		}
-		api_trace_default(r, &b->reqs[b->n - 1]);
-		p = nl ? nl + 1 : end;
-	}
+	if (rc < 0)
+		goto bad;
+	b->n = b->set.n;
+	b->reqs = b->set.reqs;
+	b->res = calloc(b->n ? b->n : 1, sizeof(*b->res));
+	if (!b->res)
+		goto oom;
+	for (size_t i = 0; i < b->n; i++)
+		api_trace_default(r, &b->reqs[i]);
 	if (b->n == 0) {
 		http_respond_error(r, 400, "the batch has no jobs (one JSON object per line)");
 		batch_free(b);
@@ -298,8 +231,8 @@ void api_batch(struct api_host *h, struct http_request *r, const char *queue)
 	if (graph_args(r, b, &graph, &batch, &desc, err, sizeof(err)) < 0)
 		goto bad;
 	if (graph) {
-		if (graph_start(h, b, batch, desc, err, sizeof(err)) < 0)
-			goto bad;
+		if (graph_start(h, b, batch, desc) < 0)
+			goto oom;
 		return;
 	}
 	/* One more than the lines, so that answers given at once cannot end it mid-loop. */

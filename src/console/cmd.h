@@ -16,6 +16,7 @@
 #include "common/config.h"
 #include "common/ctl.h"
 #include "store/store.h"
+#include "store/store_graph.h"
 #include "store/store_browse.h"
 #include "supervisor/surface.h"
 #include "console/status.h"

@@ -13,22 +13,6 @@
 #define ADDS_MAX 256  /* rows per transaction */
 #define ADDS_CROWD 16 /* adds waiting that open a second transaction */
 
-/* The row's options from the request: durations the table keeps in seconds are rounded up. */
-static void add_options(const struct ctl_request *q, struct store_add_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->run_at = ctl_has(q, CTL_F_RUN_AT) ? q->run_at : NULL;
-	o->delay_ms = q->delay_ms;
-	o->period_s = ctl_has(q, CTL_F_PERIOD) ? (long)(q->period_ms / 1000u) : -1;
-	o->max_attempts = q->max_attempts;
-	o->timeout_s = (unsigned)(((uint64_t)q->timeout_ms + 999) / 1000);
-	o->dedupe_key = ctl_has(q, CTL_F_DEDUPE) ? q->dedupe : NULL;
-	o->priority = q->priority;
-	o->group_key = ctl_has(q, CTL_F_GROUP) ? q->group : NULL;
-	o->content_type = ctl_has(q, CTL_F_CONTENT_TYPE) ? q->content_type : NULL;
-	o->traceparent = ctl_has(q, CTL_F_TRACEPARENT) ? q->traceparent : NULL;
-}
-
 /* A value the database refused (-EDOM; err "column: op: mysql error N: text for column ..."):
  * a bad request, naming the parameter it came from and what the server said of the value. */
 static void refused_value(const char *err, char *out, size_t outlen)
@@ -166,7 +150,7 @@ void cmd_add_now(struct call *call)
 		c->adds = p;
 		c->capadds = cap;
 	}
-	add_options(call->req, &call->add);
+	store_add_opts_from(call->req, &call->add);
 	c->adds[c->nadds++] = call;
 	adds_start(c);
 }
@@ -288,7 +272,7 @@ void cmd_add_graph(struct cmds *c, struct cmd_graph *g,
 		return;
 	}
 	for (size_t i = 0; i < g->n; i++) {
-		add_options(&g->reqs[i], &gj->opts[i]);
+		store_add_opts_from(&g->reqs[i], &gj->opts[i]);
 		gj->rows[i] = (struct store_add_row){ .queue = g->reqs[i].queue,
 						      .payload = g->reqs[i].payload,
 						      .len = g->reqs[i].payload_len,

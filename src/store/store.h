@@ -354,6 +354,11 @@ struct store_add_opts {
 	const char *traceparent;  /* a W3C traceparent (common/trace.h), or NULL */
 };
 
+/* An add request's options (common/ctl.h: CTL_ADD) as an add's: durations the table keeps in
+ * seconds rounded up. */
+struct ctl_request;
+void store_add_opts_from(const struct ctl_request *q, struct store_add_opts *o);
+
 /* Insert one ready row of queue with payload (len bytes, at most STORE_PAYLOAD_MAX) and the
  * options (NULL: none), and write its id to *ret_id. With a dedupe key that a row of the
  * queue holds (ready, claimed, or finished less than the dedupe window ago), nothing is
@@ -592,11 +597,6 @@ int store_prune(struct store *s, unsigned keep_done_s, unsigned keep_dead_s, uin
  * 1 again. Returns how many, or a negative error. */
 int store_prune_groups(struct store *s, unsigned keep_s, unsigned limit, char *err, size_t errlen);
 
-/* Ready rows of up to span children after from (work_deps) waiting for more parents than hold
- * them back get that count, parents locked; *ret_next: the last child, 0 at the end. */
-int store_deps_heal(struct store *s, uint64_t from, unsigned span, uint64_t *ret_next,
-		    char *err, size_t errlen);
-
 /* ---- schedules (store_schedules.c; sql/migrations/004_schedules.sql) ---- */
 
 #define STORE_SCHEDULE_NAME_MAX 128
@@ -697,53 +697,7 @@ struct store_fire {
 int store_schedule_fire(struct store *s, store_tick_fn tick, void *data, unsigned max,
 			struct store_fire *ret, char *err, size_t errlen);
 
-/* ---- dependencies and batches (store_graph.c; sql/migrations/005_dependencies.sql) ---- */
-
-#define STORE_GRAPH_MAX 1000             /* rows in one graph */
-#define STORE_BATCH_DESC_MAX 255
-
-/* An edge of a graph: rows[child] waits for rows[parent]; on_dead_run: a dead parent counts
- * as done for it (else it cancels it). */
-struct store_edge {
-	size_t parent, child;
-	bool on_dead_run;
-};
-
-/* A batch of a graph's rows: every row is a member, but callback (an index, or -1 for
- * none), which waits for every member (on_dead_run edges) and so runs once they all
- * finished, done or dead. */
-struct store_batch_def {
-	const char *description;         /* NULL or at most STORE_BATCH_DESC_MAX bytes */
-	long callback;
-};
-
-/* Insert rows[0..n) (at most STORE_GRAPH_MAX; no dedupe keys) and their edges in one
- * transaction, with a batch of them if batch is not NULL (its id into *ret_batch_id): all
- * or nothing. On success every row's id is set (rc 0). Returns 0, or a negative error and
- * nothing is written: -EINVAL (a row's arguments, with its index in err; an edge out of
- * range; a cycle or another rule of work_deps, in its words), -EDOM (a value the database
- * refuses), or the database's. */
-int store_add_graph(struct store *s, struct store_add_row *rows, size_t n,
-		    const struct store_edge *edges, size_t nedges,
-		    const struct store_batch_def *batch, uint64_t *ret_batch_id, char *err,
-		    size_t errlen);
-
-/* A batch as an operator sees it: the members' states counted, the callback's state. */
-struct store_batch {
-	uint64_t id;
-	char queue[STORE_QUEUE_MAX + 1];
-	char description[STORE_BATCH_DESC_MAX + 1];
-	unsigned size;                       /* members */
-	uint64_t members[ROW_STATE_COUNT];   /* by enum row_state (a deleted one: in none) */
-	uint64_t callback_id;                /* 0: none */
-	enum row_state callback_state;       /* ROW_NONE when none (or deleted) */
-	bool finished;                       /* every member done or dead (or deleted) */
-	char created_at[32];
-};
-
-/* Batch id into *ret. Returns 1, 0 when there is none, or a negative error. */
-int store_batch_get(struct store *s, uint64_t id, struct store_batch *ret, char *err,
-		    size_t errlen);
+/* Dependencies and batches, and a run's outcome with the rows it adds: store_graph.h. */
 
 /* ---- what waiting requests wait for (store_watch.c) ---- */
 
@@ -761,10 +715,6 @@ int store_watch_jobs(struct store *s, const uint64_t *ids, size_t n, struct stor
  * state, or a row is added or removed. */
 int store_watch_batches(struct store *s, const uint64_t *ids, size_t n,
 			struct store_watch_row *ret, size_t *ret_n, char *err, size_t errlen);
-/* The newest batches (id below before, 0: any), at most limit (1..STORE_LIST_MAX), into a
- * malloc'd array. Returns 0 or a negative error. */
-int store_batches(struct store *s, uint64_t before, unsigned limit, struct store_batch **ret,
-		  size_t *ret_n, char *err, size_t errlen);
 
 /* ---- the queues' history (store_history.c; sql/migrations/010_history.sql) ---- */
 

@@ -5,6 +5,8 @@
 #include "store/store_browse.h"
 #include "store/store_int.h"
 
+#include "common/ctl.h"
+
 #include "common/trace.h"
 #include "common/utctime.h"
 
@@ -132,11 +134,8 @@ void sq_add_values(struct store *s, const char *queue, const unsigned char *payl
 	sql_add_quoted(s, o->traceparent, o->traceparent ? strlen(o->traceparent) : 0);
 }
 
-/* A row with a dedupe key: "SET @claimd_dup = 0; INSERT ... ON DUPLICATE KEY UPDATE ...;":
- * a row holding the key is left as it is, and its id is LAST_INSERT_ID(). Not INSERT
- * IGNORE, which would turn a bad value into a warning. */
-static void sql_add_dedupe_row(struct store *s, const char *queue, const unsigned char *payload,
-			       size_t len, const struct store_add_opts *o)
+void sq_add_dedupe_row(struct store *s, const char *queue, const unsigned char *payload,
+		       size_t len, const struct store_add_opts *o)
 {
 	char q[QUOTED_QUEUE_MAX], k[2 * STORE_DEDUPE_KEY_MAX + 3];
 
@@ -153,6 +152,21 @@ static void sql_add_dedupe_row(struct store *s, const char *queue, const unsigne
 	sql_add(s, ", %s) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@claimd_dup := 1)",
 		k);
 	sq_end(s);
+}
+
+void store_add_opts_from(const struct ctl_request *q, struct store_add_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->run_at = ctl_has(q, CTL_F_RUN_AT) ? q->run_at : NULL;
+	o->delay_ms = q->delay_ms;
+	o->period_s = ctl_has(q, CTL_F_PERIOD) ? (long)(q->period_ms / 1000u) : -1;
+	o->max_attempts = q->max_attempts;
+	o->timeout_s = (unsigned)(((uint64_t)q->timeout_ms + 999) / 1000);
+	o->dedupe_key = ctl_has(q, CTL_F_DEDUPE) ? q->dedupe : NULL;
+	o->priority = q->priority;
+	o->group_key = ctl_has(q, CTL_F_GROUP) ? q->group : NULL;
+	o->content_type = ctl_has(q, CTL_F_CONTENT_TYPE) ? q->content_type : NULL;
+	o->traceparent = ctl_has(q, CTL_F_TRACEPARENT) ? q->traceparent : NULL;
 }
 
 int sq_check_add(const char *queue, size_t len, const struct store_add_opts *o, char *err,
@@ -197,7 +211,7 @@ int store_add(struct store *s, const char *queue, const unsigned char *payload, 
 		return r;
 	sq_reset(s);
 	if (o->dedupe_key) {
-		sql_add_dedupe_row(s, queue, payload, len, o);
+		sq_add_dedupe_row(s, queue, payload, len, o);
 		sql_add(s, "SELECT @claimd_dup, LAST_INSERT_ID()");
 	} else {
 		sql_add(s, "INSERT INTO work_items " ADD_COLUMNS ") VALUES ");
@@ -287,7 +301,7 @@ int store_add_many(struct store *s, struct store_add_row *rows, size_t n, char *
 			const struct store_add_opts *o = rows[i].opts ? rows[i].opts : &none;
 			if (rows[i].rc < 0 || !o->dedupe_key)
 				continue;
-			sql_add_dedupe_row(s, rows[i].queue, rows[i].payload, rows[i].len, o);
+			sq_add_dedupe_row(s, rows[i].queue, rows[i].payload, rows[i].len, o);
 			sql_add(s, "SET @claimd_ids = CONCAT(@claimd_ids, @claimd_dup, ':', "
 				"LAST_INSERT_ID(), ',')");
 			sq_end(s);

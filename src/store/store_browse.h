@@ -5,6 +5,7 @@
 #define CLAIMD_STORE_BROWSE_H
 
 #include "store/store.h"
+#include "store/store_graph.h"
 
 /* Which rows an operator picks: every field that is 0 or NULL picks any. */
 #define STORE_FILTER_ERROR_MAX 200   /* bytes of the text looked for in last_error */

@@ -3,6 +3,7 @@
  * reads them. What a finishing row does to the rows that wait for it is in the finishing
  * statements themselves (store_sql.c, DEPS_*). */
 #include "store/store.h"
+#include "store/store_graph.h"
 #include "store/store_int.h"
 
 #include <errno.h>
@@ -112,10 +113,11 @@ out:
 	return r;
 }
 
-/* Round trip 1: the batch's row, the rows (their ids back, in order), each with how many
- * lines it waits for (no visible_at while that is above 0) and whether any waits for it. */
+/* Round trip 1 (begin: it opens the transaction; else it goes on in the one open): the
+ * batch's row, the rows (their ids back, in order), each with how many lines it waits for
+ * (no visible_at while that is above 0) and whether any waits for it. */
 static int insert_rows(struct store *s, struct store_add_row *rows, size_t n,
-		       const struct store_batch_def *batch, const struct shape *sh,
+		       const struct store_batch_def *batch, const struct shape *sh, bool begin,
 		       uint64_t *ret_batch, char *err, size_t errlen)
 {
 	struct run rr;
@@ -124,8 +126,10 @@ static int insert_rows(struct store *s, struct store_add_row *rows, size_t n,
 
 	sq_reset(s);
 	sql_add(s, "SET @claimd_graph_checked = NULL");
-	sq_end(s);
-	sql_add(s, "START TRANSACTION");
+	if (begin) {
+		sq_end(s);
+		sql_add(s, "START TRANSACTION");
+	}
 	sq_end(s);
 	if (batch) {
 		char q[QUOTED_QUEUE_MAX], d[2 * STORE_BATCH_DESC_MAX + 3] = "NULL";
@@ -249,6 +253,56 @@ static int insert_edges(struct store *s, const struct store_add_row *rows,
 	return r;
 }
 
+/* The first statements of a run's outcome with the rows it adds: open the transaction and
+ * complete done. Returns 1 when it is done (or ready again: recurring), 2 when it is dead (a
+ * cancel was asked for while it ran), 0 when it was fenced out, or a negative error; the
+ * transaction stays open. */
+static int complete_one(struct store *s, const struct store_ref *done, char *err,
+			size_t errlen)
+{
+	struct run rr;
+	MYSQL_ROW row;
+	int r, k;
+
+	sq_reset(s);
+	sql_add(s, "START TRANSACTION");
+	sq_end(s);
+	k = sq_add_complete(s, done, 1);
+	sql_add(s, "SELECT state FROM work_items WHERE id = %llu", (unsigned long long)done->id);
+	r = sq_run(s, "store_complete_adding", &rr, err, errlen);
+	if (r < 0)
+		return r;
+	row = rr.res ? mysql_fetch_row(rr.res) : NULL;
+	r = rr.rows[k] == 0 ? 0 : row && row[0] && strcmp(row[0], "dead") == 0 ? 2 : 1;
+	mysql_free_result(rr.res);
+	mysql_free_result(rr.res2);
+	return r;
+}
+
+/* What a graph's rows need before their statements: checked whole, the edges each pair
+ * once (with the batch callback's) into *all, the shape. Returns the number of edges or a
+ * negative error; the caller frees *all and sh's arrays. */
+static long prepare_graph(struct store_add_row *rows, size_t n, const struct store_edge *edges,
+			  size_t nedges, const struct store_batch_def *batch,
+			  struct store_edge **all, struct shape *sh, char *err, size_t errlen)
+{
+	int r = check_graph(rows, n, edges, nedges, batch, err, errlen);
+	long m;
+
+	if (r < 0)
+		return r;
+	*all = malloc((nedges + n + 1) * sizeof(**all));
+	sh->waits = calloc(n, sizeof(*sh->waits));
+	sh->waited = calloc(n, 1);
+	if (!*all || !sh->waits || !sh->waited)
+		return sq_fail_msg(-ENOMEM, err, errlen, "store_add_graph: out of memory");
+	m = all_edges(edges, nedges, n, batch, *all, err, errlen);
+	if (m < 0)
+		return m;
+	r = check_acyclic(*all, (size_t)m, n, sh, err, errlen);
+	return r < 0 ? r : m;
+}
+
 int store_add_graph(struct store *s, struct store_add_row *rows, size_t n,
 		    const struct store_edge *edges, size_t nedges,
 		    const struct store_batch_def *batch, uint64_t *ret_batch_id, char *err,
@@ -259,33 +313,18 @@ int store_add_graph(struct store *s, struct store_add_row *rows, size_t n,
 	struct shape sh = { NULL, NULL };
 	unsigned attempt = 0;
 	uint64_t batch_id = 0;
-	long m;
+	long m = r < 0 ? r : prepare_graph(rows, n, edges, nedges, batch, &all, &sh, err, errlen);
 
-	if (r < 0 || (r = check_graph(rows, n, edges, nedges, batch, err, errlen)) < 0)
-		return r;
-	all = malloc((nedges + n + 1) * sizeof(*all));
-	if (!all)
-		return sq_fail_msg(-ENOMEM, err, errlen, "store_add_graph: out of memory");
-	m = all_edges(edges, nedges, n, batch, all, err, errlen);
-	sh.waits = calloc(n, sizeof(*sh.waits));
-	sh.waited = calloc(n, 1);
-	if (m < 0 || !sh.waits || !sh.waited) {
-		r = m < 0 ? (int)m : sq_fail_msg(-ENOMEM, err, errlen, "store_add_graph: out of memory");
-		goto out;
-	}
-	if ((r = check_acyclic(all, (size_t)m, n, &sh, err, errlen)) < 0)
-		goto out;
-	for (;;) {
-		r = insert_rows(s, rows, n, batch, &sh, &batch_id, err, errlen);
+	for (r = m < 0 ? (int)m : 0; r == 0;) {
+		r = insert_rows(s, rows, n, batch, &sh, true, &batch_id, err, errlen);
 		if (r == 0)
 			r = insert_edges(s, rows, all, (size_t)m, batch, batch_id, err, errlen);
 		if (r == 0)
 			break;
 		sq_abort(s);
-		if (!sq_retry(s, r, &attempt))
-			break;
+		if (sq_retry(s, r, &attempt))
+			r = 0;
 	}
-out:
 	free(all);
 	free(sh.waits);
 	free(sh.waited);
@@ -294,6 +333,103 @@ out:
 	if (ret_batch_id)
 		*ret_batch_id = batch_id;
 	return 0;
+}
+
+/* ---- a run's outcome and the rows it adds ---- */
+
+/* The rows of store_complete_adding without a graph, in their order (runs of rows without a
+ * dedupe key in one INSERT each, a row with one as store_add writes it), and the commit. */
+static int insert_plain_commit(struct store *s, struct store_add_row *rows, size_t n,
+			       char *err, size_t errlen)
+{
+	bool open = false;   /* a multi-row INSERT is being written */
+	struct run rr;
+	int r;
+
+	sq_reset(s);
+	for (size_t i = 0; i < n; i++) {
+		const struct store_add_opts *o = rows[i].opts ? rows[i].opts : &no_opts;
+		if (o->dedupe_key && open)
+			sq_end(s);
+		if (o->dedupe_key) {
+			sq_add_dedupe_row(s, rows[i].queue, rows[i].payload, rows[i].len, o);
+			open = false;
+			continue;
+		}
+		sql_add(s, open ? "," : "INSERT INTO work_items " ADD_COLUMNS ") VALUES ");
+		sq_add_values(s, rows[i].queue, rows[i].payload, rows[i].len, o);
+		sql_add(s, ")");
+		open = true;
+	}
+	if (open)
+		sq_end(s);
+	sql_add(s, "COMMIT");
+	r = sq_run(s, "store_complete_adding", &rr, err, errlen);
+	mysql_free_result(rr.res);
+	mysql_free_result(rr.res2);
+	return r;
+}
+
+static int commit(struct store *s, char *err, size_t errlen)
+{
+	struct run rr;
+
+	sq_reset(s);
+	sql_add(s, "COMMIT");
+	return sq_run(s, "store_complete_adding", &rr, err, errlen);
+}
+
+int store_complete_adding(struct store *s, const struct store_ref *done,
+			  struct store_add_row *rows, size_t n, const struct store_edge *edges,
+			  size_t nedges, const struct store_batch_def *batch, char *err,
+			  size_t errlen)
+{
+	int r = sq_check(s, "store_complete_adding", done, 1, NULL, err, errlen);
+	bool graph = nedges > 0 || batch;
+	struct store_edge *all = NULL;
+	struct shape sh = { NULL, NULL };
+	unsigned attempt = 0;
+	uint64_t batch_id = 0;
+	long m = 0;
+
+	if (r == 0 && graph)
+		m = prepare_graph(rows, n, edges, nedges, batch, &all, &sh, err, errlen);
+	else if (r == 0 && (n == 0 || n > STORE_GRAPH_MAX))
+		m = sq_fail_msg(-EINVAL, err, errlen, "1 to %d rows", STORE_GRAPH_MAX);
+	for (size_t i = 0; r == 0 && m >= 0 && !graph && i < n; i++) {
+		char why[256];
+		m = sq_check_add(rows[i].queue, rows[i].len, rows[i].opts ? rows[i].opts : &no_opts,
+				 why, sizeof(why));
+		if (m < 0)
+			sq_fail_msg((int)m, err, errlen, "line %zu: %s", i + 1, why);
+	}
+	for (r = r < 0 ? r : m < 0 ? (int)m : 0; r == 0;) {
+		int how = complete_one(s, done, err, errlen);
+		r = how < 0 ? how : 0;
+		if (how == 0) {
+			sq_abort(s);
+			break;
+		}
+		if (how == 2)
+			r = commit(s, err, errlen);
+		else if (how == 1 && !graph)
+			r = insert_plain_commit(s, rows, n, err, errlen);
+		else if (how == 1)
+			r = insert_rows(s, rows, n, batch, &sh, false, &batch_id, err, errlen);
+		if (how == 1 && graph && r == 0)
+			r = insert_edges(s, rows, all, (size_t)m, batch, batch_id, err, errlen);
+		if (r == 0) {
+			r = how;
+			break;
+		}
+		sq_abort(s);
+		if (sq_retry(s, r, &attempt))
+			r = 0;
+	}
+	free(all);
+	free(sh.waits);
+	free(sh.waited);
+	return r < 0 ? sq_final(r) : r;
 }
 
 /* ---- batches ---- */

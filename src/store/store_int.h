@@ -448,6 +448,16 @@ void sq_add_fence(struct store *s, const struct store_ref *refs, size_t n);
 void sq_add_id_runs(struct store *s, const uint64_t *ids, size_t n);
 /* qsort's comparison of uint64_t. */
 int sq_cmp_u64(const void *a, const void *b);
+/* Inside a transaction: "COMPLETE;" for done[0..n), with its groups locked before and their
+ * next rows started after if any is grouped, and, if any has dependents, the rows that
+ * waited for them counted off (and released when they wait for nothing more). Returns the
+ * index of the COMPLETE among the statements of the text (its rows: the rows completed). */
+int sq_add_complete(struct store *s, const struct store_ref *done, size_t n);
+/* A row with a dedupe key: "SET @claimd_dup = 0; INSERT ... ON DUPLICATE KEY UPDATE ...;":
+ * a row holding the key is left as it is, and its id is LAST_INSERT_ID(). Not INSERT
+ * IGNORE, which would turn a bad value into a warning. */
+void sq_add_dedupe_row(struct store *s, const char *queue, const unsigned char *payload,
+		       size_t len, const struct store_add_opts *o);
 /* Whether any of refs has a FIFO group. */
 bool sq_any_grouped(const struct store_ref *refs, size_t n);
 /* "GROUP_LOCK;" for the rows refs[0..n). */

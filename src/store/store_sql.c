@@ -571,3 +571,57 @@ int sq_add_filter(struct store *s, const char *op, const struct store_filter *f,
 	sql_add(s, " AND last_error LIKE %s ESCAPE '!'", q);
 	return 0;
 }
+
+/* Finishing a row (done or dead) bumps its claim token, so that GROUP_NEXT below can tell
+ * the rows this very transaction finished (token + 1) from rows finished before.
+ * A successful run: done, or for a recurring row (period_s set) ready again period_s after
+ * it finished, with a fresh count of attempts. Visible at NOW(6) + period_s, recurring rows
+ * are claimed least recently finished first. A row whose cancel was asked for while it ran
+ * (a live request, sql/migrations/007_cancel.sql) is dead, cancelled, even so: its cancel
+ * was answered "cancelling", and it must not end done after that answer. (The assignments
+ * run left to right: after the first, state says which.) */
+#define COMPLETE \
+	QUIET "UPDATE work_items SET state = IF(" CANCEL_LIVE ", 'dead', IF(period_s IS NULL, " \
+	"'done', 'ready')), " \
+	"claim_token = claim_token + 1, " \
+	"finished_at = NOW(6), " \
+	"visible_at = IF(period_s IS NULL OR state = 'dead', NULL, LEAST(NOW(6) + INTERVAL " \
+	"period_s SECOND, " TS_MAX ")), " \
+	"attempts = IF(period_s IS NULL OR state = 'dead', attempts, 0), " \
+	"last_error = IF(state = 'dead', " CANCEL_ERROR ", IF(period_s IS NULL, last_error, NULL)), " \
+	"dedupe_until = IF((period_s IS NULL OR state = 'dead') AND dedupe_key IS NOT NULL, " \
+	"NOW(6) + INTERVAL %u SECOND, NULL)"
+
+int sq_add_complete(struct store *s, const struct store_ref *done, size_t n)
+{
+	bool grouped = sq_any_grouped(done, n), deps = false;
+	int at;
+
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (done[i].dependents) {
+			deps = true;
+			break;
+		}
+	if (grouped)
+		sq_add_group_lock(s, done, n);
+	if (deps)
+		sq_add_finish_begin(s);
+	at = (int)s->ncuts;
+	sql_add(s, COMPLETE, s->dedupe_window_s);
+	sq_add_results(s, done, n);
+	sql_add(s, " WHERE ");
+	sq_add_fence(s, done, n);
+	sq_end(s);
+	if (deps)
+		sq_add_finished(s, true);
+	if (grouped)
+		sq_add_group_next(s, done, n, false);
+	if (deps) {
+		/* Done, or dead for a cancel: each counts only the rows it applies to. */
+		sq_add_deps_done(s, done, n);
+		sq_add_deps_dead(s, done, n);
+	}
+	return at;
+}

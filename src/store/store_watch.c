@@ -4,6 +4,7 @@
  * read that one again (store_job_get, store_batch_get). By primary key (a batch's rows by
  * batch_idx), at most STORE_WATCH_MAX ids a statement. */
 #include "store/store.h"
+#include "store/store_graph.h"
 #include "store/store_int.h"
 
 #include <errno.h>

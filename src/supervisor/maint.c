@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "store/store_graph.h"
 
 #define CHUNK 5000u   /* rows (or ids, for the prune sweep) one statement goes through */
 

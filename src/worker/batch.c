@@ -20,8 +20,8 @@ int batch_claim_begin(struct batch *b, struct store *s, struct outcomes *o, unsi
 	b->n = 0;
 	r = outcomes_write_slow(o, s, err, errlen);
 	if (o->lost) {
-		log_warn("%zu failed or deferred items had lost their claim (lease expired: another "
-			 "worker may hold them now); their outcomes were not written", o->lost);
+		log_warn("%zu items had lost their claim (lease expired: another worker may hold "
+			 "them now); their outcomes were not written (nor the jobs they add)", o->lost);
 		o->lost = 0;
 	}
 	if (r < 0)

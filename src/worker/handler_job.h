@@ -40,6 +40,11 @@ struct handler_result {
 	const unsigned char *result;
 	size_t result_len;
 	const char *result_type;
+	/* HANDLER_OK: the jobs the run adds, committed with its outcome (follow-up jobs): job
+	 * lines as common/jobset.h reads them (each may name its queue), or NULL; the kind's,
+	 * valid during the callback. */
+	const char *enqueue;
+	size_t enqueue_len;
 };
 
 /* One item. The worker fills the first part and owns the memory: it stays valid, and is not
@@ -74,6 +79,8 @@ struct handler_job {
 	size_t kresult_len;
 	const char *kresult_type;
 	char *kprogress;            /* malloc'd: the latest progress the loop has not taken */
+	char *kenqueue;             /* malloc'd: the jobs the run adds, a line each */
+	size_t kenqueue_len;
 };
 
 /* What the worker hears from its handler, on the loop. */

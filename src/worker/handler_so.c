@@ -187,6 +187,25 @@ static int plugin_set_result(const struct claimd_job *cj, const void *data, size
 	return 0;
 }
 
+static int plugin_enqueue(const struct claimd_job *cj, const char *json)
+{
+	struct handler_job *job = lane_of(cj)->job;
+	json_t *v = json ? json_loads(json, JSON_REJECT_DUPLICATES, NULL) : NULL;
+	size_t n = json_is_object(v) ? json_dumpb(v, NULL, 0, JSON_COMPACT) : 0;
+	bool fits = job->kenqueue_len + n < CLAIMD_ENQUEUE_MAX;
+	/* Only the lane touches kenqueue until the job is on the done list. */
+	char *more = n && fits ? realloc(job->kenqueue, job->kenqueue_len + n + 1) : NULL;
+	int r = !n ? -EINVAL : !fits ? -EMSGSIZE : !more ? -ENOMEM : 0;
+
+	if (more) {
+		job->kenqueue = more;
+		job->kenqueue_len += json_dumpb(v, more + job->kenqueue_len, n, JSON_COMPACT);
+		more[job->kenqueue_len++] = '\n';
+	}
+	json_decref(v);
+	return r;
+}
+
 static int plugin_progress(const struct claimd_job *cj, const char *json)
 {
 	struct lane *l = lane_of(cj);
@@ -261,6 +280,7 @@ static void lane_run(struct lane *l, struct handler_job *job)
 		.content_type = job->content_type, .set_result = plugin_set_result,
 		.traceparent = job->traceparent,
 		.progress = plugin_progress, .cancelled = plugin_cancelled,
+		.enqueue = plugin_enqueue,
 	};
 	l->res.status = CLAIMD_OK;
 	l->res.retry_in_ms = 0;
@@ -331,17 +351,16 @@ static void report(struct handler_so *s, struct handler_job *job)
 {
 	struct handler_result res;
 
+	memset(&res, 0, sizeof(res));
 	res.status = job->kstatus;
 	res.retry_in_ms = job->kretry_ms;
-	res.result = NULL;
-	res.result_len = 0;
-	res.result_type = NULL;
-	res.error[0] = '\0';
 	switch (job->kstatus) {
 	case HANDLER_OK:
 		res.result = job->kresult;
 		res.result_len = job->kresult ? job->kresult_len : 0;
 		res.result_type = job->kresult_type;
+		res.enqueue = job->kenqueue;
+		res.enqueue_len = job->kenqueue_len;
 		break;
 	case HANDLER_TIMEOUT:
 		snprintf(res.error, sizeof(res.error), "timed out after %u ms (the plugin returned "
@@ -362,9 +381,12 @@ static void report(struct handler_so *s, struct handler_job *job)
 	free(job->kerror);
 	free(job->kresult);
 	free(job->kprogress);
+	free(job->kenqueue);
 	job->kerror = NULL;
 	job->kresult = NULL;
 	job->kprogress = NULL;
+	job->kenqueue = NULL;
+	job->kenqueue_len = 0;
 }
 
 /* The lanes have finished jobs, or progress, for us. */
@@ -479,6 +501,8 @@ static int so_submit(void *h, struct handler_job *job)
 	job->kerror = NULL;
 	job->kresult = NULL;
 	job->kprogress = NULL;
+	job->kenqueue = NULL;
+	job->kenqueue_len = 0;
 	uv_mutex_lock(&s->lock);
 	if (s->qtail)
 		s->qtail->knext = job;

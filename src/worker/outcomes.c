@@ -1,9 +1,13 @@
 #include "worker/outcomes.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
+
+#include "store/store_graph.h"
+#include "worker/handler_job.h"
 
 void outcomes_init(struct outcomes *o, void (*send)(void *data, struct proto_msg *m),
 		   void *data)
@@ -44,6 +48,9 @@ static void outcome_free(struct outcome *x)
 	free(x->error);
 	free(x->result);
 	free(x->progress);
+	if (x->enqueue)
+		jobset_free(x->enqueue);
+	free(x->enqueue);
 }
 
 struct outcome *outcomes_add(struct outcomes *o, const struct store_item *it,
@@ -102,6 +109,14 @@ oom:
 	return -ENOMEM;
 }
 
+void outcome_set_enqueue(struct outcomes *o, struct outcome *x, struct jobset *set,
+			 unsigned retry_ms)
+{
+	x->enqueue = set;
+	x->retry_ms = retry_ms;
+	o->urgent = true;
+}
+
 bool outcomes_due(const struct outcomes *o)
 {
 	return o->n > 0 &&
@@ -121,6 +136,47 @@ static int write_one(struct store *s, const struct outcome *x, uint8_t *ret_out,
 	}
 	r = store_defer(s, x->ref, x->retry_ms, err, errlen);
 	*ret_out = r == 0 ? PROTO_OUT_LOST : PROTO_OUT_DEFERRED;
+	return r;
+}
+
+/* A success and the jobs it adds (x->enqueue), in one transaction; *ret_out: what became of
+ * the row. Jobs the database refuses make it a failure, with why. */
+static int write_adding(struct store *s, const struct outcome *x, uint8_t *ret_out, char *err,
+			size_t errlen)
+{
+	const struct jobset *set = x->enqueue;
+	struct store_add_row *rows = calloc(set->n ? set->n : 1, sizeof(*rows));
+	struct store_add_opts *opts = calloc(set->n ? set->n : 1, sizeof(*opts));
+	struct store_edge *edges = calloc(set->nedges ? set->nedges : 1, sizeof(*edges));
+	struct store_batch_def batch = { .description = NULL, .callback = set->callback };
+	char why[HANDLER_ERR_MAX + 1];
+	int r = -ENOMEM;
+
+	if (!rows || !opts || !edges) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < set->n; i++) {
+		store_add_opts_from(&set->reqs[i], &opts[i]);
+		rows[i] = (struct store_add_row){ .queue = set->reqs[i].queue,
+						  .payload = set->reqs[i].payload,
+						  .len = set->reqs[i].payload_len, .opts = &opts[i] };
+	}
+	for (size_t i = 0; i < set->nedges; i++)
+		edges[i] = (struct store_edge){ set->edges[i].parent, set->edges[i].child,
+						set->edges[i].on_dead_run };
+	r = store_complete_adding(s, &x->ref, rows, set->n, edges, set->nedges,
+				  set->callback >= 0 ? &batch : NULL, err, errlen);
+	*ret_out = r == 1 ? PROTO_OUT_DONE : r == 2 ? PROTO_OUT_DEAD : PROTO_OUT_LOST;
+	if (r == -EINVAL || r == -EDOM || r == -EMSGSIZE) {
+		snprintf(why, sizeof(why), "the jobs it adds were refused: %s", err);
+		r = store_fail(s, x->ref, x->retry_ms, why, err, errlen);
+		*ret_out = r == 2 ? PROTO_OUT_DEAD : r == 1 ? PROTO_OUT_RETRY : PROTO_OUT_LOST;
+	}
+out:
+	free(rows);
+	free(opts);
+	free(edges);
 	return r;
 }
 
@@ -172,6 +228,14 @@ int outcomes_write_slow(struct outcomes *o, struct store *s, char *err, size_t e
 	/* Failures go STORE_FAIL_MAX to a transaction; releases and deferrals one each. */
 	for (size_t i = 0; i < o->n && r == 0; i++) {
 		struct outcome *x = &o->list[i];
+		if (x->kind == OUTCOME_SUCCESS && x->enqueue) {
+			r = write_adding(s, x, &out, err, errlen);
+			if (r >= 0) {
+				r = 0;
+				written(o, &i, &out, 1, gone);
+			}
+			continue;
+		}
 		if (x->kind == OUTCOME_SUCCESS)
 			continue;
 		if (x->kind == OUTCOME_FAILURE) {
@@ -227,7 +291,7 @@ void outcomes_done_written(struct outcomes *o, size_t n)
 	o->urgent = false;
 	o->result_bytes = 0;
 	for (size_t i = 0; i < o->n; i++) {
-		o->urgent |= o->list[i].kind != OUTCOME_SUCCESS;
+		o->urgent |= o->list[i].kind != OUTCOME_SUCCESS || o->list[i].enqueue;
 		o->result_bytes += o->list[i].ref.result ? o->list[i].ref.result_len : 0;
 	}
 	o->urgent |= o->result_bytes > OUTCOMES_RESULT_BYTES;

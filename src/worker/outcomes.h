@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/jobset.h"
 #include "common/proto.h"
 #include "common/trace.h"
 #include "store/store.h"
@@ -38,6 +39,7 @@ struct outcome {
 	char *error;
 	unsigned char *result;     /* malloc'd, or NULL */
 	char *progress;            /* malloc'd, or NULL */
+	struct jobset *enqueue;    /* a success's follow-up jobs (malloc'd), or NULL */
 	/* for the supervisor's metrics (FINISHED) */
 	uint8_t queue;             /* index into the --queue list */
 	uint32_t run_us, wait_us;
@@ -75,12 +77,19 @@ struct outcome *outcomes_add(struct outcomes *o, const struct store_item *it,
 int outcome_set_result(struct outcomes *o, struct outcome *x, const unsigned char *result,
 		       size_t len, const char *type, const char *progress);
 
+/* x (a success) adds the jobs of set, its handler's follow-up jobs (store_complete_adding:
+ * in the transaction that writes x; x takes set, malloc'd): x is due at once. Should the
+ * database refuse them, x is a failure after all, its row retried after retry_ms. */
+void outcome_set_enqueue(struct outcomes *o, struct outcome *x, struct jobset *set,
+			 unsigned retry_ms);
+
 /* Whether to write them before going on: one is due at once, or the oldest waited
  * OUTCOMES_FLUSH_MS. */
 bool outcomes_due(const struct outcomes *o);
 
-/* Write every outcome but the successes, one statement each (they are rare). Returns 0, or
- * the store error: what was not written stays. */
+/* Write every outcome but the successes, one statement each (they are rare), and the
+ * successes that add jobs, a transaction each. Returns 0, or the store error: what was not
+ * written stays. */
 int outcomes_write_slow(struct outcomes *o, struct store *s, char *err, size_t errlen);
 
 /* The successes (all that is left after outcomes_write_slow), for a claim to complete:

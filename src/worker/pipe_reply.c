@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/json.h"
 
 #define REPLY_QUOTE 200   /* bytes of a bad reply quoted in the error */
@@ -55,12 +56,42 @@ static int dump(json_t *v, size_t max, const char *what, const char *line, size_
 	return 0;
 }
 
+/* "enqueue": its objects as compact JSON lines, into ret->enqueue and ret->res. */
+static int take_enqueue(json_t *v, const char *line, size_t len, struct pipe_reply *ret)
+{
+	struct buf b;
+	size_t i;
+	json_t *e;
+
+	if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > PIPE_ENQUEUE_MAX)
+		return bad_reply(ret, line, len, "\"enqueue\" is not an array of 1 to 1000 jobs");
+	buf_init(&b);
+	json_array_foreach(v, i, e) {
+		char *text = json_is_object(e) ? json_dumps(e, JSON_COMPACT) : NULL;
+		if (text) {
+			buf_puts(&b, text);
+			buf_puts(&b, "\n");
+		}
+		free(text);
+		if (!json_is_object(e) || !text || buf_failed(&b)) {
+			buf_free(&b);
+			return bad_reply(ret, line, len, json_is_object(e) ? "out of memory" :
+					 "an \"enqueue\" job is not a JSON object");
+		}
+	}
+	ret->enqueue = b.data;
+	ret->res.enqueue = b.data;
+	ret->res.enqueue_len = b.len;
+	return 0;
+}
+
 /* The line's fields into ret; the object is well-formed JSON. */
 static int take(json_t *obj, const char *line, size_t len, struct pipe_reply *ret)
 {
 	json_t *id = json_object_get(obj, "id"), *ok = json_object_get(obj, "ok");
 	json_t *error = member(obj, "error"), *retry = member(obj, "retry_in_ms");
 	json_t *result = member(obj, "result"), *progress = member(obj, "progress");
+	json_t *enqueue = member(obj, "enqueue");
 	struct handler_result *res = &ret->res;
 
 	if (!id && json_is_true(json_object_get(obj, "ready"))) {
@@ -80,6 +111,9 @@ static int take(json_t *obj, const char *line, size_t len, struct pipe_reply *re
 		return bad_reply(ret, line, len, "\"error\" is not a string");
 	if (json_is_true(ok) && retry)
 		return bad_reply(ret, line, len, "both \"ok\":true and \"retry_in_ms\"");
+	if (!json_is_true(ok) && enqueue)
+		return bad_reply(ret, line, len, "\"enqueue\" with \"ok\":false (a run that "
+				 "failed adds no jobs)");
 	if (json_is_true(ok)) {
 		res->status = HANDLER_OK;
 		if (result) {
@@ -89,7 +123,7 @@ static int take(json_t *obj, const char *line, size_t len, struct pipe_reply *re
 			res->result_len = ret->text_len;
 			res->result_type = "application/json";
 		}
-		return 0;
+		return enqueue ? take_enqueue(enqueue, line, len, ret) : 0;
 	}
 	if (retry) {
 		if (!json_is_integer(retry) || json_integer_value(retry) < 0 ||
@@ -114,6 +148,7 @@ static int take(json_t *obj, const char *line, size_t len, struct pipe_reply *re
 void pipe_reply_clear(struct pipe_reply *r)
 {
 	free(r->text);
+	free(r->enqueue);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -11,6 +11,11 @@
  *                    failed attempt: an integer from 0 to 4294967295 (or null)
  *     "result"       with "ok":true, what the run returned: any JSON value (null: none),
  *                    kept compact in the row's result, at most PIPE_RESULT_MAX bytes so
+ *     "enqueue"      with "ok":true, jobs the run adds, committed in the same transaction as
+ *                    its outcome (follow-up jobs): an array of 1 to PIPE_ENQUEUE_MAX objects,
+ *                    each a line of a jobs:batch ({"queue":"mail","payload":{...},
+ *                    "delay":"30s", ...}; "ref"/"after" make them a graph), checked when
+ *                    the reply is taken (a bad one fails the run, naming it)
  *
  * Before its reply, the co-process may report the item's progress, any number of times:
  *
@@ -36,6 +41,7 @@
 #define PIPE_REPLY_MAX (1024 * 1024)   /* bytes of one reply line */
 #define PIPE_RESULT_MAX HANDLER_RESULT_MAX
 #define PIPE_PROGRESS_MAX HANDLER_PROGRESS_MAX
+#define PIPE_ENQUEUE_MAX 1000          /* jobs one reply adds (store_graph.h: STORE_GRAPH_MAX) */
 
 /* A line read: a reply, or a progress report. */
 struct pipe_reply {
@@ -45,6 +51,7 @@ struct pipe_reply {
 	struct handler_result res;  /* the reply; its result points into text */
 	char *text;                 /* malloc'd compact JSON of "result" or "progress", or NULL */
 	size_t text_len;
+	char *enqueue;              /* malloc'd: "enqueue"'s objects, compact, a line each */
 };
 
 /* Read line[0..len) (without its newline) into *ret (which pipe_reply_clear frees); whether

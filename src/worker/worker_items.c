@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jobset.h"
 #include "common/log.h"
 #include "common/trace.h"
+#include "store/store_graph.h"
 #include "worker/fence.h"
 
 #define RETRY_CAP_MS (3600u * 1000u)
@@ -39,11 +41,12 @@ static uint32_t us32(uint64_t ns)
 	return ns / 1000u > UINT32_MAX ? UINT32_MAX : (uint32_t)(ns / 1000u);
 }
 
-/* x's run ended as kind (or it never ran): its outcome is recorded and the row leaves. A
- * success keeps res's result, and the last progress its handler reported if that was not
- * written yet. */
-static void finish(struct worker *w, struct item *x, enum outcome_kind kind,
-		   unsigned retry_ms, const char *error, const struct handler_result *res)
+/* x's run ended as kind (or it never ran): its outcome is recorded (and returned) and the row
+ * leaves. A success keeps res's result, and the last progress its handler reported if that
+ * was not written yet. */
+static struct outcome *finish(struct worker *w, struct item *x, enum outcome_kind kind,
+			      unsigned retry_ms, const char *error,
+			      const struct handler_result *res)
 {
 	uint64_t started = x->job.kstarted_ns;
 	const unsigned char *result = res ? res->result : NULL;
@@ -65,6 +68,38 @@ static void finish(struct worker *w, struct item *x, enum outcome_kind kind,
 	items_put(&w->items, x);
 	if (items_held(&w->items) == 0)
 		fence_disarm();
+	return o;
+}
+
+/* A successful run of x that adds jobs (res->enqueue): they are checked as any add's, and
+ * written with its outcome; jobs that are not valid fail the run, naming what is wrong. */
+static void finish_adding(struct worker *w, struct item *x, const struct handler_result *res)
+{
+	struct jobset *set = malloc(sizeof(*set));
+	unsigned retry_ms = retry_delay_ms(w, &x->row);
+	char why[300], error[400], q[700], tr[TRACE_LOG_FIELD];
+	int r = set ? jobset_parse(res->enqueue, res->enqueue_len, STORE_GRAPH_MAX, x->job.queue,
+				   JOBSET_LINE_QUEUE, set, why, sizeof(why)) : -ENOMEM;
+
+	if (r == 0 && set->n > 0) {
+		outcome_set_enqueue(&w->out, finish(w, x, OUTCOME_SUCCESS, 0, NULL, res), set,
+				    retry_ms);
+		return;
+	}
+	if (r == 0)
+		jobset_free(set);
+	free(set);
+	if (r == 0)
+		snprintf(why, sizeof(why), "no job in them");
+	else if (r == -E2BIG)
+		snprintf(why, sizeof(why), "more than %d", STORE_GRAPH_MAX);
+	else if (r == -ENOMEM)
+		snprintf(why, sizeof(why), "out of memory");
+	snprintf(error, sizeof(error), "the jobs it adds: %s", why);
+	log_info("item id=%llu attempt=%u/%u failed error=%s%s", (unsigned long long)x->row.id,
+		 x->row.attempt, x->row.max_attempts, log_quote(error, 300, q, sizeof(q)),
+		 trace_log_field(x->row.traceparent, tr));
+	finish(w, x, OUTCOME_FAILURE, retry_ms, error, NULL);
 }
 
 /* ---- to the handler ---- */
@@ -285,6 +320,8 @@ void worker_on_done(void *data, struct handler_job *job, const struct handler_re
 		finish(w, x, OUTCOME_FAILURE, retry_delay_ms(w, &x->row),
 		       "killed: its lease could not be renewed in time (the database did not "
 		       "answer)", NULL);
+	} else if (res->status == HANDLER_OK && res->enqueue) {
+		finish_adding(w, x, res);
 	} else if (res->status == HANDLER_OK) {
 		finish(w, x, OUTCOME_SUCCESS, 0, NULL, res);
 	} else if (res->status == HANDLER_RELEASED) {

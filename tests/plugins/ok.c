@@ -3,7 +3,9 @@
  * "fail" fails with an error, "later" asks to be retried in 100 ms, "result" reports progress
  * {"step":1} then leaves the result {"id":ID,"type":"<content type>"}, "bigresult" tries a
  * result over the limit (and logs what set_result said), "trace" leaves the result
- * {"traceparent":"<job->traceparent>"} (null without one). */
+ * {"traceparent":"<job->traceparent>"} (null without one), "enqueue" adds two jobs to queue
+ * fu ({"parent":ID,"n":1} and "2 of ID") and fails if enqueue does not refuse what is not a
+ * JSON object. */
 #include "plugin_log.h"
 
 static int ok_init(struct claimd_plugin_ctx *ctx)
@@ -39,6 +41,18 @@ static void ok_handle(const struct claimd_job *job, struct claimd_result *res)
 			snprintf(text, sizeof(text), "{\"traceparent\":\"%s\"}", job->traceparent) :
 			snprintf(text, sizeof(text), "{\"traceparent\":null}");
 		job->set_result(job, text, (size_t)n, "application/json");
+	} else if (payload_is(job, "enqueue")) {
+		char one[200], two[200];
+		snprintf(one, sizeof(one), "{\"queue\":\"fu\",\"payload\":{\"parent\":%llu,"
+			 "\"n\":1}}", (unsigned long long)job->id);
+		snprintf(two, sizeof(two), "{\"queue\":\"fu\",\"payload\":\"2 of %llu\"}",
+			 (unsigned long long)job->id);
+		if (job->enqueue(job, one) < 0 || job->enqueue(job, "[1]") != -22 ||
+		    job->enqueue(job, "{\"a\":") != -22 || job->enqueue(job, two) < 0) {
+			res->status = CLAIMD_FAIL;
+			snprintf(res->error, sizeof(res->error), "ok plugin: enqueue did not answer as "
+				 "documented");
+		}
 	} else if (payload_is(job, "bigresult")) {
 		static char big[CLAIMD_RESULT_MAX + 1];
 		char what[40];

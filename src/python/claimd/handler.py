@@ -21,7 +21,8 @@ one reply line out per item, by id, in any order. What the runtime does with it:
   event loop, a plain function on a thread pool (one thread per item running);
 - the return value is the result (None: none); an exception fails the attempt with its
   message, its traceback goes to standard error (claimd's log), not into the row;
-  RetryLater(seconds) runs the item again later without counting an attempt;
+  RetryLater(seconds) runs the item again later without counting an attempt; the jobs
+  job.enqueue() added go on the reply of a success, and claimd commits them with its outcome;
 - a cancel line (timeout, shutdown, an operator's cancel) cancels the task: an async handle
   sees asyncio.CancelledError where it awaits; a thread cannot be stopped, so a plain
   function reads job.cancelled and returns early;
@@ -45,7 +46,9 @@ import os
 import sys
 import time
 import traceback
-from typing import Any, Awaitable, Callable, Dict, Optional, Union
+from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, Union
+
+from .enqueue import ON_DEAD, UINT_MAX, _row, _seconds, _text
 
 __all__ = ['Job', 'RetryLater', 'run', 'main']
 
@@ -53,6 +56,9 @@ __all__ = ['Job', 'RetryLater', 'run', 'main']
 # (claimd-handlers(7)). Checked here so that the handler's author reads which one was over.
 RESULT_MAX = 64 * 1024
 PROGRESS_MAX = 1024
+ENQUEUE_MAX = 1000  # follow-up jobs of one item (a graph's rows)
+REF_MAX = 64
+AFTER_MAX = 32
 THREADS_MAX = 256   # claimd's --concurrency is at most 256: never more items at once
 
 Handler = Callable[['Job'], Union[Any, Awaitable[Any]]]
@@ -88,7 +94,7 @@ class Job:
 
     __slots__ = ('id', 'queue', 'group', 'attempt', 'max_attempts', 'seq', 'enqueued_at',
                  'deadline', 'content_type', 'traceparent', 'body', 'payload', '_runtime',
-                 '_deadline_mono', '_cancelled')
+                 '_deadline_mono', '_cancelled', '_enqueued')
 
     def __init__(self, req: Dict[str, Any], runtime: Optional['_Runtime'] = None):
         self.id = req['id']
@@ -115,6 +121,7 @@ class Job:
             self.payload = json.loads(text) if _is_json_type(self.content_type) else text
         self._runtime = runtime
         self._cancelled = None
+        self._enqueued: List[Dict[str, Any]] = []
 
     @property
     def cancelled(self) -> Optional[str]:
@@ -139,6 +146,61 @@ class Job:
             raise ValueError('progress: %d bytes of JSON, at most %d' % (len(text), PROGRESS_MAX))
         if self._runtime is not None:
             self._runtime.progress(self.id, text)
+
+    def enqueue(self, queue: str, payload: Any = None, *, ref: Optional[str] = None,
+                after: Iterable[str] = (), on_dead: str = 'cancel', **options: Any) -> None:
+        """Add a job that claimd commits in the same transaction as this item's outcome (a
+        follow-up job): written only if the item ends done, never if its claim was lost or its
+        worker died first (its retry adds it again, once). Options as claimd.enqueue's
+        (run_at, delay, priority, group, dedupe, max_attempts, timeout, every, content_type,
+        traceparent: this item's unless given); ref names it for the after=[refs] of the
+        other jobs this item adds (a graph: no group, dedupe or every then). Checked here: a
+        ValueError names what is wrong. A payload is text or JSON (bytes that are UTF-8)."""
+        after = list(after)
+        if ref is not None:
+            _text('ref', ref, REF_MAX)
+        for a in after:
+            _text('after', a, REF_MAX)
+        if len(after) > AFTER_MAX:
+            raise ValueError('after: at most %d refs, not %d' % (AFTER_MAX, len(after)))
+        if on_dead not in ON_DEAD:
+            raise ValueError('on_dead: %s, not %r' % (' or '.join(ON_DEAD), on_dead))
+        if isinstance(payload, (bytes, bytearray, memoryview)):
+            try:
+                payload = bytes(payload).decode('utf-8')
+            except UnicodeDecodeError:
+                raise ValueError('payload: bytes that are not UTF-8 (a follow-up job\'s '
+                                 'payload travels as JSON text)') from None
+        if 'traceparent' not in options and self.traceparent:
+            options['traceparent'] = self.traceparent
+        cols = _row(queue, payload, waits=bool(after), **options)
+        line: Dict[str, Any] = {'queue': queue}
+        body = cols['payload'][1].decode('utf-8')
+        if isinstance(payload, str) or payload is None:
+            line['payload'] = body
+        else:
+            line['payload'] = payload    # JSON: claimd writes it compact, content_type JSON
+        for name, opt in (('run_at', 'run_at'), ('priority', 'priority'), ('group', 'group'),
+                          ('dedupe', 'dedupe'), ('max_attempts', 'max_attempts'),
+                          ('content_type', 'content_type'), ('traceparent', 'traceparent')):
+            v = options.get(opt)
+            if v is None:
+                continue
+            line[name] = v.isoformat() if isinstance(v, datetime.datetime) else v
+        if options.get('delay') is not None:
+            line['delay'] = '%dms' % int(round(_seconds('delay', options['delay'], 0,
+                                                                   10 * 365 * 86400) * 1000))
+        for name, opt in (('timeout', 'timeout'), ('period', 'every')):
+            if options.get(opt) is not None:
+                line[name] = int(_seconds(opt, options[opt], 0, UINT_MAX))
+        if ref is not None:
+            line['ref'] = ref
+        if after:
+            line['after'] = after
+            line['on_dead'] = on_dead
+        if len(self._enqueued) >= ENQUEUE_MAX:
+            raise ValueError('enqueue: at most %d jobs per item' % ENQUEUE_MAX)
+        self._enqueued.append(line)
 
     def __repr__(self) -> str:
         return 'Job(id=%r, queue=%r, attempt=%r)' % (self.id, self.queue, self.attempt)
@@ -230,6 +292,8 @@ class _Runtime:
                     raise ValueError('the result is %d bytes of JSON, at most %d'
                                      % (len(text.encode('utf-8')), RESULT_MAX))
                 reply['result'] = result
+            if job._enqueued:
+                reply['enqueue'] = job._enqueued
         except asyncio.CancelledError:
             reply = {'id': job.id, 'ok': False,
                      'error': 'cancelled (%s)' % (job.cancelled or 'unknown')}
