@@ -88,6 +88,12 @@ const struct field_def ctl_fields[CTL_FIELD_COUNT] = {
 			   AT(action) },
 	[CTL_F_CONFIRM] = { "confirm", "--confirm", "N", T_UINT, CLI_NUMBER, 0, UINT64_MAX,
 			    AT(confirm) },
+	[CTL_F_RETRY_BASE] = { "retry_base_ms", "--retry-base", "DUR", T_UINT, CLI_DURATION, 1,
+			       CTL_BACKOFF_MAX_MS, AT(retry_base_ms) },
+	[CTL_F_RETRY_MAX] = { "retry_max_ms", "--retry-max", "DUR", T_UINT, CLI_DURATION, 1,
+			      CTL_BACKOFF_MAX_MS, AT(retry_max_ms) },
+	[CTL_F_DEDUPE_FOR] = { "dedupe_for_ms", "--dedupe-for", "DUR", T_UINT, CLI_DURATION, 0,
+			       CTL_DEDUPE_FOR_MAX_MS, AT(dedupe_for_ms) },
 	[CTL_F_AFTER] = { "after", "--after", "NAME", T_TEXT, CLI_NUMBER, 1, CTL_SCHEDULE_NAME_MAX,
 			  AT(after) },
 };
@@ -104,6 +110,11 @@ static int check_add(const struct ctl_request *r, char *err, size_t errlen)
 		return errmsg_invalid(err, errlen, "add: traceparent '%.60s' is not a W3C traceparent "
 				"(00-<32 hex>-<16 hex>-<2 hex>, lower case, ids not all zeros)",
 				r->traceparent);
+	if (ctl_has(r, CTL_F_RETRY_MAX) && r->retry_max_ms <
+	    (ctl_has(r, CTL_F_RETRY_BASE) ? r->retry_base_ms : 1))
+		return errmsg_invalid(err, errlen, "add: retry_max is below retry_base");
+	if (ctl_has(r, CTL_F_DEDUPE_FOR) && !ctl_has(r, CTL_F_DEDUPE))
+		return errmsg_invalid(err, errlen, "add: dedupe_for is a dedupe key's: give dedupe");
 	if (!ctl_has(r, CTL_F_RUN_AT))
 		return 0;
 	if (utctime_parse(r->run_at, &us, why, sizeof(why)) < 0)
@@ -247,16 +258,20 @@ const struct verb_def ctl_verbs[CTL_VERB_COUNT] = {
 		      BIT(CTL_F_QUEUE) | BIT(CTL_F_PAYLOAD) | BIT(CTL_F_RUN_AT) | BIT(CTL_F_DELAY) |
 		      BIT(CTL_F_PERIOD) | BIT(CTL_F_MAX_ATTEMPTS) | BIT(CTL_F_TIMEOUT) |
 		      BIT(CTL_F_DEDUPE) | BIT(CTL_F_PRIORITY) | BIT(CTL_F_GROUP) |
-		      BIT(CTL_F_CONTENT_TYPE) | BIT(CTL_F_TRACEPARENT) | BIT(CTL_F_JSON),
+		      BIT(CTL_F_CONTENT_TYPE) | BIT(CTL_F_TRACEPARENT) | BIT(CTL_F_JSON) |
+		      BIT(CTL_F_RETRY_BASE) | BIT(CTL_F_RETRY_MAX) | BIT(CTL_F_DEDUPE_FOR),
 		      BIT(CTL_F_QUEUE), { CTL_F_PAYLOAD }, 1, "default",
 		      "add [--queue NAME] [--run-at 'YYYY-MM-DD HH:MM:SS']\n"
 		      "[--delay DUR] [--period DUR] [--max-attempts N] [--timeout DUR]\n"
-		      "[--dedupe KEY] [--priority N] [--group KEY] [--content-type TYPE]\n"
+		      "[--dedupe KEY [--dedupe-for DUR]] [--priority N] [--group KEY]\n"
+		      "[--retry-base DUR] [--retry-max DUR] [--content-type TYPE]\n"
 		      "[--traceparent 00-TRACE-PARENT-FLAGS] [PAYLOAD]",
 		      "enqueue one item (payload from the argument, else stdin, at most 1 MiB)\n"
 		      "through claimd, which wakes an idle worker for it; prints the new id (with\n"
 		      "--dedupe, the id of the row holding KEY if there is one); --priority -10..10,\n"
-		      "smaller first; --group KEY: one at a time, in order", check_add },
+		      "smaller first; --group KEY: one at a time, in order; --retry-base/-max: its\n"
+		      "own retry back-off (else its queue's); --dedupe-for: how long it keeps KEY\n"
+		      "once finished (else --dedupe-window)", check_add },
 	[CTL_RETRY] = { "retry", BIT(CTL_F_ID) | BIT(CTL_F_QUEUE) | BIT(CTL_F_DEAD) | BIT(CTL_F_JSON),
 			0,
 			{ CTL_F_ID }, 1, NULL, "retry ID | retry --queue NAME --dead",

@@ -133,6 +133,7 @@
 #define CTL_CRON_MAX 255
 #define CTL_ZONE_MAX 64
 #define CTL_BACKOFF_MAX_MS 604800000u                /* a queue's retry base and max: 7 days */
+#define CTL_DEDUPE_FOR_MAX_MS 2592000000u            /* how long a row keeps its key: 30 days */
 #define CTL_ERROR_MAX 200                            /* text looked for in last_error */
 
 enum ctl_verb {
@@ -204,6 +205,9 @@ enum ctl_field {
 	CTL_F_ACTION,
 	CTL_F_CONFIRM,
 	CTL_F_AFTER,
+	CTL_F_RETRY_BASE,
+	CTL_F_RETRY_MAX,
+	CTL_F_DEDUPE_FOR,
 	CTL_FIELD_COUNT,
 };
 _Static_assert(CTL_FIELD_COUNT <= 64, "a field is a bit of ctl_request.have");
@@ -232,6 +236,8 @@ struct ctl_request {
 	const char *error, *action;             /* jobs, bulk: filters; bulk's action */
 	const char *after;                      /* schedules: the page after this name */
 	uint64_t confirm;                       /* bulk: the count it was shown */
+	uint32_t retry_base_ms, retry_max_ms;   /* add: the row's own retry back-off */
+	uint32_t dedupe_for_ms;                 /* add: how long it keeps its dedupe key */
 };
 
 static inline bool ctl_has(const struct ctl_request *r, enum ctl_field f)

@@ -9,8 +9,10 @@
 
 static const char *const known[] = {
 	"run_at", "delay", "period", "timeout", "priority", "group", "dedupe", "max_attempts",
-	"content_type", "traceparent",
+	"content_type", "traceparent", "retry_base", "retry_max", "dedupe_for",
 };
+_Static_assert(sizeof(known) / sizeof(known[0]) + 1 <= JOBLINE_PARAMS_MAX,
+	       "every key once, and the content type a JSON payload adds");
 
 static bool text_ok(json_t *v, size_t max)
 {

@@ -6,7 +6,8 @@
  * "payload": a string is the payload's bytes; any other JSON value is written as compact
  * JSON (with content_type application/json unless the line gives one); absent, the payload is
  * empty. The other keys are the add parameters (run_at, delay, period, timeout, priority,
- * group, dedupe, max_attempts, content_type, traceparent) as strings or whole numbers; what
+ * group, dedupe, max_attempts, content_type, traceparent, retry_base, retry_max, dedupe_for)
+ * as strings or whole numbers; what
  * they may hold is ctl_from_params's to check. A line is read by jansson (duplicate keys
  * refused). Pure: no I/O, does not log.
  *
@@ -23,7 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define JOBLINE_PARAMS_MAX 12
+#define JOBLINE_PARAMS_MAX 16
 #define JOBLINE_REF_MAX 64
 #define JOBLINE_AFTER_MAX 32
 #define JOBLINE_QUEUE_MAX 64

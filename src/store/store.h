@@ -41,6 +41,7 @@
 #define STORE_GROUP_KEY_MAX 255
 #define STORE_PRIORITY_MIN (-10)  /* work_items.priority's range (a CHECK constraint) */
 #define STORE_PRIORITY_MAX 10
+#define STORE_DEDUPE_FOR_MAX_S 315360000u /* a row's own dedupe window: 10 years at most */
 #define STORE_DEDUPE_WINDOW_S 300
 #define STORE_RESULT_MAX (64u * 1024)   /* bytes of a row's result */
 #define STORE_PROGRESS_MAX 1024          /* bytes of a row's progress (JSON text) */
@@ -64,8 +65,8 @@ struct store_item {
 	uint32_t timeout_ms;     /* the row's own time limit (timeout_s); 0 = none */
 	int64_t enqueued_at_ms;  /* created_at, unix ms */
 	uint32_t min_interval_ms; /* its queue's shared rate limit (queues.min_interval_ms), 0 = none */
-	uint32_t retry_base_ms;  /* its queue's retry back-off as the claim read it (queues.retry_*): */
-	uint32_t retry_max_ms;   /* base and max in ms, 0 = not set (claimd's); */
+	uint32_t retry_base_ms;  /* its retry back-off as the claim read it (its own, else its */
+	uint32_t retry_max_ms;   /* queue's: queues.retry_*): base and max in ms, 0 = not set */
 	int8_t retry_jitter_pct; /* jitter 0..100 percent, -1 = not set */
 	int16_t priority;        /* smaller runs first */
 	char *group;             /* FIFO group key, malloc'd; NULL when the row has none */
@@ -352,6 +353,10 @@ struct store_add_opts {
 	const char *group_key;   /* FIFO group, at most STORE_GROUP_KEY_MAX bytes, or NULL */
 	const char *content_type; /* the payload's type, at most STORE_TYPE_MAX bytes, or NULL */
 	const char *traceparent;  /* a W3C traceparent (common/trace.h), or NULL */
+	unsigned retry_base_ms;   /* its own retry back-off, 1..STORE_BACKOFF_MAX_MS (0: its */
+	unsigned retry_max_ms;    /* queue's), the max not below the base */
+	bool dedupe_for_set;      /* dedupe_for_s is its own dedupe window (else the store's) */
+	unsigned dedupe_for_s;    /* 0..STORE_DEDUPE_FOR_MAX_S */
 };
 
 /* An add request's options (common/ctl.h: CTL_ADD) as an add's: durations the table keeps in

@@ -132,6 +132,18 @@ void sq_add_values(struct store *s, const char *queue, const unsigned char *payl
 	sql_add_quoted(s, o->group_key, o->group_key ? strlen(o->group_key) : 0);
 	sql_add_quoted(s, o->content_type, o->content_type ? strlen(o->content_type) : 0);
 	sql_add_quoted(s, o->traceparent, o->traceparent ? strlen(o->traceparent) : 0);
+	if (o->retry_base_ms)
+		sql_add(s, ", %u", o->retry_base_ms);
+	else
+		sql_add(s, ", DEFAULT");
+	if (o->retry_max_ms)
+		sql_add(s, ", %u", o->retry_max_ms);
+	else
+		sql_add(s, ", DEFAULT");
+	if (o->dedupe_for_set)
+		sql_add(s, ", %u", o->dedupe_for_s);
+	else
+		sql_add(s, ", DEFAULT");
 }
 
 void sq_add_dedupe_row(struct store *s, const char *queue, const unsigned char *payload,
@@ -167,6 +179,10 @@ void store_add_opts_from(const struct ctl_request *q, struct store_add_opts *o)
 	o->group_key = ctl_has(q, CTL_F_GROUP) ? q->group : NULL;
 	o->content_type = ctl_has(q, CTL_F_CONTENT_TYPE) ? q->content_type : NULL;
 	o->traceparent = ctl_has(q, CTL_F_TRACEPARENT) ? q->traceparent : NULL;
+	o->retry_base_ms = ctl_has(q, CTL_F_RETRY_BASE) ? q->retry_base_ms : 0;
+	o->retry_max_ms = ctl_has(q, CTL_F_RETRY_MAX) ? q->retry_max_ms : 0;
+	o->dedupe_for_set = ctl_has(q, CTL_F_DEDUPE_FOR);
+	o->dedupe_for_s = (unsigned)(((uint64_t)q->dedupe_for_ms + 999) / 1000);
 }
 
 int sq_check_add(const char *queue, size_t len, const struct store_add_opts *o, char *err,
@@ -192,6 +208,13 @@ int sq_check_add(const char *queue, size_t len, const struct store_add_opts *o, 
 	if (o->priority < STORE_PRIORITY_MIN || o->priority > STORE_PRIORITY_MAX)
 		return sq_fail_msg(-EINVAL, err, errlen, "store_add: priority %d is out of range",
 				o->priority);
+	if (o->retry_base_ms > STORE_BACKOFF_MAX_MS || o->retry_max_ms > STORE_BACKOFF_MAX_MS ||
+	    (o->retry_max_ms && o->retry_max_ms < o->retry_base_ms))
+		return sq_fail_msg(-EINVAL, err, errlen, "store_add: retry back-off out of range "
+				   "(1 ms to 7 days, the max not below the base)");
+	if (o->dedupe_for_set && o->dedupe_for_s > STORE_DEDUPE_FOR_MAX_S)
+		return sq_fail_msg(-EINVAL, err, errlen, "store_add: dedupe_for is over %u s",
+				   STORE_DEDUPE_FOR_MAX_S);
 	if (o->run_at)
 		return run_at_us(o->run_at, &us, err, errlen);
 	return 0;

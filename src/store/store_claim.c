@@ -47,7 +47,8 @@
 	"(SELECT CONCAT_WS(' ', min_interval_ms, IFNULL(retry_base_ms, 0), IFNULL(retry_max_ms, 0), " \
 	"IFNULL(retry_jitter_pct, -1)) FROM queues WHERE name = %s), priority, group_key, group_seq, " \
 	"content_type, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, visible_at, NOW(6))), " \
-	"has_dependents, " CANCEL_LIVE ", traceparent " \
+	"has_dependents, " CANCEL_LIVE ", traceparent, IFNULL(retry_base_ms, 0), " \
+	"IFNULL(retry_max_ms, 0) " \
 	"FROM work_items FORCE INDEX (claim_prio_idx) " \
 	"WHERE queue = %s AND priority IN (%s) AND visible_at <= NOW(6)%s AND " NOT_PAUSED \
 	" ORDER BY priority, visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
@@ -57,7 +58,7 @@
 	" AND (priority <> %d OR visible_at > '%s' OR (visible_at = '%s' AND id > %llu))"
 #define CLAIM_UPTO \
 	" AND priority = %d AND (visible_at < '%s' OR (visible_at = '%s' AND id <= %llu))"
-#define CLAIM_FIELDS 17
+#define CLAIM_FIELDS 19
 /* Is a row of priority %d due in queue %s: one range, one lookup. DUE_PRIORITIES asks it
  * for every priority in one statement, each with the priority written out: a correlated
  * form (a derived table of priorities, a loose index scan) leaves the plan to MariaDB's
@@ -133,7 +134,7 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 		     struct store_item *it, struct claim_pos *pos)
 {
 	uint64_t attempts, max_attempts, timeout_s = 0, created_ms = 0, seq = 0;
-	uint64_t waited = 0;
+	uint64_t waited = 0, own_base = 0, own_max = 0;
 	long prio;
 	char *end;
 
@@ -150,7 +151,9 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	    (row[7] && !sq_parse_u64(row[7], lens[7], &created_ms)) ||
 	    !parse_queue(row[8], lens[8], it) || !row[9] ||
 	    (row[11] && !sq_parse_u64(row[11], lens[11], &seq)) ||
-	    (row[13] && !sq_parse_u64(row[13], lens[13], &waited)))
+	    (row[13] && !sq_parse_u64(row[13], lens[13], &waited)) ||
+	    !row[17] || !sq_parse_u64(row[17], lens[17], &own_base) || own_base > UINT32_MAX ||
+	    !row[18] || !sq_parse_u64(row[18], lens[18], &own_max) || own_max > UINT32_MAX)
 		return -EIO;
 	prio = strtol(row[9], &end, 10);
 	if (end != row[9] + lens[9] || prio < INT16_MIN || prio > INT16_MAX)
@@ -173,6 +176,14 @@ static int parse_row(MYSQL_ROW row, const unsigned long *lens, const char *queue
 	it->key_concurrency = 1;   /* read with the commit (take_key_limits) */
 	it->key_interval_ms = 0;
 	it->cancelled = row[15] && row[15][0] == '1';
+	/* The row's own back-off (migration 14) before its queue's: its base with its own max
+	 * (0: claimd's cap), or its max alone over the queue's base. */
+	if (own_base) {
+		it->retry_base_ms = (uint32_t)own_base;
+		it->retry_max_ms = (uint32_t)own_max;
+	} else if (own_max) {
+		it->retry_max_ms = (uint32_t)own_max;
+	}
 	if (row[10] && !(it->group = strndup(row[10], lens[10])))
 		return -ENOMEM;
 	if (row[12] && !(it->content_type = strndup(row[12], lens[12])))

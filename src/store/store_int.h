@@ -285,7 +285,7 @@
  * follow), and one row's values for them, "(queue, payload, ..., traceparent" (DEFAULT
  * where an option is not given). */
 #define ADD_COLUMNS "(queue, payload, run_at, period_s, max_attempts, timeout_s, priority, " \
-	"group_key, content_type, traceparent"
+	"group_key, content_type, traceparent, retry_base_ms, retry_max_ms, dedupe_for_s"
 void sq_add_values(struct store *s, const char *queue, const unsigned char *payload,
 		   size_t len, const struct store_add_opts *o);
 /* What an add must be (the queue's name, the payload's size, the options). Returns 0, or

@@ -42,7 +42,7 @@ static void sql_add_finish(struct store *s, unsigned delay_ms, const char *text,
 		"visible_at = IF(" IS_DEAD ", NULL, NOW(6) + INTERVAL %llu MICROSECOND), "
 		"finished_at = IF(" IS_DEAD ", NOW(6), NULL), "
 		"dedupe_until = IF(" IS_DEAD " AND dedupe_key IS NOT NULL, "
-		"NOW(6) + INTERVAL %u SECOND, NULL), "
+		"NOW(6) + INTERVAL IFNULL(dedupe_for_s, %u) SECOND, NULL), "
 		"last_error = IF(cancel_requested_at IS NOT NULL, " CANCEL_ERROR ", ",
 		(unsigned long long)delay_ms * 1000u, s->dedupe_window_s);
 	if (keep)

@@ -590,7 +590,7 @@ int sq_add_filter(struct store *s, const char *op, const struct store_filter *f,
 	"attempts = IF(period_s IS NULL OR state = 'dead', attempts, 0), " \
 	"last_error = IF(state = 'dead', " CANCEL_ERROR ", IF(period_s IS NULL, last_error, NULL)), " \
 	"dedupe_until = IF((period_s IS NULL OR state = 'dead') AND dedupe_key IS NOT NULL, " \
-	"NOW(6) + INTERVAL %u SECOND, NULL)"
+	"NOW(6) + INTERVAL IFNULL(dedupe_for_s, %u) SECOND, NULL)"
 
 int sq_add_complete(struct store *s, const struct store_ref *done, size_t n)
 {

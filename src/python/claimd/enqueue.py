@@ -30,6 +30,8 @@ TRACEPARENT_MAX = 55    # the W3C version-00 traceparent
 PAYLOAD_MAX = 16 * 1024 * 1024 - 1   # MEDIUMBLOB
 PRIORITY_MIN, PRIORITY_MAX = -10, 10
 UINT_MAX = 2**32 - 1    # INT UNSIGNED: max_attempts, timeout_s, period_s
+BACKOFF_MAX_S = 7 * 86400       # a row's retry_base_ms and retry_max_ms: 1 ms to 7 days
+DEDUPE_FOR_MAX_S = 30 * 86400   # how long a row keeps its dedupe key: what claimd's add takes
 ON_DEAD = ('cancel', 'run')
 
 Payload = Union[str, bytes, bytearray, memoryview, dict, list, int, float, bool, None]
@@ -77,7 +79,8 @@ def _row(queue: str, payload: Payload, *, waits: bool = False,
          delay: Any = None, priority: int = 0, group: Optional[str] = None,
          dedupe: Optional[str] = None, max_attempts: Optional[int] = None,
          timeout: Any = None, every: Any = None, content_type: Optional[str] = None,
-         traceparent: Optional[str] = None) -> Dict[str, Any]:
+         traceparent: Optional[str] = None, retry_base: Any = None, retry_max: Any = None,
+         dedupe_for: Any = None) -> Dict[str, Any]:
     """The checked columns of one row: {column: (sql expression, parameter or None)};
     waits: it has rows to wait for."""
     cols: Dict[str, Any] = {'queue': ('%s', _text('queue', queue, QUEUE_MAX))}
@@ -120,6 +123,20 @@ def _row(queue: str, payload: Payload, *, waits: bool = False,
         if group is not None:
             raise ValueError('every: a recurring row takes no part in groups: not with group')
         cols['period_s'] = ('%s', int(s))
+    base_ms = max_ms = None
+    if retry_base is not None:
+        base_ms = int(round(_seconds('retry_base', retry_base, 0.001, BACKOFF_MAX_S) * 1000))
+        cols['retry_base_ms'] = ('%s', base_ms)
+    if retry_max is not None:
+        max_ms = int(round(_seconds('retry_max', retry_max, 0.001, BACKOFF_MAX_S) * 1000))
+        if base_ms is not None and max_ms < base_ms:
+            raise ValueError('retry_max: not below retry_base (%r < %r)' % (retry_max, retry_base))
+        cols['retry_max_ms'] = ('%s', max_ms)
+    if dedupe_for is not None:
+        if dedupe is None:
+            raise ValueError('dedupe_for: the window of a dedupe key: give dedupe too')
+        cols['dedupe_for_s'] = ('%s', int(math.ceil(_seconds('dedupe_for', dedupe_for, 0,
+                                                              DEDUPE_FOR_MAX_S))))
     if content_type is not None:
         cols['content_type'] = ('%s', _text('content_type', content_type, KEY_MAX))
     if traceparent is not None:
@@ -186,6 +203,10 @@ def _insert(conn, sql: _Sql, cols: Dict[str, Any], after: List[int], on_dead: st
         cur.close()
 
 
+OPTIONS = {'run_at', 'delay', 'priority', 'group', 'dedupe', 'dedupe_for', 'max_attempts',
+           'timeout', 'every', 'content_type', 'traceparent', 'retry_base', 'retry_max'}
+
+
 def enqueue(conn, queue: str, payload: Payload, *, after: Optional[Iterable[int]] = None,
             on_dead: str = 'cancel', **options: Any) -> int:
     """Add one row to queue in conn's current transaction (not committed here); returns its
@@ -194,11 +215,12 @@ def enqueue(conn, queue: str, payload: Payload, *, after: Optional[Iterable[int]
     payload: text, bytes, or any JSON value (then content_type 'application/json').
     Options: run_at (an aware datetime) or delay (seconds or a timedelta); priority (-10..10,
     smaller first); group (a FIFO group / key); dedupe (a key: not added while another row of
-    the queue holds it); max_attempts; timeout (whole seconds, instead of --timeout); every
-    (whole seconds: a recurring row); content_type; traceparent; after (ids of rows it waits
+    the queue holds it) and dedupe_for (seconds it keeps the key once finished, instead of
+    --dedupe-window); max_attempts; timeout (whole seconds, instead of --timeout); every
+    (whole seconds: a recurring row); retry_base and retry_max (seconds: its own retry
+    back-off, instead of its queue's); content_type; traceparent; after (ids of rows it waits
     for) with on_dead ('cancel': a dead parent cancels it; 'run': counts as done)."""
-    unknown = set(options) - {'run_at', 'delay', 'priority', 'group', 'dedupe', 'max_attempts',
-                              'timeout', 'every', 'content_type', 'traceparent'}
+    unknown = set(options) - OPTIONS
     if unknown:
         raise TypeError('enqueue: no such option: %s' % ', '.join(sorted(unknown)))
     parents = _after(after, on_dead)

@@ -152,8 +152,8 @@ class Job:
         """Add a job that claimd commits in the same transaction as this item's outcome (a
         follow-up job): written only if the item ends done, never if its claim was lost or its
         worker died first (its retry adds it again, once). Options as claimd.enqueue's
-        (run_at, delay, priority, group, dedupe, max_attempts, timeout, every, content_type,
-        traceparent: this item's unless given); ref names it for the after=[refs] of the
+        (run_at, delay, priority, group, dedupe, dedupe_for, max_attempts, timeout, every,
+        retry_base, retry_max, content_type, traceparent: this item's unless given); ref names it for the after=[refs] of the
         other jobs this item adds (a graph: no group, dedupe or every then). Checked here: a
         ValueError names what is wrong. A payload is text or JSON (bytes that are UTF-8)."""
         after = list(after)
@@ -193,6 +193,9 @@ class Job:
         for name, opt in (('timeout', 'timeout'), ('period', 'every')):
             if options.get(opt) is not None:
                 line[name] = int(_seconds(opt, options[opt], 0, UINT_MAX))
+        for name in ('retry_base', 'retry_max', 'dedupe_for'):
+            if options.get(name) is not None:
+                line[name] = '%dms' % int(round(_seconds(name, options[name], 0, UINT_MAX) * 1000))
         if ref is not None:
             line['ref'] = ref
         if after:
