@@ -245,5 +245,73 @@ def it_enqueues_in_the_applications_transaction(t):
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
+CLIENT = r'''
+import json, sys
+import claimd
+
+url, token = sys.argv[1:3]
+c = claimd.Client(url, token)
+out = {}
+out['text'] = c.add('default', 'hello', delay='0s', retry_base='1s')
+out['json'] = c.add('default', {'n': 1}, priority=-2, dedupe='k1', dedupe_for='1s')
+out['dup'] = c.add('default', {'n': 1}, dedupe='k1')
+out['done'] = c.job(out['text'], wait='20s')['state']
+out['batch'] = c.add_batch('default', [{'ref': 'a', 'payload': 'x'},
+                                       {'after': ['a'], 'payload': 'y'}], batch=True)
+out['queues'] = c.queues()
+try:
+    c.add('default', 'x', priority=99)
+except claimd.HTTPError as e:
+    out['refused'] = [e.status, e.message]
+try:
+    c.call('addJob', queue='default', nope=1)
+except ValueError as e:
+    out['unknown'] = str(e)
+try:
+    claimd.Client(url, 'wrong').queues()
+except claimd.HTTPError as e:
+    out['unauthorized'] = e.status
+print(json.dumps(out))
+'''
+
+
+def it_speaks_the_http_api_as_openapi_json_describes_it(t):
+    py = venv()
+    # The client's table of operations is claimd's openapi.json, operation by operation.
+    r = subprocess.run([py, '-c', 'import json, claimd.http as h; print(json.dumps('
+                        '{k: [v[0], v[1], sorted(v[2])] for k, v in h.OPERATIONS.items()}))'],
+                       capture_output=True, text=True, timeout=60)
+    check_eq(r.returncode, 0, f'claimd.http: {r.stderr}')
+    theirs = json.loads(r.stdout)
+    with open(os.path.join(SRC, '..', 'console', 'openapi.json')) as f:
+        spec = json.load(f)
+    ours = {}
+    for path, item in spec['paths'].items():
+        for method, op in item.items():
+            if method in ('get', 'post', 'put', 'delete', 'patch'):
+                ours[op['operationId']] = [method.upper(), path, sorted(
+                    p['name'] for p in op.get('parameters', []) if p['in'] == 'query')]
+    check_eq(theirs, ours, "the client's operations are openapi.json's")
+    db = t.database()
+    c = t.claimd(db, '--workers', '1', '--handler', 'noop', '--http', '127.0.0.1:0')
+    c.wait_ready()
+    client = t.script(CLIENT, lang='python', name='client.py')
+    r = subprocess.run([py, client, c.http_url(), c.http_token()], capture_output=True,
+                       text=True, timeout=90)
+    check_eq(r.returncode, 0, f'the client: {r.stderr[-2000:]}')
+    out = json.loads(r.stdout)
+    check_eq(out['done'], 'done', 'a job added and waited for')
+    check_eq(out['dup'], out['json'], 'a dedupe key held: the holder\'s id')
+    check_eq(list(db.row(out['json'], 'priority, content_type, dedupe_for_s')),
+             ['-2', 'application/json', '1'], 'its options and type in the row')
+    check_eq(db.row(out['text'], 'retry_base_ms')[0], '1000', 'retry_base in the row')
+    check(out['batch'].get('batch') and len(out['batch']['jobs']) == 2, f"a batch: {out['batch']}")
+    check(isinstance(out['queues'], list), f"the queues: {out['queues']}")
+    check(out['refused'][0] == 400 and 'priority' in out['refused'][1],
+          f"a refusal is an HTTPError naming what: {out['refused']}")
+    check('takes no nope' in out['unknown'], f"an unknown parameter: {out['unknown']}")
+    check_eq(out['unauthorized'], 401, 'a wrong token')
+
+
 if __name__ == '__main__':
     harness.main()
