@@ -16,7 +16,8 @@ EXAMPLES = os.path.join(ROOT, 'src', 'deploy', 'examples')
 
 
 def handler_spec(bench, kind, sleep_ms=0):
-    """The --handler of a kind: noop, so, pipe-node, pipe-python, exec. sleep_ms > 0: each
+    """The --handler of a kind: noop, so, pipe-node, pipe-python, pipe-python-pkg (the
+    Python package's runtime), exec. sleep_ms > 0: each
     item waits that long without CPU (the plugin's argument; the pipe: examples and exec:
     read it from their payload or command line)."""
     if kind == 'noop':
@@ -28,6 +29,10 @@ def handler_spec(bench, kind, sleep_ms=0):
         return 'pipe:%s %s' % (bench.node or 'node', os.path.join(EXAMPLES, 'pipe-async.mjs'))
     if kind == 'pipe-python':
         return 'pipe:%s %s' % (bench.python, os.path.join(EXAMPLES, 'pipe-async.py'))
+    if kind == 'pipe-python-pkg':   # the package from the checkout, as installed it would be
+        return 'pipe:/usr/bin/env PYTHONPATH=%s %s %s' % (
+            os.path.join(ROOT, 'src', 'python'), bench.python,
+            os.path.join(ROOT, 'tools', 'bench-pkg-handler.py'))
     if kind == 'exec':
         return ('exec:/bin/sleep %g' % (sleep_ms / 1000)) if sleep_ms else 'exec:/bin/true'
     raise BenchError('no such handler kind: %s' % kind)

@@ -25,6 +25,8 @@ CLAIMD_SIDES = (
      '(+ --pipe-ready)', 'pipe-node', []),
     ('pipe_python', 'claimd pipe: Python asyncio co-process (pipe-async.py), 2 workers, '
      'defaults (+ --pipe-ready)', 'pipe-python', []),
+    ('pipe_python_pkg', 'claimd pipe: the Python package (claimd.run), 2 workers, defaults '
+     '(+ --pipe-ready)', 'pipe-python-pkg', []),
     ('exec', 'claimd exec:/bin/true, 2 workers, defaults', 'exec', []),
     ('noop', 'claimd noop (the machinery), 2 workers, defaults', 'noop', []),
     ('baseline', 'the --baseline build: noop, 2 workers, defaults', 'noop', []),
@@ -118,7 +120,8 @@ def run(b):
 RATIOS = (('handlers.so_vs_baseline_noop', 'so', 'baseline'),
           ('handlers.so_vs_bullmq', 'so', 'bullmq'),
           ('handlers.so_vs_pgboss', 'so', 'pgboss'),
-          ('handlers.pipe_node_vs_bullmq', 'pipe_node_c10', 'bullmq'))
+          ('handlers.pipe_node_vs_bullmq', 'pipe_node_c10', 'bullmq'),
+          ('handlers.pipe_python_pkg_vs_pipe_python', 'pipe_python_pkg', 'pipe_python'))
 
 
 def record(b, res):
@@ -140,7 +143,7 @@ def record(b, res):
             b.info('%s / the --baseline build\'s, each round' % a.replace('_', ' '),
                    ', '.join('%.2f' % x for x in stats.paired_ratios(res['runs'][a],
                                                                         res['runs'][c])))
-    for k in ('pipe_python', 'exec', 'noop', 'pipe_node', 'graphile'):
+    for k in ('pipe_python', 'pipe_python_pkg', 'exec', 'noop', 'pipe_node', 'graphile'):
         if k in jps:
             b.info('%s (CPU-trivial)' % res['labels'][k], fmt_int(jps[k]) + ' jobs/s')
 

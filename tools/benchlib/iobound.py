@@ -24,6 +24,8 @@ CLAIMD_SIDES = (
     ('so', 'claimd so: sleep_ms=50', 'so'),
     ('pipe_python', 'claimd pipe: Python asyncio (pipe-async.py, --pipe-ready)', 'pipe-python'),
     ('pipe_node', 'claimd pipe: Node (pipe-async.mjs, --pipe-ready)', 'pipe-node'),
+    ('pipe_python_pkg', 'claimd pipe: the Python package (claimd.run, --pipe-ready)',
+     'pipe-python-pkg'),
     ('exec', 'claimd exec:/bin/sleep 0.05', 'exec'),
 )
 PEER_SIDES = ('bullmq', 'pgboss', 'graphile')
@@ -119,7 +121,7 @@ def summarize(r):
 
 def record(b, res):
     jps, why = res['jobs_per_s'], res['not_run']
-    for key in ('so', 'pipe_python', 'pipe_node'):
+    for key in ('so', 'pipe_python', 'pipe_node', 'pipe_python_pkg'):
         if key in jps:
             b.metric('iobound.%s_jobs_per_s' % key, jps[key])
         else:

@@ -92,36 +92,52 @@ class Job:
     and payload: the payload decoded as JSON when content_type says JSON, else text (str), or
     bytes when it is not UTF-8."""
 
-    __slots__ = ('id', 'queue', 'group', 'attempt', 'max_attempts', 'seq', 'enqueued_at',
-                 'deadline', 'content_type', 'traceparent', 'body', 'payload', '_runtime',
-                 '_deadline_mono', '_cancelled', '_enqueued')
+    __slots__ = ('id', 'queue', 'group', 'attempt', 'max_attempts', 'seq', 'content_type',
+                 'traceparent', 'payload', '_req', '_runtime', '_deadline_mono', '_cancelled',
+                 '_enqueued')
 
     def __init__(self, req: Dict[str, Any], runtime: Optional['_Runtime'] = None):
+        # What every item needs is read here; the rest (times, the bytes) when asked for: a
+        # quick item's cost is mostly this constructor.
+        self._req = req
         self.id = req['id']
         self.queue = req.get('queue')
         self.group = req.get('group')
         self.attempt = req.get('attempt', 1)
         self.max_attempts = req.get('max_attempts', 1)
         self.seq = req.get('seq', 0)
-        self.enqueued_at = _parse_time(req.get('enqueued_at'))
-        at = req.get('deadline_at')
-        self.deadline = (datetime.datetime.fromtimestamp(at / 1000, datetime.timezone.utc)
-                         if isinstance(at, (int, float)) and not isinstance(at, bool) else None)
         left = req.get('deadline_ms')
         self._deadline_mono = (time.monotonic() + left / 1000
                                if isinstance(left, (int, float)) else None)
         self.content_type = req.get('content_type')
         self.traceparent = req.get('traceparent')
         if req.get('payload_b64') is not None:
-            self.body = base64.b64decode(req['payload_b64'])
-            self.payload = self.body
+            self.payload = base64.b64decode(req['payload_b64'])
         else:
             text = req.get('payload') or ''
-            self.body = text.encode('utf-8')
             self.payload = json.loads(text) if _is_json_type(self.content_type) else text
         self._runtime = runtime
         self._cancelled = None
         self._enqueued: List[Dict[str, Any]] = []
+
+    @property
+    def body(self) -> bytes:
+        """The payload's bytes."""
+        if self._req.get('payload_b64') is not None:
+            return self.payload
+        return (self._req.get('payload') or '').encode('utf-8')
+
+    @property
+    def enqueued_at(self) -> Optional[datetime.datetime]:
+        """When the row was added (UTC), or None when not told."""
+        return _parse_time(self._req.get('enqueued_at'))
+
+    @property
+    def deadline(self) -> Optional[datetime.datetime]:
+        """When the item's timeout ends (UTC), or None when not told."""
+        at = self._req.get('deadline_at')
+        return (datetime.datetime.fromtimestamp(at / 1000, datetime.timezone.utc)
+                if isinstance(at, (int, float)) and not isinstance(at, bool) else None)
 
     @property
     def cancelled(self) -> Optional[str]:
@@ -280,7 +296,7 @@ class _Runtime:
             self.write(json.dumps({'id': req['id'], 'ok': False,
                                    'error': 'payload: %s: %s' % (type(e).__name__, e)}) + '\n')
             return
-        task = self.loop.create_task(self.call(job))
+        task = self.loop.create_task(self.handle(job) if self.is_async else self.call(job))
         self.running[job.id] = (task, job)
         task.add_done_callback(lambda t: self.answer(job, t))
 
@@ -288,15 +304,21 @@ class _Runtime:
         reply: Dict[str, Any] = {'id': job.id}
         try:
             result = task.result()
+            text = None if result is None else json.dumps(result, separators=(',', ':'),
+                                                          allow_nan=False)
+            if text is not None and len(text) * 4 > RESULT_MAX and \
+                    len(text.encode('utf-8')) > RESULT_MAX:
+                raise ValueError('the result is %d bytes of JSON, at most %d'
+                                 % (len(text.encode('utf-8')), RESULT_MAX))
+            if not job._enqueued:   # the common answer, written without a second dump
+                del self.running[job.id]
+                self.write('{"id":%d,"ok":true%s}\n' % (
+                    job.id, '' if text is None else ',"result":' + text))
+                return
             reply['ok'] = True
             if result is not None:
-                text = json.dumps(result, separators=(',', ':'), allow_nan=False)
-                if len(text.encode('utf-8')) > RESULT_MAX:
-                    raise ValueError('the result is %d bytes of JSON, at most %d'
-                                     % (len(text.encode('utf-8')), RESULT_MAX))
                 reply['result'] = result
-            if job._enqueued:
-                reply['enqueue'] = job._enqueued
+            reply['enqueue'] = job._enqueued
         except asyncio.CancelledError:
             reply = {'id': job.id, 'ok': False,
                      'error': 'cancelled (%s)' % (job.cancelled or 'unknown')}
