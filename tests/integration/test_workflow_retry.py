@@ -9,6 +9,10 @@ dead rows go back 500 to a transaction. And a dead row's children are seen to on
 it later, or a death whose cancels reach it, does not count it off them again."""
 
 import json
+import os
+import subprocess
+import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -215,6 +219,90 @@ def it_a_death_does_not_count_off_again_through_a_row_dead_already(t):
     runs = runs_of(h)
     check(runs[cc][0][0] >= runs[d][0][1], f'c started before d ended: {runs}')
     check_eq(c.stop(), 0, 'claimd exit code')
+
+
+# A co-process that runs its items at once: "p" replies after a second with a job for group
+# 'held' of queue fu (its outcome's transaction then waits on the test's lock, its parent's
+# count-off done), "q" fails its first run, anything else is done.
+RACER = r'''
+import asyncio, json, os, sys
+MARK = sys.argv[1]
+
+async def one(req):
+    p = req['payload']
+    reply = {'id': req['id'], 'ok': True}
+    if p == 'p':
+        await asyncio.sleep(1)
+        reply['enqueue'] = [{'queue': 'fu', 'group': 'held', 'payload': 'x'}]
+    elif p == 'q' and not os.path.exists(os.path.join(MARK, 'q')):
+        open(os.path.join(MARK, 'q'), 'w').close()
+        reply = {'id': req['id'], 'ok': False, 'error': 'the first run of q fails'}
+    sys.stdout.write(json.dumps(reply) + '\n')
+    sys.stdout.flush()
+
+async def main():
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    print('{"ready":true}', flush=True)
+    tasks = set()
+    while line := await reader.readline():
+        req = json.loads(line)
+        if not req.get('cancel'):
+            t = asyncio.ensure_future(one(req))
+            tasks.add(t)
+            t.add_done_callback(tasks.discard)
+    await asyncio.gather(*tasks)
+
+asyncio.run(main())
+'''
+
+
+def it_a_retry_waits_for_a_parent_finishing_meanwhile(t):
+    # A parent p finishing while its cancelled child x is put back (by the retry of x's other
+    # parent q): p's finish counted off the rows that were ready then (not x, dead then), so
+    # the retry must read p as it is once p's finish commits (it waits for it), not as it was:
+    # else x waits for p for ever (until the maintenance check, 10 min here, finds it).
+    db = t.database()
+    marks = os.path.join(t.tmpdir, 'marks')
+    os.mkdir(marks)
+    racer = harness.write_script(t.tmpdir, 'racer.py', RACER, lang='python')
+    hold = subprocess.Popen([harness._client_bin(), '--no-defaults', '-S', db.server.socket,
+                             '-uroot', '--unbuffered', '--batch', '--skip-column-names',
+                             db.name], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    t.defer(hold.kill)
+    hold.stdin.write("INSERT IGNORE INTO work_groups (queue, group_key, last_seq) VALUES "
+                     "('fu', 'held', 0); START TRANSACTION; SELECT COUNT(*) FROM work_groups "
+                     "WHERE queue = 'fu' AND group_key = 'held' FOR UPDATE; SELECT 'held';\n")
+    hold.stdin.flush()
+    check_eq([hold.stdout.readline().strip() for _ in range(2)], ['1', 'held'],
+             "the test holds group 'held' of fu")
+    c = t.claimd(db, '--workers', '1', '--concurrency', '4', '--pipe-ready', '--handler',
+                 f'pipe:/usr/bin/python3 {racer} {marks}', '--http', '127.0.0.1:0',
+                 '--maintenance-interval', '10m')
+    c.wait_ready()
+    p, q, x = _graph(c, {'ref': 'p', 'payload': 'p'},
+                     {'ref': 'q', 'payload': 'q', 'max_attempts': 1},
+                     {'payload': 'x', 'after': ['p', 'q']})
+    wait_for(lambda: (db.row(q, 'state')[0], db.row(x, 'state')[0]), 15,
+             'q dead, x cancelled with it', until=lambda s: s == ('dead', 'dead'))
+    wait_for(lambda: int(db.scalar(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '%s' AND INFO LIKE "
+        "'INSERT INTO work_groups (queue, group_key, last_seq)%%' AND TIME_MS > 200" % db.name)),
+        15, "p's finish waits to commit", until=lambda n: n > 0)
+    check_eq(db.row(p, 'state')[0], 'claimed', "p's finish is not committed yet")
+    answer = {}
+    retry = threading.Thread(target=lambda: answer.update(r=c.ctl('retry', str(q))))
+    retry.start()
+    time.sleep(1)
+    t.note(f'the retry of q had answered before p committed: {not retry.is_alive()}')
+    hold.communicate('ROLLBACK;\n', timeout=30)
+    retry.join(30)
+    check(answer.get('r') is not None and answer['r'].returncode == 0,
+          f"claimctl retry q: {answer.get('r') and answer['r'].stderr}")
+    wait_for(lambda: db.row(x, 'state, waiting_for'), 15, 'x runs once p and q are done',
+             until=lambda r: r[0] == 'done')
+    check_eq([db.row(i, 'state')[0] for i in (p, q)], ['done', 'done'], 'p and q done')
 
 
 if __name__ == '__main__':
