@@ -73,6 +73,24 @@ def it_refuses_a_graph_with_a_cycle_before_writing_anything(t):
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
+def it_refuses_a_line_that_waits_for_more_than_32_others(t):
+    db = t.database()
+    c = t.claimd(db, '--workers', '1', '--handler', 'noop', '--http', '127.0.0.1:0')
+    refs = [{'ref': f'r{i}'} for i in range(33)]
+
+    def post(after):
+        lines = refs + [{'after': [f'r{i}' for i in range(after)]}]
+        return c.api('POST', '/v1/queues/default/jobs:batch',
+                     ''.join(json.dumps(o) + '\n' for o in lines).encode(), timeout=60)
+    st, body = post(33)
+    check(st == 400 and 'at most 32 refs' in json.dumps(body) and 'line 34' in json.dumps(body),
+          f'33 parents: {st} {body}')
+    check_eq(int(db.scalar('SELECT COUNT(*) FROM work_items')), 0, 'rows written')
+    st, body = post(32)
+    check_eq(st, 202, f'32 parents are within the limit: {body}')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
 def it_checks_a_chain_longer_than_the_recursion_limit(t):
     db = t.database()
     ids, took = _chain(db, DEEP)

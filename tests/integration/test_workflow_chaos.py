@@ -19,6 +19,7 @@ def it_keeps_every_workflow_promise_through_kills_and_a_restart(t):
           record.kills['db_restart'] == 1, f'the kills: {record.kills}')
     for what, least in (('first starts of rows with parents', 20), ('rows dead cancelled', 1),
                         ('callbacks started', 2), ('keyed claims', 20), ('rated starts', 10),
+                        ('running rows cancelled', 5),
                         ('cron ticks', sc.schedules * sc.catch_up_min)):
         check(counts.get(what, 0) >= least, f'{what}: {counts.get(what, 0)}, want at least {least}')
     check(record.actions.get('retry_one', 0) + record.actions.get('retry_bulk', 0) >= 3,
