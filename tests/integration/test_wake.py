@@ -5,7 +5,7 @@ milliseconds, a delayed row on time, with the idle poll set to 5 s so that polli
 neither; the stream killed on the server's side: claimd polls meanwhile, says so, and is woken
 by the log again; a server without a binary log, a user who may not read it, and --wake poll:
 one line, and polling as before; the stream closed while every worker is busy, and opened
-again when one is idle."""
+again when one is idle; and a lone row costs four messages between supervisor and worker."""
 
 import os
 import signal
@@ -53,6 +53,33 @@ def it_starts_rows_inserted_by_another_client_at_once(t):
     check(lat[-1] < 500, f'a row waited {lat[-1]:.0f} ms with the poll at 5 s: not pushed')
     check(lat[10] < 50, f'p50 {lat[10]:.1f} ms')
     check('woken by the binary log' in c.log(), 'the log says how it is woken')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def _messages(c):
+    """claimd_worker_messages_total, both directions added up (/metrics)."""
+    st, text = c.api('GET', '/metrics')
+    check_eq(st, 200, 'GET /metrics')
+    return sum(int(float(line.split()[-1])) for line in text.splitlines()
+               if line.startswith('claimd_worker_messages_total{'))
+
+
+def it_costs_a_lone_row_four_messages(t):
+    # WAKE, HOLDING, CLAIMED, FINISHED (claimd-design(7)); ten before the short claim.
+    db = t.database()
+    c = _pushed(t, db, *SLOW_POLL, '--http', '127.0.0.1:0')
+    for i in range(5):   # each fresh worker's first claim knows nothing of what items cost
+        _done(db, db.insert_item(f'warm {i}'))
+        time.sleep(0.05)
+    time.sleep(0.5)
+    before, n = _messages(c), 30
+    for i in range(n):
+        _done(db, db.insert_item(f'lone {i}'))
+        time.sleep(0.05)
+    time.sleep(0.5)
+    per = (_messages(c) - before) / n
+    t.note(f'messages a lone row: {per:.2f}')
+    check(per <= 5, f'{per:.2f} messages a lone row (4, and a rare second wake-up), not 10')
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
