@@ -44,6 +44,7 @@ def it_installs_what_an_operator_needs(t):
     want = ['bin/claimd', 'bin/claimctl', 'include/claimd/handler.h',
             'share/claimd/examples/exec-handler.sh', 'share/claimd/examples/pipe-handler.py',
             'share/claimd/examples/pipe-async.py', 'share/claimd/examples/pipe-async.mjs',
+            'share/claimd/examples/app.py', 'share/claimd/examples/app.mjs',
             'share/claimd/examples/plugin.c', 'share/claimd/examples/claimd.conf',
             'share/claimd/examples/claimd.env', 'lib/systemd/system/claimd.service',
             'share/claimd/openapi.json']

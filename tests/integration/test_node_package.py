@@ -411,5 +411,45 @@ def it_enqueues_in_the_applications_transaction(t):
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
+EXAMPLE = os.path.join(SRC, '..', 'deploy', 'examples', 'app.mjs')
+ORDER = r'''
+import mysql from 'mysql2/promise';
+import { orderPaid } from './app.mjs';
+const [sock, database] = process.argv.slice(2);
+const conn = await mysql.createConnection({ socketPath: sock, user: 'root', database });
+await orderPaid(conn, 7, 'a@example.com');
+await conn.end();
+'''
+
+
+def it_runs_the_example_app(t):
+    # src/deploy/examples/app.mjs as the README shows it, in a project that installed the
+    # package: its orderPaid() from the application, its handle() under claimd.
+    proj, node = project()
+    db = t.database()
+    shutil.copy(EXAMPLE, os.path.join(proj, 'app.mjs'))
+    order = write(proj, 'order.mjs', ORDER)
+    db.execute("CREATE TABLE orders (id INT PRIMARY KEY, state VARCHAR(16) NOT NULL); "
+               "INSERT INTO orders VALUES (7, 'new')")
+    r = subprocess.run([node, order, db.server.socket, db.name], capture_output=True,
+                       text=True, timeout=60, cwd=proj)
+    check_eq(r.returncode, 0, f'orderPaid: {r.stderr[-2000:]}')
+    check_eq(db.scalar('SELECT state FROM orders WHERE id = 7'), 'paid', 'the order paid')
+    db.insert_item(json.dumps({'id': 8, 'to': 'b@example.com', 'gift': True}),
+                   queue="'mail'", content_type="'application/json'")
+    c = t.claimd(db, '--workers', '1', '--concurrency', '4', '--pipe-ready', '--queue', 'mail',
+                 '--handler', f'pipe:{node} {os.path.join(proj, "app.mjs")}')
+    c.wait_ready()
+    wait_for(lambda: [x[0] for x in db.sql("SELECT state FROM work_items WHERE queue = 'mail' "
+                                           "ORDER BY id")], 20, 'both mails done',
+             until=lambda s: s == ['done', 'done'])
+    results = [json.loads(x[0]) for x in db.sql("SELECT result FROM work_items WHERE queue = "
+                                                 "'mail' ORDER BY id")]
+    check_eq(results, [{'mailed': 'a@example.com'}, {'mailed': 'b@example.com'}], 'the results')
+    check_eq(db.sql("SELECT payload, priority FROM work_items WHERE queue = 'wrap'"),
+             [('{"order":8}', '-1')], 'the gift, and only it, wrapped: a follow-up job')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
 if __name__ == '__main__':
     harness.main()

@@ -313,5 +313,44 @@ def it_speaks_the_http_api_as_openapi_json_describes_it(t):
     check_eq(out['unauthorized'], 401, 'a wrong token')
 
 
+EXAMPLES = os.path.join(SRC, '..', 'deploy', 'examples')
+ORDER = r'''
+import sys, pymysql
+sys.path.insert(0, sys.argv[1])
+import app
+conn = pymysql.connect(unix_socket=sys.argv[2], user='root', database=sys.argv[3],
+                       autocommit=False)
+app.order_paid(conn, 7, 'a@example.com')
+'''
+
+
+def it_runs_the_example_app(t):
+    # src/deploy/examples/app.py as the README shows it: its order_paid() from the
+    # application, its handle() under claimd.
+    py = venv()
+    db = t.database()
+    db.execute("CREATE TABLE orders (id INT PRIMARY KEY, state VARCHAR(16) NOT NULL); "
+               "INSERT INTO orders VALUES (7, 'new')")
+    r = subprocess.run([py, t.script(ORDER, lang='python', name='order.py'), EXAMPLES,
+                        db.server.socket, db.name], capture_output=True, text=True, timeout=60)
+    check_eq(r.returncode, 0, f'order_paid: {r.stderr[-2000:]}')
+    check_eq(db.scalar('SELECT state FROM orders WHERE id = 7'), 'paid', 'the order paid')
+    gift = db.insert_item(json.dumps({'id': 8, 'to': 'b@example.com', 'gift': True}),
+                          queue="'mail'", content_type="'application/json'")
+    c = t.claimd(db, '--workers', '1', '--concurrency', '4', '--pipe-ready', '--queue', 'mail',
+                 '--handler', f'pipe:{py} {os.path.join(EXAMPLES, "app.py")}')
+    c.wait_ready()
+    wait_for(lambda: db.sql("SELECT state, result FROM work_items WHERE queue = 'mail' "
+                            "ORDER BY id"), 20, 'both mails done',
+             until=lambda rows: [x[0] for x in rows] == ['done', 'done'])
+    results = [json.loads(x[0]) for x in db.sql("SELECT result FROM work_items WHERE queue = "
+                                                 "'mail' ORDER BY id")]
+    check_eq(results, [{'mailed': 'a@example.com'}, {'mailed': 'b@example.com'}], 'the results')
+    check_eq(db.sql("SELECT payload, priority FROM work_items WHERE queue = 'wrap'"),
+             [('{"order":8}', '-1')], 'the gift, and only it, wrapped: a follow-up job')
+    check(gift > 0, 'the gift row')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
 if __name__ == '__main__':
     harness.main()
