@@ -16,8 +16,8 @@ EXAMPLES = os.path.join(ROOT, 'src', 'deploy', 'examples')
 
 
 def handler_spec(bench, kind, sleep_ms=0):
-    """The --handler of a kind: noop, so, pipe-node, pipe-python, pipe-python-pkg (the
-    Python package's runtime), exec. sleep_ms > 0: each
+    """The --handler of a kind: noop, so, pipe-node, pipe-python, pipe-python-pkg and
+    pipe-node-pkg (the packages' runtimes), exec. sleep_ms > 0: each
     item waits that long without CPU (the plugin's argument; the pipe: examples and exec:
     read it from their payload or command line)."""
     if kind == 'noop':
@@ -29,6 +29,9 @@ def handler_spec(bench, kind, sleep_ms=0):
         return 'pipe:%s %s' % (bench.node or 'node', os.path.join(EXAMPLES, 'pipe-async.mjs'))
     if kind == 'pipe-python':
         return 'pipe:%s %s' % (bench.python, os.path.join(EXAMPLES, 'pipe-async.py'))
+    if kind == 'pipe-node-pkg':     # the package from the checkout (no dependency of its own)
+        return 'pipe:%s %s' % (bench.node or 'node', os.path.join(ROOT, 'tools',
+                                                                  'bench-pkg-handler.mjs'))
     if kind == 'pipe-python-pkg':   # the package from the checkout, as installed it would be
         return 'pipe:/usr/bin/env PYTHONPATH=%s %s %s' % (
             os.path.join(ROOT, 'src', 'python'), bench.python,

@@ -27,6 +27,8 @@ CLAIMD_SIDES = (
      'defaults (+ --pipe-ready)', 'pipe-python', []),
     ('pipe_python_pkg', 'claimd pipe: the Python package (claimd.run), 2 workers, defaults '
      '(+ --pipe-ready)', 'pipe-python-pkg', []),
+    ('pipe_node_pkg', 'claimd pipe: the Node.js package (run), 2 workers, defaults '
+     '(+ --pipe-ready)', 'pipe-node-pkg', []),
     ('exec', 'claimd exec:/bin/true, 2 workers, defaults', 'exec', []),
     ('noop', 'claimd noop (the machinery), 2 workers, defaults', 'noop', []),
     ('baseline', 'the --baseline build: noop, 2 workers, defaults', 'noop', []),
@@ -48,7 +50,7 @@ def sides(b, peers):
             why[key] = 'not among --sides'
         elif key.startswith('baseline') and not b.baseline:
             why[key] = b.baseline_error or 'no --baseline given'
-        elif kind == 'pipe-node' and not b.node:
+        elif kind in ('pipe-node', 'pipe-node-pkg') and not b.node:
             why[key] = 'node is not installed'
         elif extra and conc:
             why[key] = conc
@@ -121,7 +123,8 @@ RATIOS = (('handlers.so_vs_baseline_noop', 'so', 'baseline'),
           ('handlers.so_vs_bullmq', 'so', 'bullmq'),
           ('handlers.so_vs_pgboss', 'so', 'pgboss'),
           ('handlers.pipe_node_vs_bullmq', 'pipe_node_c10', 'bullmq'),
-          ('handlers.pipe_python_pkg_vs_pipe_python', 'pipe_python_pkg', 'pipe_python'))
+          ('handlers.pipe_python_pkg_vs_pipe_python', 'pipe_python_pkg', 'pipe_python'),
+          ('handlers.pipe_node_pkg_vs_pipe_node', 'pipe_node_pkg', 'pipe_node'))
 
 
 def record(b, res):
@@ -143,7 +146,8 @@ def record(b, res):
             b.info('%s / the --baseline build\'s, each round' % a.replace('_', ' '),
                    ', '.join('%.2f' % x for x in stats.paired_ratios(res['runs'][a],
                                                                         res['runs'][c])))
-    for k in ('pipe_python', 'pipe_python_pkg', 'exec', 'noop', 'pipe_node', 'graphile'):
+    for k in ('pipe_python', 'pipe_python_pkg', 'exec', 'noop', 'pipe_node', 'pipe_node_pkg',
+              'graphile'):
         if k in jps:
             b.info('%s (CPU-trivial)' % res['labels'][k], fmt_int(jps[k]) + ' jobs/s')
 

@@ -26,6 +26,7 @@ CLAIMD_SIDES = (
     ('pipe_node', 'claimd pipe: Node (pipe-async.mjs, --pipe-ready)', 'pipe-node'),
     ('pipe_python_pkg', 'claimd pipe: the Python package (claimd.run, --pipe-ready)',
      'pipe-python-pkg'),
+    ('pipe_node_pkg', 'claimd pipe: the Node.js package (run, --pipe-ready)', 'pipe-node-pkg'),
     ('exec', 'claimd exec:/bin/sleep 0.05', 'exec'),
 )
 PEER_SIDES = ('bullmq', 'pgboss', 'graphile')
@@ -57,7 +58,7 @@ def run(b):
         labels[key] = '%s, %d workers x --concurrency %d' % (label, WORKERS, conc)
         if refused:
             why[key] = refused
-        elif kind == 'pipe-node' and not b.node:
+        elif kind in ('pipe-node', 'pipe-node-pkg') and not b.node:
             why[key] = 'node is not installed'
     labels['so_c1'] = 'claimd so: sleep_ms=50, %d workers, one item each (no --concurrency)' % WORKERS
     for p in PEER_SIDES:
@@ -121,7 +122,7 @@ def summarize(r):
 
 def record(b, res):
     jps, why = res['jobs_per_s'], res['not_run']
-    for key in ('so', 'pipe_python', 'pipe_node', 'pipe_python_pkg'):
+    for key in ('so', 'pipe_python', 'pipe_node', 'pipe_python_pkg', 'pipe_node_pkg'):
         if key in jps:
             b.metric('iobound.%s_jobs_per_s' % key, jps[key])
         else:

@@ -27,6 +27,9 @@ TARGETS = (
     Target('handlers.pipe_python_pkg_vs_pipe_python', '>=', 0.9, 'x',
            "pipe: the Python package's runtime (claimd.run) / the bare co-process "
            '(pipe-async.py), no-op, 2 workers at defaults, same rounds'),
+    Target('handlers.pipe_node_pkg_vs_pipe_node', '>=', 0.9, 'x',
+           "pipe: the Node.js package's runtime (run) / the bare co-process (pipe-async.mjs), "
+           'no-op, 2 workers at defaults, same rounds'),
     # -- I/O-bound: 4,000 jobs of 50 ms, 2 workers, --concurrency 50 (section iobound) --
     Target('iobound.so_jobs_per_s', '>=', 1900, 'jobs/s',
            'so: sleep_ms=50, 2 workers x --concurrency 50'),
@@ -36,6 +39,8 @@ TARGETS = (
            'pipe: Node co-process, 2 workers x --concurrency 50'),
     Target('iobound.pipe_python_pkg_jobs_per_s', '>=', 1900, 'jobs/s',
            "pipe: the Python package's runtime, 2 workers x --concurrency 50"),
+    Target('iobound.pipe_node_pkg_jobs_per_s', '>=', 1900, 'jobs/s',
+           "pipe: the Node.js package's runtime, 2 workers x --concurrency 50"),
     Target('iobound.so_vs_bullmq', '>=', 1.0, 'x', 'so: / BullMQ 2 x concurrency 50, I/O-bound'),
     Target('iobound.pipe_python_vs_bullmq', '>=', 1.0, 'x',
            'pipe: Python asyncio / BullMQ 2 x concurrency 50, I/O-bound'),
