@@ -1,5 +1,6 @@
-// Types of the claimd package: the pipe: handler runtime (run, Job, RetryLater) and enqueue
-// through the application's own mysql2 connection (enqueue, graph).
+// Types of the claimd package: the pipe: handler runtime (run, Job, RetryLater), enqueue
+// through the application's own mysql2 connection (enqueue, graph), and the HTTP API's client
+// (Client, HTTPError, OPERATIONS).
 
 /** Any value JSON can hold. */
 export type JsonValue =
@@ -168,6 +169,133 @@ export class Graph {
 }
 
 export function graph(): Graph;
+
+/** The operationIds of claimd's openapi.json. */
+export type OperationId =
+  'healthz' | 'metrics' | 'openapi' | 'status' | 'supervisors' | 'stats' | 'queues' | 'addJob' |
+  'addJobs' | 'pauseQueue' | 'resumeQueue' | 'limitQueue' | 'queueLimits' | 'backoffQueue' |
+  'jobs' | 'job' | 'cancelJob' | 'jobEvents' | 'retryJob' | 'schedules' | 'schedule' |
+  'putSchedule' | 'deleteSchedule' | 'pauseSchedule' | 'resumeSchedule' | 'batches' | 'batch' |
+  'batchEvents' | 'jobs.bulk';
+
+/** Every operation of claimd's openapi.json: [method, path (with {name} parameters), its query
+ * parameters]. Frozen. */
+export const OPERATIONS: Readonly<Record<OperationId,
+  readonly [method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, query: readonly string[]]>>;
+
+/** A path or query parameter's value: a boolean is sent as 1 or 0, a Date as RFC 3339 (UTC),
+ * a number (seconds, for a duration) as its text; undefined or null: left out. */
+export type ParamValue = string | number | bigint | boolean | Date | null | undefined;
+
+/** claimd answered status (not 2xx); message is its JSON error (or the body's text). */
+export class HTTPError extends Error {
+  constructor(status: number, message: string, operation: string, answer?: unknown);
+  readonly name: 'HTTPError';
+  readonly status: number;
+  /** The operationId of the request. */
+  readonly operation: string;
+  /** The answer: its JSON, or its text; null when empty. */
+  readonly answer: unknown;
+}
+
+export interface ClientOptions {
+  /** The token (claimd's token file's text, or --http-token-file's); white space around it is
+   * dropped. */
+  token?: string | null;
+  /** Seconds a request may take (default 30); job() with wait gets its wait on top. */
+  timeout?: number;
+}
+
+export interface CallOptions {
+  /** The operation's path and query parameters by name (openapi.json's: snake_case). Another
+   * name is a TypeError naming it; a missing path parameter too. */
+  params?: Record<string, ParamValue>;
+  body?: string | Uint8Array | ArrayBuffer | null;
+  headers?: Record<string, string>;
+  /** Seconds, instead of the client's. */
+  timeout?: number;
+}
+
+export interface CallResult<T = any> {
+  status: number;
+  /** The JSON answer, or its text when it is not JSON; null when empty. */
+  answer: T;
+  headers: Headers;
+}
+
+/** A duration as the API takes it: '30s', '500ms', '5m', '2h', or a number of seconds. */
+export type Duration = string | number;
+
+/** addJob's query parameters in camelCase, and two of its headers. */
+export interface AddOptions {
+  /** When (a Date, or 'YYYY-MM-DD HH:MM:SS' UTC or RFC 3339 text); not with delay. */
+  runAt?: Date | string | null;
+  delay?: Duration | null;
+  /** Recurring: again this long after each run. */
+  period?: Duration | null;
+  maxAttempts?: number | null;
+  timeout?: Duration | null;
+  dedupe?: string | null;
+  /** -10 to 10, smaller runs first. */
+  priority?: number | null;
+  group?: string | null;
+  /** The payload's type, instead of the one the payload's kind gives. */
+  contentType?: string | null;
+  retryBase?: Duration | null;
+  retryMax?: Duration | null;
+  /** With dedupe: how long the finished row keeps the key (up to 30 days). */
+  dedupeFor?: Duration | null;
+  /** Sent as the traceparent header. */
+  traceparent?: string | null;
+  /** Sent as the Idempotency-Key header. */
+  idempotencyKey?: string | null;
+}
+
+/** One line of a jobs:batch request (claimd-workflows(7)). */
+export interface BatchJob {
+  payload?: JsonValue;
+  ref?: string;
+  after?: string[];
+  [option: string]: unknown;
+}
+
+export interface AddBatchOptions {
+  /** A batch (its members counted, a callback): claimd answers its id. */
+  batch?: boolean;
+  description?: string | null;
+  /** Sent as the traceparent header. */
+  traceparent?: string | null;
+}
+
+/** claimd's HTTP API (claimd-api(7)) at baseUrl (http://host:port or https://...), through the
+ * global fetch. An answer other than 2xx throws an HTTPError; a request past its timeout
+ * rejects with a TimeoutError (AbortSignal.timeout). */
+export class Client {
+  constructor(baseUrl: string, options?: ClientOptions);
+  readonly baseUrl: string;
+  readonly token: string | null;
+  readonly timeout: number;
+  /** Any operation by its operationId. */
+  call<T = any>(operationId: OperationId, options?: CallOptions): Promise<CallResult<T>>;
+  /** Adds one job; resolves to its id (with dedupe, the id of the row that holds the key). A
+   * string is sent as text/plain; charset=utf-8, bytes as application/octet-stream, any other
+   * value as JSON (application/json). */
+  add(queue: string, payload?: Payload, options?: AddOptions): Promise<number>;
+  /** Adds many jobs in one transaction (newline-delimited JSON); resolves to claimd's answer,
+   * {jobs: [{id}, ...]} (with batch for a graph or a batch). */
+  addBatch(queue: string, jobs: Iterable<BatchJob>, options?: AddBatchOptions): Promise<any>;
+  /** The row; with wait (at most 60 s), once it is done or dead, or after that long. */
+  job(id: number | bigint | string, options?: { wait?: Duration | null }): Promise<any>;
+  /** Deletes a ready or dead row; a running one is cancelled where it runs. */
+  cancel(id: number | bigint | string): Promise<any>;
+  retry(id: number | bigint | string): Promise<any>;
+  jobs(filters?: Record<string, ParamValue>): Promise<any>;
+  queues(): Promise<any[]>;
+  pause(queue: string): Promise<any>;
+  resume(queue: string): Promise<any>;
+  batch(id: number | bigint | string): Promise<any>;
+  status(): Promise<any>;
+}
 
 /** The package's version: claimd's own. */
 export const version: string;

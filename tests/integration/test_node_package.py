@@ -5,7 +5,8 @@ claimd as a pipe: handler, and enqueueing through mysql2 in the application's ow
 transaction: results, failures with their stack in the log and not in the row, retry later, a
 timeout's cancel through job.signal, progress, a stray console.log, JSON payloads, follow-up
 jobs committed with the outcome (and refused ones failing the run), bin.js with a plain
-function, rollback and commit, a graph, and options refused before any SQL."""
+function, rollback and commit, a graph, options refused before any SQL, and the HTTP API's
+client, its operations held equal to openapi.json's."""
 
 import atexit
 import json
@@ -85,8 +86,8 @@ def project():
     check_eq((meta['type'], meta['types'], meta['license']), ('module', './index.d.ts', licence),
              "package.json: ESM, its types, the project's licence (meson.build)")
     check_eq(sorted(os.listdir(os.path.join(proj, 'node_modules', 'claimd'))),
-             ['README.md', 'bin.js', 'enqueue.js', 'handler.js', 'index.d.ts', 'index.js',
-              'package.json'], 'the files the tarball installs')
+             ['README.md', 'bin.js', 'enqueue.js', 'handler.js', 'http.js', 'index.d.ts',
+              'index.js', 'package.json'], 'the files the tarball installs')
     _project.update(dir=proj, node=node)
     return proj, node
 
@@ -448,6 +449,86 @@ def it_runs_the_example_app(t):
     check_eq(results, [{'mailed': 'a@example.com'}, {'mailed': 'b@example.com'}], 'the results')
     check_eq(db.sql("SELECT payload, priority FROM work_items WHERE queue = 'wrap'"),
              [('{"order":8}', '-1')], 'the gift, and only it, wrapped: a follow-up job')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
+CLIENT = r"""
+import { Client, HTTPError } from 'claimd';
+
+const [url, token] = process.argv.slice(2);
+const c = new Client(url, { token });
+const out = {};
+out.json = await c.add('default', { n: 1 }, { priority: -2, dedupe: 'k1', dedupeFor: '1s',
+                                               retryBase: '1500ms' });
+out.dup = await c.add('default', { n: 2 }, { dedupe: 'k1' });
+out.text = await c.add('default', 'hello', { delay: 0, maxAttempts: 3 });
+out.bytes = await c.add('default', Buffer.from([0xff, 0x00]), { contentType: 'x/y' });
+out.done = (await c.job(out.text, { wait: '20s' })).state;
+out.batch = await c.addBatch('default', [{ ref: 'a', payload: 'x' },
+                                         { after: ['a'], payload: 'y' }], { batch: true });
+out.queues = await c.queues();
+try {
+  await c.add('default', 'x', { priority: 99 });
+} catch (e) {
+  out.refused = [e instanceof HTTPError, e.status, e.message];
+}
+try {
+  await c.call('addJob', { params: { queue: 'default', nope: 1 } });
+} catch (e) {
+  out.unknown = `${e.name}: ${e.message}`;
+}
+try {
+  await new Client(url, { token: 'wrong' }).queues();
+} catch (e) {
+  out.unauthorized = e instanceof HTTPError && e.status;
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def it_speaks_the_http_api_as_openapi_json_describes_it(t):
+    proj, node = project()
+    # The client's table of operations is claimd's openapi.json, operation by operation.
+    r = subprocess.run([node, '--input-type=module', '-e',
+                        "import { OPERATIONS } from 'claimd'; console.log(JSON.stringify("
+                        "Object.fromEntries(Object.entries(OPERATIONS).map(([k, [m, p, q]]) => "
+                        "[k, [m, p, [...q].sort()]]))))"],
+                       capture_output=True, text=True, timeout=60, cwd=proj)
+    check_eq(r.returncode, 0, f'OPERATIONS from the project: {r.stderr[-2000:]}')
+    theirs = json.loads(r.stdout)
+    with open(os.path.join(SRC, '..', 'console', 'openapi.json')) as f:
+        spec = json.load(f)
+    ours = {}
+    for path, item in spec['paths'].items():
+        for method, op in item.items():
+            if method in ('get', 'post', 'put', 'delete', 'patch'):
+                ours[op['operationId']] = [method.upper(), path, sorted(
+                    p['name'] for p in op.get('parameters', []) if p['in'] == 'query')]
+    check_eq(theirs, ours, "the client's operations are openapi.json's")
+    db = t.database()
+    c = t.claimd(db, '--workers', '1', '--handler', 'noop', '--http', '127.0.0.1:0')
+    c.wait_ready()
+    client = write(proj, 'client.mjs', CLIENT)
+    r = subprocess.run([node, client, c.http_url(), c.http_token()], capture_output=True,
+                       text=True, timeout=90, cwd=proj)
+    check_eq(r.returncode, 0, f'the client: {r.stderr[-2000:]}')
+    out = json.loads(r.stdout)
+    check_eq(out['done'], 'done', 'a job added and waited for')
+    check_eq(out['dup'], out['json'], "a dedupe key held: the holder's id")
+    check_eq(list(db.row(out['json'], 'priority, content_type, dedupe_for_s, retry_base_ms')),
+             ['-2', 'application/json', '1', '1500'],
+             'its options (priority, dedupeFor, retryBase) and type in the row')
+    check_eq(list(db.row(out['text'], 'content_type, max_attempts, payload')),
+             ['text/plain; charset=utf-8', '3', 'hello'], 'text, and maxAttempts')
+    check_eq(list(db.row(out['bytes'], 'content_type, HEX(payload)')), ['x/y', 'FF00'],
+             'bytes, and contentType')
+    check(out['batch'].get('batch') and len(out['batch']['jobs']) == 2,
+          f"a batch: {out['batch']}")
+    check(isinstance(out['queues'], list), f"the queues: {out['queues']}")
+    check(out['refused'][:2] == [True, 400] and 'priority' in out['refused'][2],
+          f"a refusal is an HTTPError naming what: {out['refused']}")
+    check_eq(out['unknown'], 'TypeError: addJob takes no nope', 'an unknown parameter')
+    check_eq(out['unauthorized'], 401, 'a wrong token')
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
