@@ -5,7 +5,9 @@
  *   free slot; a timeout stops its item alone (SIGKILL after the grace to one that ignores
  *   SIGTERM); stop_all releases what runs and withdraw hands back what waits, newest first; an
  *   item is not started once the lease has lapsed; a process that cannot be started fails its
- *   item alone; the result on stdout and the stderr tail in the error.
+ *   item alone; the result on stdout and the stderr tail in the error; the jobs a run adds on
+ *   its descriptor 3 (CLAIMD_ENQUEUE_FD), passed on only when it exits 0, at most 1 MiB, and
+ *   not waited for past the settle time when a process it started holds the descriptor.
  *   pipe: (concurrency 8, tests/pipe_concurrent.py) eight requests outstanding at once on one
  *   co-process, answered out of order and matched by id, progress by id; a timed-out item's
  *   cancel answered in the grace (the co-process lives on) or not (it is stopped, the others
@@ -39,6 +41,8 @@ struct done_rec {
 	int status;
 	char error[HANDLER_ERR_MAX + 1];
 	char result[128];
+	bool has_enqueue;           /* res->enqueue was not NULL */
+	char enqueue[128];
 	uint64_t at_ns;
 };
 
@@ -92,6 +96,9 @@ static void on_done(void *data, struct handler_job *job, const struct handler_re
 	snprintf(d->error, sizeof(d->error), "%s", res->error);
 	snprintf(d->result, sizeof(d->result), "%.*s", (int)(res->result_len < 127 ?
 		 res->result_len : 127), res->result ? (const char *)res->result : "");
+	d->has_enqueue = res->enqueue != NULL;
+	snprintf(d->enqueue, sizeof(d->enqueue), "%.*s", (int)(res->enqueue_len < 127 ?
+		 res->enqueue_len : 127), res->enqueue ? res->enqueue : "");
 }
 
 static void on_progress(void *data, struct handler_job *job, const char *json, size_t len)
@@ -127,6 +134,8 @@ static void t_open(struct t *t, uv_loop_t *loop, const char *kind, unsigned conc
 	snprintf(t->log, sizeof(t->log), "%s/case%u.log", tmp, ++cases);
 	if (!strcmp(kind, "exec"))
 		snprintf(spec, sizeof(spec), "exec:/bin/sh %s/exec_item.sh %s", tests_dir, t->log);
+	else if (!strcmp(kind, "exec_enqueue"))
+		snprintf(spec, sizeof(spec), "exec:/bin/sh %s/exec_enqueue.sh", tmp);
 	else
 		snprintf(spec, sizeof(spec), "pipe:%s %s/pipe_concurrent.py %s", python, tests_dir,
 			 t->log);
@@ -560,6 +569,69 @@ static void exec_result_and_stderr(uv_loop_t *loop)
 	t_close(&t, name);
 }
 
+/* An exec: handler that writes jobs to its descriptor 3 as its payload says, after checking
+ * that CLAIMD_ENQUEUE_FD names it and that it has no other descriptor from 4 to 9. */
+static const char exec_enqueue_sh[] =
+	"read -r what\n"
+	"[ \"$CLAIMD_ENQUEUE_FD\" = 3 ] || { echo \"CLAIMD_ENQUEUE_FD='$CLAIMD_ENQUEUE_FD'\" >&2; "
+	"exit 9; }\n"
+	"for n in 4 5 6 7 8 9; do\n"
+	"\t[ ! -e /proc/$$/fd/$n ] || { echo \"descriptor $n is open\" >&2; exit 8; }\n"
+	"done\n"
+	"case $what in\n"
+	"two) echo '{\"payload\":{\"n\":1}}' >&3; echo '{\"queue\":\"mail\",\"payload\":2}' >&3 ;;\n"
+	"fail) echo '{\"payload\":{\"n\":1}}' >&3; echo 'exec_enqueue: failing' >&2; exit 1 ;;\n"
+	"big) head -c 1100000 /dev/zero | tr '\\0' x >&3 ;;\n"
+	"blank) echo >&3 ;;\n"
+	"linger) printf '{\"payload\":3}' >&3; sleep 4 </dev/null >/dev/null 2>&1 & ;;\n"
+	"esac\n";
+
+/* The jobs a run adds (its descriptor 3): both lines of one that exits 0 (an incomplete last
+ * line too), none of one that exits 1 or writes blank lines only, over 1 MiB fails it; a
+ * process it left holding the descriptor does not hold the item past the settle time. */
+static void exec_enqueue_on_descriptor_3(uv_loop_t *loop)
+{
+	static const struct {
+		const char *payload;
+		int status;
+		const char *error, *enqueue;   /* enqueue NULL: res->enqueue NULL */
+	} cases_[] = {
+		{ "two", HANDLER_OK, "", "{\"payload\":{\"n\":1}}\n{\"queue\":\"mail\",\"payload\":2}\n" },
+		{ "fail", HANDLER_FAILED, "exit status 1: exec_enqueue: failing\n", NULL },
+		{ "big", HANDLER_FAILED, "its descriptor 3 (the jobs it adds) was 1100000 bytes, over "
+		  "the 1048576-byte limit", NULL },
+		{ "blank", HANDLER_OK, "", NULL },
+		{ "linger", HANDLER_OK, "", "{\"payload\":3}" },
+	};
+	const char *name = "exec_enqueue_on_descriptor_3";
+	size_t n = sizeof(cases_) / sizeof(cases_[0]);
+	char path[300];
+	FILE *f;
+	struct t t;
+
+	snprintf(path, sizeof(path), "%s/exec_enqueue.sh", tmp);
+	f = fopen(path, "w");
+	CHECK(f && fputs(exec_enqueue_sh, f) >= 0 && fclose(f) == 0, "%s: cannot write %s", name,
+	      path);
+	t_open(&t, loop, "exec_enqueue", 4, false);
+	for (size_t i = 0; i < n; i++)
+		t_submit(&t, cases_[i].payload, 20000);
+	CHECK(run_until(&t, dones_at_least, (long)n, 10000), "%s: all done", name);
+	for (size_t i = 0; i < n; i++) {
+		const struct done_rec *d = done_of(&t, i + 1);
+		const char *want = cases_[i].enqueue;
+		CHECK(d && d->status == cases_[i].status && !strcmp(d->error, cases_[i].error) &&
+		      d->has_enqueue == (want != NULL) && !strcmp(d->enqueue, want ? want : ""),
+		      "%s: '%s': %d '%s' enqueue '%s'", name, cases_[i].payload, d ? d->status : -1,
+		      d ? d->error : "", d ? d->enqueue : "");
+	}
+	/* Its sleep holds descriptor 3 for 4 s: the run is over at the settle time after its
+	 * exit all the same. */
+	CHECK(took_ms(&t, n) >= 0 && took_ms(&t, n) < 3000, "%s: 'linger' took %.0f ms", name,
+	      took_ms(&t, n));
+	t_close(&t, name);
+}
+
 static void exec_tests(uv_loop_t *loop)
 {
 	exec_runs_four_at_once_and_queues_the_fifth(loop);
@@ -568,6 +640,7 @@ static void exec_tests(uv_loop_t *loop)
 	exec_lapsed_lease_starts_nothing(loop);
 	exec_start_failure_fails_the_item(loop);
 	exec_result_and_stderr(loop);
+	exec_enqueue_on_descriptor_3(loop);
 }
 
 /* ---- pipe: ---- */

@@ -169,16 +169,40 @@ static void on_guard_orphaned(int sig)
 	_exit(128 + sig);
 }
 
+_Static_assert(PROC_CHANNEL_FD == 3, "guard_descriptors places the channel at fd[3]");
+
+/* The handler's descriptors 0..3 from the pipes' ends in fd[0..3] (-1: 1 stays the caller's,
+ * 3 is not made), and no other. Each end is moved above them first: an end may itself be one
+ * of 0..3 (with the caller's 0 closed, say), and a dup2 must neither land on an end not placed
+ * yet nor be onto itself (which would keep its close-on-exec; a dup2 onto another number
+ * clears it). Returns 0 or -1. */
+static int guard_descriptors(const int fd[4])
+{
+	int high[4], i;
+
+	for (i = 0; i < 4; i++) {
+		high[i] = fd[i] < 0 ? -1 : fcntl(fd[i], F_DUPFD_CLOEXEC, 10);
+		if (fd[i] >= 0 && high[i] < 0)
+			return -1;
+	}
+	for (i = 0; i < 4; i++)
+		if (high[i] >= 0 && dup2(high[i], i) < 0)
+			return -1;
+	for (i = fd[3] < 0 ? 3 : 4; i < 1024; i++)
+		close(i);
+	return 0;
+}
+
 /* The guard: leads the handler's process group, waits for the handler and exits the same way
  * it did. When the worker dies, however it dies, the kernel signals the guard (parent-death
  * signal), and the guard kills the whole group, so nothing the handler started outlives the
  * worker. It ignores SIGTERM, so a SIGTERM to the group reaches the handler and the guard
- * stays to report how the handler ended. */
-static void guard_run(char *const argv[], char *const envp[], int in_fd, int out_fd,
-		      int err_fd, pid_t worker, const struct proc_user *as)
+ * stays to report how the handler ended. fd: the handler's 0..3 (guard_descriptors). */
+static void guard_run(char *const argv[], char *const envp[], const int fd[4], pid_t worker,
+		      const struct proc_user *as)
 {
 	sigset_t none;
-	int fd, status;
+	int null, status;
 	pid_t h, r;
 
 	/* Its own group first: until then it is in its worker's group, the supervisor's, and
@@ -194,23 +218,23 @@ static void guard_run(char *const argv[], char *const envp[], int in_fd, int out
 	signal(SIGPIPE, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_IGN);
-	if (dup2(in_fd, 0) < 0 || dup2(err_fd, 2) < 0 || (out_fd >= 0 && dup2(out_fd, 1) < 0))
+	if (guard_descriptors(fd) < 0)
 		_exit(127);
-	for (fd = 3; fd < 1024; fd++)
-		close(fd);
 	h = fork();
 	if (h < 0)
 		_exit(127);
 	if (h == 0)
 		handler_exec(argv, envp, getppid(), as);
 	/* Our copies of the pipes would keep them open after the handler is gone. */
-	fd = open("/dev/null", O_RDWR);
-	dup2(fd, 0);
-	dup2(fd, 2);
-	if (out_fd >= 0)
-		dup2(fd, 1);
-	if (fd > 2)
-		close(fd);
+	if (fd[3] >= 0)
+		close(PROC_CHANNEL_FD);
+	null = open("/dev/null", O_RDWR);
+	dup2(null, 0);
+	dup2(null, 2);
+	if (fd[1] >= 0)
+		dup2(null, 1);
+	if (null > 2)
+		close(null);
 	do
 		r = waitpid(h, &status, 0);
 	while (r < 0 && errno == EINTR);
@@ -238,43 +262,48 @@ static int nonblock(int fd)
 	return fd;
 }
 
-int proc_spawn_io(char *const argv[], char *const envp[], bool pipe_stdout,
+int proc_spawn_io(char *const argv[], char *const envp[], unsigned flags,
 		  const struct proc_user *as, struct proc_child *ret)
 {
-	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, chan[2] = { -1, -1 };
+	bool pipe_stdout = flags & PROC_SPAWN_STDOUT, channel = flags & PROC_SPAWN_CHANNEL;
 	pid_t parent = getpid(), pid;
 	int r;
 
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
-	    (pipe_stdout && pipe2(out, O_CLOEXEC) < 0))
+	    (pipe_stdout && pipe2(out, O_CLOEXEC) < 0) || (channel && pipe2(chan, O_CLOEXEC) < 0))
 		goto fail;
 	pid = fork();
 	if (pid < 0)
 		goto fail;
 	if (pid == 0)
-		guard_run(argv, envp, in[0], out[1], err[1], parent, as);
+		guard_run(argv, envp, (const int[4]){ in[0], out[1], err[1], chan[1] }, parent, as);
 	/* Also set the group from the parent side: no race with an early kill of the group. */
 	setpgid(pid, pid);
 	close(in[0]);
 	close(err[1]);
 	if (pipe_stdout)
 		close(out[1]);
+	if (channel)
+		close(chan[1]);
 	ret->pid = pid;
 	ret->stdin_fd = nonblock(in[1]);
 	ret->stderr_fd = nonblock(err[0]);
 	ret->stdout_fd = pipe_stdout ? nonblock(out[0]) : -1;
+	ret->channel_fd = channel ? nonblock(chan[0]) : -1;
 	return 0;
 fail:
 	r = -errno;
 	close_pair(in);
 	close_pair(out);
 	close_pair(err);
+	close_pair(chan);
 	return r;
 }
 
 int proc_spawn(char *const argv[], char *const envp[], struct proc_child *ret)
 {
-	return proc_spawn_io(argv, envp, false, NULL, ret);
+	return proc_spawn_io(argv, envp, 0, NULL, ret);
 }
 
 int proc_kill_group(pid_t pid, int sig)

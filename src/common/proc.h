@@ -41,10 +41,17 @@ int proc_stop_signal_wake(pthread_t t);
 
 struct proc_child {
 	pid_t pid;
-	int stdin_fd;   /* write end of the child's stdin, non-blocking, close-on-exec */
-	int stderr_fd;  /* read end of the child's stderr, non-blocking, close-on-exec */
-	int stdout_fd;  /* read end of its stdout (proc_spawn_io with pipe_stdout), else -1 */
+	int stdin_fd;    /* write end of the child's stdin, non-blocking, close-on-exec */
+	int stderr_fd;   /* read end of the child's stderr, non-blocking, close-on-exec */
+	int stdout_fd;   /* read end of its stdout (PROC_SPAWN_STDOUT), else -1 */
+	int channel_fd;  /* read end of its channel (PROC_SPAWN_CHANNEL), else -1 */
 };
+
+/* proc_spawn_io's flags. */
+#define PROC_SPAWN_STDOUT 0x1u   /* the handler's stdout is a new pipe, not inherited */
+#define PROC_SPAWN_CHANNEL 0x2u  /* its descriptor PROC_CHANNEL_FD is the write end of a new
+				  * pipe (a channel besides stdout: exec:'s follow-up jobs) */
+#define PROC_CHANNEL_FD 3
 
 #define PROC_GROUPS_MAX 256   /* supplementary groups of a user processes are started as */
 
@@ -75,11 +82,13 @@ bool proc_can_switch_user(void);
  * status 127 with the reason on its stderr. */
 int proc_spawn(char *const argv[], char *const envp[], struct proc_child *ret);
 
-/* proc_spawn, and with pipe_stdout the handler's stdout is a new pipe too (ret->stdout_fd,
- * non-blocking, close-on-exec) instead of inherited; with as (not NULL) the handler runs as
- * that user (its groups, gid and uid set before the exec; the guard stays the caller's, to
- * report and to kill the group). A failure to become it shows as an exec failure. */
-int proc_spawn_io(char *const argv[], char *const envp[], bool pipe_stdout,
+/* proc_spawn, and with PROC_SPAWN_STDOUT in flags the handler's stdout is a new pipe too
+ * (ret->stdout_fd) instead of inherited; with PROC_SPAWN_CHANNEL its descriptor
+ * PROC_CHANNEL_FD is the write end of another (ret->channel_fd), else it has none (both read
+ * ends non-blocking and close-on-exec); with as (not NULL) the handler runs as that user (its
+ * groups, gid and uid set before the exec; the guard stays the caller's, to report and to
+ * kill the group). A failure to become it shows as an exec failure. */
+int proc_spawn_io(char *const argv[], char *const envp[], unsigned flags,
 		  const struct proc_user *as, struct proc_child *ret);
 
 /* Send sig to the process group whose id is pid (a process proc_spawn started leads its own

@@ -9,6 +9,8 @@
  *                      CLAIMD_DEADLINE_MS (ms the handler has), CLAIMD_SEQ, CLAIMD_GROUP (when
  *                      the item has a group), CLAIMD_ENQUEUED_AT (ISO 8601 UTC, when known)
  *                      and CLAIMD_CONTENT_TYPE (when the row has one) in its environment,
+ *                      descriptor 3 (CLAIMD_ENQUEUE_FD) a pipe for the jobs it adds, a line
+ *                      each (handler_job.h: enqueue),
  *                      stdout inherited (with exec_result: read, at most HANDLER_RESULT_MAX
  *                      bytes, as the result; more fails the item), the tail of stderr kept
  *                      for last_error. Exit 0 is success. Each process runs in its own process

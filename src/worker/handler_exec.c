@@ -3,9 +3,11 @@
  * inside submit, whenever fewer than the concurrency run. A run's process is a child
  * (common/child.h): its exit, its stderr tail and stopping it (at the item's timeout or a
  * stop: SIGTERM to its group, SIGKILL after the kill grace) are child's; a run adds the
- * payload written to its stdin, its stdout read as the result (exec_result) and the item's
- * timer. A run holds its slot (its scoreboard entry) until its process is gone, which is when
- * its result is reported; its memory lives until its handles are closed. Does not log. */
+ * payload written to its stdin, its stdout read as the result (exec_result), its channel (a
+ * pipe on its descriptor 3, CLAIMD_ENQUEUE_FD) read as the jobs it adds (a job line each:
+ * follow-up jobs, passed on only when it exits 0) and the item's timer. A run holds its slot
+ * (its scoreboard entry) until its process is gone, which is when its result is reported; its
+ * memory lives until its handles are closed. Does not log. */
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -19,7 +21,10 @@
 #include "worker/handler_kind.h"
 #include "worker/handler_util.h"
 
-#define STDERR_SETTLE_MS 200   /* after its exit: how long to wait for stderr's EOF */
+/* After its exit: how long to wait for EOF on its stderr, stdout and channel (a process it
+ * started may hold them open: then the run goes on with what came). */
+#define STDERR_SETTLE_MS 200
+#define EXEC_ENQUEUE_MAX (1024u * 1024)   /* bytes a run writes to its channel (as so:'s) */
 
 struct exec;
 
@@ -31,16 +36,26 @@ enum run_stop {
 	RUN_STOP_CANCEL,     /* handler_cancel: HANDLER_FAILED */
 };
 
+/* A pipe a run reads from its process to EOF: its stdout (the result) or its channel (the
+ * jobs it adds). The first max bytes are kept, the rest counted (and read, so that the
+ * process is not stuck writing). */
+struct sink {
+	uv_pipe_t pipe;
+	struct run *run;
+	char *buf;               /* grown as bytes come, to max at most */
+	size_t len, cap, max;
+	uint64_t bytes;          /* all that came */
+	bool open, eof, nomem;   /* open: pipe is initialised (a handle of the run's) */
+};
+
 /* One running process. */
 struct run {
 	struct exec *e;          /* NULL once its handler let go of it */
 	struct handler_job *job;
 	struct child *child;
-	uv_pipe_t in, out;       /* out: its stdout, with exec_result */
-	unsigned char *result;   /* what came on stdout, HANDLER_RESULT_MAX bytes at most */
-	size_t result_len;
-	uint64_t stdout_bytes;
-	bool has_out, out_eof;
+	uv_pipe_t in;
+	struct sink out;         /* its stdout, with exec_result */
+	struct sink chan;        /* its channel */
 	uv_timer_t timer;        /* the item's timeout */
 	uv_write_t wreq;
 	int open_handles;
@@ -71,14 +86,26 @@ static int exec_check(const char *arg, char *err, size_t errlen)
 
 /* ---- one run ---- */
 
-static void on_run_closed(uv_handle_t *hd)
+/* One of run's handles is closed: the last frees it. */
+static void run_closed(struct run *run)
 {
-	struct run *run = hd->data;
-
 	if (--run->open_handles == 0) {
-		free(run->result);
+		free(run->out.buf);
+		free(run->chan.buf);
 		free(run);
 	}
+}
+
+static void on_run_closed(uv_handle_t *hd)
+{
+	run_closed(hd->data);
+}
+
+static void on_sink_closed(uv_handle_t *hd)
+{
+	const struct sink *k = hd->data;
+
+	run_closed(k->run);
 }
 
 /* The run is over: its slot is free, it lets go of its process and handles, and is freed once
@@ -97,14 +124,38 @@ static void run_end(struct run *run)
 	child_free(run->child);
 	if (!uv_is_closing((uv_handle_t *)&run->in))
 		uv_close((uv_handle_t *)&run->in, on_run_closed);
-	if (run->has_out && !uv_is_closing((uv_handle_t *)&run->out))
-		uv_close((uv_handle_t *)&run->out, on_run_closed);
+	if (run->out.open && !uv_is_closing((uv_handle_t *)&run->out.pipe))
+		uv_close((uv_handle_t *)&run->out.pipe, on_sink_closed);
+	if (run->chan.open && !uv_is_closing((uv_handle_t *)&run->chan.pipe))
+		uv_close((uv_handle_t *)&run->chan.pipe, on_sink_closed);
 	uv_close((uv_handle_t *)&run->timer, on_run_closed);
+}
+
+/* Whether k lost bytes it was to keep (more than its max came, or no memory for them): what
+ * then says so, naming k as name. */
+static bool sink_lost(const struct sink *k, const char *name, char *what, size_t whatlen)
+{
+	if (k->bytes > k->max)
+		snprintf(what, whatlen, "%s was %llu bytes, over the %zu-byte limit", name,
+			 (unsigned long long)k->bytes, k->max);
+	else if (k->nomem)
+		snprintf(what, whatlen, "%s: out of memory for it", name);
+	return k->bytes > k->max || k->nomem;
+}
+
+/* Whether its channel holds a job line: blank lines alone add nothing (and are no error). */
+static bool chan_has_lines(const struct sink *k)
+{
+	for (size_t i = 0; i < k->len; i++)
+		if (k->buf[i] != '\n' && k->buf[i] != '\r')
+			return true;
+	return false;
 }
 
 static void build_result(const struct run *run, struct handler_result *res)
 {
 	int status = child_status(run->child);
+	bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	char what[160];
 
 	memset(res, 0, sizeof(*res));
@@ -118,17 +169,20 @@ static void build_result(const struct run *run, struct handler_result *res)
 	} else if (run->stop == RUN_STOP_TIMEOUT) {
 		res->status = HANDLER_TIMEOUT;
 		snprintf(what, sizeof(what), "timed out after %u ms, killed", run->job->timeout_ms);
-	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-		   run->stdout_bytes > HANDLER_RESULT_MAX) {
+	} else if (ok && (sink_lost(&run->out, "its stdout (the result)", what, sizeof(what)) ||
+			  sink_lost(&run->chan, "its descriptor 3 (the jobs it adds)", what,
+				    sizeof(what)))) {
 		res->status = HANDLER_FAILED;
-		snprintf(what, sizeof(what), "its stdout (the result) was %llu bytes, over the %u-byte "
-			 "limit", (unsigned long long)run->stdout_bytes, HANDLER_RESULT_MAX);
-	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+	} else if (ok) {
 		res->status = HANDLER_OK;
-		if (run->result_len > 0) {
-			res->result = run->result;
-			res->result_len = run->result_len;
+		if (run->out.len > 0) {
+			res->result = (const unsigned char *)run->out.buf;
+			res->result_len = run->out.len;
 			res->result_type = "application/octet-stream";
+		}
+		if (chan_has_lines(&run->chan)) {
+			res->enqueue = run->chan.buf;
+			res->enqueue_len = run->chan.len;
 		}
 		return;
 	} else {
@@ -154,51 +208,71 @@ static void on_gone(struct child *c)
 	kick(e);
 }
 
-static void on_out_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
+static void on_sink_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
 {
 	static char scratch[65536];
 
 	*buf = uv_buf_init(scratch, sizeof(scratch));
 }
 
-/* Its stdout, with exec_result: the first HANDLER_RESULT_MAX bytes are kept, the rest
- * counted (and read, so that it is not stuck writing). */
-static void on_out_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+/* n more bytes came on k: kept while it has room under its max. */
+static void sink_take(struct sink *k, const char *p, size_t n)
 {
-	struct run *run = s->data;
+	size_t take = n < k->max - k->len ? n : k->max - k->len, cap = k->cap ? k->cap : 4096;
+	char *more;
+
+	k->bytes += n;
+	if (take == 0 || k->nomem)
+		return;
+	if (k->len + take > k->cap) {
+		while (cap < k->len + take)
+			cap *= 2;
+		cap = cap < k->max ? cap : k->max;
+		if (!(more = realloc(k->buf, cap))) {
+			k->nomem = true;
+			return;
+		}
+		k->buf = more;
+		k->cap = cap;
+	}
+	memcpy(k->buf + k->len, p, take);
+	k->len += take;
+}
+
+static void on_sink_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct sink *k = s->data;
 
 	if (nread > 0) {
-		size_t room = HANDLER_RESULT_MAX - run->result_len;
-		size_t take = (size_t)nread < room ? (size_t)nread : room;
-		if (take > 0) {
-			if (!run->result)
-				run->result = malloc(HANDLER_RESULT_MAX);
-			if (run->result) {
-				memcpy(run->result + run->result_len, buf->base, take);
-				run->result_len += take;
-			}
-		}
-		run->stdout_bytes += (uint64_t)nread;
-	} else if (nread < 0 && !run->out_eof) {
-		run->out_eof = true;
+		sink_take(k, buf->base, (size_t)nread);
+	} else if (nread < 0 && !k->eof) {
+		k->eof = true;
 		uv_read_stop(s);
-		child_release(run->child);
+		child_release(k->run->child);
 	}
 }
 
-/* Read its stdout until EOF (the run is over only then). Returns 0 or a libuv error. */
-static int run_watch_stdout(struct run *run, int stdout_fd)
+/* Read fd into k, keeping max bytes, until EOF: the run is over only then (or once the settle
+ * wait after its exit is over). Returns 0 or a libuv error (fd closed). */
+static int sink_watch(uv_loop_t *loop, struct run *run, struct sink *k, int fd, size_t max)
 {
-	int r = uv_pipe_open(&run->out, stdout_fd);
+	int r;
 
+	k->run = run;
+	k->max = max;
+	uv_pipe_init(loop, &k->pipe, 0);
+	k->pipe.data = k;
+	k->open = true;
+	run->open_handles++;
+	r = uv_pipe_open(&k->pipe, fd);
 	if (r < 0) {
-		close(stdout_fd);
+		close(fd);
 		return r;
 	}
 	child_hold(run->child);
-	r = uv_read_start((uv_stream_t *)&run->out, on_out_alloc, on_out_read);
+	r = uv_read_start((uv_stream_t *)&k->pipe, on_sink_alloc, on_sink_read);
 	if (r < 0) {
-		run->out_eof = true;
+		k->eof = true;
 		child_release(run->child);
 	}
 	return r;
@@ -253,14 +327,13 @@ static void run_watch(struct exec *e, struct run *run, const struct proc_child *
 	uv_timer_init(e->env.loop, &run->timer);
 	run->in.data = run->timer.data = run->wreq.data = run;
 	run->open_handles = 2;
-	if (e->env.exec_result) {
-		uv_pipe_init(e->env.loop, &run->out, 0);
-		run->out.data = run;
-		run->has_out = true;
-		run->open_handles++;
-		if (run_watch_stdout(run, pc->stdout_fd) < 0)
-			child_kill(run->child);  /* unwatched stdout: it must not run */
-	}
+	/* An unwatched stdout or channel: it must not run (it could block writing to it). */
+	if (e->env.exec_result &&
+	    sink_watch(e->env.loop, run, &run->out, pc->stdout_fd, HANDLER_RESULT_MAX) < 0)
+		child_kill(run->child);
+	if (pc->channel_fd >= 0 &&
+	    sink_watch(e->env.loop, run, &run->chan, pc->channel_fd, EXEC_ENQUEUE_MAX) < 0)
+		child_kill(run->child);
 	if (run_feed(run, pc->stdin_fd) < 0)
 		child_kill(run->child);  /* it runs without its stdin: the result says how it ended */
 	if (uv_timer_start(&run->timer, on_timeout, run->job->timeout_ms, 0) < 0)
@@ -271,7 +344,9 @@ static void run_watch(struct exec *e, struct run *run, const struct proc_child *
 static int run_start(struct exec *e, struct handler_job *job)
 {
 	struct child_opts opts = { .group = true, .settle_ms = STDERR_SETTLE_MS, .on_gone = on_gone };
-	struct proc_child pc = { .pid = 0, .stdin_fd = -1, .stderr_fd = -1, .stdout_fd = -1 };
+	struct proc_child pc = { .pid = 0, .stdin_fd = -1, .stderr_fd = -1, .stdout_fd = -1,
+				 .channel_fd = -1 };
+	unsigned io = PROC_SPAWN_CHANNEL | (e->env.exec_result ? PROC_SPAWN_STDOUT : 0);
 	struct handler_util_env env;
 	struct run *run = calloc(1, sizeof(*run));
 	int slot, r;
@@ -286,9 +361,9 @@ static int run_start(struct exec *e, struct handler_job *job)
 	job->kslot = (unsigned)slot;
 	job->kstarted_ns = uv_hrtime();
 	job->deadline_ms = handler_util_now_ms() + job->timeout_ms;
-	r = handler_util_env(job, &env);
+	r = handler_util_env(job, PROC_CHANNEL_FD, &env);
 	if (r == 0) {
-		r = proc_spawn_io(e->args.argv, env.vars, e->env.exec_result, e->env.as, &pc);
+		r = proc_spawn_io(e->args.argv, env.vars, io, e->env.as, &pc);
 		handler_util_env_free(&env);
 	}
 	opts.stderr_fd = pc.stderr_fd;
@@ -298,6 +373,8 @@ static int run_start(struct exec *e, struct handler_job *job)
 		close(pc.stdin_fd);
 		if (pc.stdout_fd >= 0)
 			close(pc.stdout_fd);
+		if (pc.channel_fd >= 0)
+			close(pc.channel_fd);
 	}
 	if (r < 0) {
 		handler_util_slot_put(&e->slots, (unsigned)slot);

@@ -97,7 +97,8 @@ static int add_job_vars(struct handler_util_env *e, size_t *k, const struct hand
 	return r < 0 ? -ENOMEM : 0;
 }
 
-int handler_util_env(const struct handler_job *job, struct handler_util_env *ret)
+int handler_util_env(const struct handler_job *job, int enqueue_fd,
+		     struct handler_util_env *ret)
 {
 	struct handler_util_env e;
 	size_t n = 0, k = 0;
@@ -112,7 +113,8 @@ int handler_util_env(const struct handler_job *job, struct handler_util_env *ret
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(environ[i], "CLAIMD_", 7) != 0 && strncmp(environ[i], "TRACEPARENT=", 12))
 			e.vars[k++] = environ[i];
-	if (job && add_job_vars(&e, &k, job) < 0) {
+	if ((job && add_job_vars(&e, &k, job) < 0) ||
+	    (enqueue_fd >= 0 && add_var(&e, &k, "CLAIMD_ENQUEUE_FD=%d", enqueue_fd) < 0)) {
 		handler_util_env_free(&e);
 		return -ENOMEM;
 	}

@@ -11,7 +11,7 @@
 #include "worker/handler_job.h"
 
 #define HANDLER_UTIL_MAX_ARGS 64
-#define HANDLER_UTIL_ENV_OWN 11
+#define HANDLER_UTIL_ENV_OWN 12
 
 /* A command split on spaces and tabs (no shell, no quoting). */
 struct handler_util_argv {
@@ -29,7 +29,8 @@ void handler_util_argv_free(struct handler_util_argv *a);
  * password among them), plus, with job, CLAIMD_ITEM_ID, CLAIMD_QUEUE, CLAIMD_ATTEMPT,
  * CLAIMD_MAX_ATTEMPTS, CLAIMD_DEADLINE_MS (ms left), CLAIMD_SEQ, CLAIMD_GROUP (when the item
  * has one), CLAIMD_ENQUEUED_AT (ISO 8601 UTC, when known) and CLAIMD_CONTENT_TYPE (when
- * the row has one). */
+ * the row has one), and with enqueue_fd >= 0 CLAIMD_ENQUEUE_FD (the descriptor the child
+ * writes the jobs its run adds to: exec:'s). */
 struct handler_util_env {
 	char **vars;
 	char *own[HANDLER_UTIL_ENV_OWN];
@@ -37,7 +38,8 @@ struct handler_util_env {
 };
 
 /* Returns 0 or -ENOMEM (nothing to free then). */
-int handler_util_env(const struct handler_job *job, struct handler_util_env *ret);
+int handler_util_env(const struct handler_job *job, int enqueue_fd,
+		     struct handler_util_env *ret);
 void handler_util_env_free(struct handler_util_env *e);
 
 /* res->error = "what" or "what: <tail of the child's stderr>" (t may be NULL), cut to fit. */

@@ -295,7 +295,8 @@ int pipe_coproc_start(uv_loop_t *loop, struct child_reaper *reaper, char *const 
 {
 	struct child_opts opts = { .group = true, .settle_ms = SETTLE_MS, .on_gone = on_child_gone,
 				   .on_stderr = on_child_stderr };
-	struct proc_child pc = { .pid = 0, .stdin_fd = -1, .stderr_fd = -1, .stdout_fd = -1 };
+	struct proc_child pc = { .pid = 0, .stdin_fd = -1, .stderr_fd = -1, .stdout_fd = -1,
+				 .channel_fd = -1 };
 	struct handler_util_env env;
 	struct pipe_coproc *cp = calloc(1, sizeof(*cp));
 	int r = -ENOMEM;
@@ -303,9 +304,9 @@ int pipe_coproc_start(uv_loop_t *loop, struct child_reaper *reaper, char *const 
 	if (!cp)
 		return r;
 	cp->hooks = *hooks;
-	r = handler_util_env(NULL, &env);
+	r = handler_util_env(NULL, -1, &env);
 	if (r == 0) {
-		r = proc_spawn_io(argv, env.vars, true, as, &pc);
+		r = proc_spawn_io(argv, env.vars, PROC_SPAWN_STDOUT, as, &pc);
 		handler_util_env_free(&env);
 	}
 	opts.stderr_fd = pc.stderr_fd;

@@ -330,5 +330,36 @@ def it_adds_each_follow_up_exactly_once_through_a_kill_storm(t):
     check_eq([p for p, k in per.items() if k != 1], [], 'none twice')
 
 
+# An exec: handler: its follow-ups are lines on its descriptor 3 (CLAIMD_ENQUEUE_FD), the
+# last one here without its newline; "fail" writes one and exits 1.
+EXEC_FOLLOWUPS = r'''
+read -r what
+echo "{\"queue\":\"fu\",\"payload\":{\"parent\":$CLAIMD_ITEM_ID,\"n\":1}}" >&"$CLAIMD_ENQUEUE_FD"
+printf '{"queue":"fu","payload":{"parent":%s,"n":2}}' "$CLAIMD_ITEM_ID" >&3
+if [ "$what" = fail ]; then echo "failing as asked" >&2; exit 1; fi
+'''
+
+
+def it_adds_follow_ups_from_an_exec_handler(t):
+    db = t.database()
+    path = t.script(EXEC_FOLLOWUPS, lang='bash', name='exec.sh')
+    # Both rows before claimd runs: insert_item reads the new id as the rows after the
+    # highest, and follow-ups added meanwhile would be among them.
+    ok = db.insert_item('ok')
+    failing = db.insert_item('fail', max_attempts=1)
+    c = t.claimd(db, '--workers', '1', '--handler', f'exec:{path}')
+    c.wait_ready()
+    done(db, [ok, failing])
+    state, _, err = db.row(ok)
+    check_eq((state, err), ('done', None), 'the run that writes its jobs to fd 3 is done')
+    check_eq([x['payload'] for x in followups(db, ok)], [{'parent': ok, 'n': 1},
+                                                         {'parent': ok, 'n': 2}],
+             'its two jobs, in order (the last line without its newline too)')
+    state, _, err = db.row(failing)
+    check(state == 'dead' and 'exit status 1' in (err or ''),
+          f'one that writes its jobs and exits 1 fails: {state} {err!r}')
+    check_eq(followups(db, failing), [], 'and adds nothing')
+
+
 if __name__ == '__main__':
     harness.main()

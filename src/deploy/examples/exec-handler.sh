@@ -8,7 +8,9 @@
 # CLAIMD_SEQ, CLAIMD_ENQUEUED_AT, CLAIMD_CONTENT_TYPE when the row has them).
 # Exit 0: the row is done. Any other exit: a failed attempt, retried with back-off and dead
 # after max_attempts; the tail of stderr is kept in last_error. With --exec-result, stdout
-# (at most 64 KiB) is kept in the row's result.
+# (at most 64 KiB) is kept in the row's result. A line written to descriptor 3
+# (CLAIMD_ENQUEUE_FD) is a job to add, committed with the row's success (claimd-handlers(7)):
+#     echo '{"queue":"audit","payload":{"item":'"$CLAIMD_ITEM_ID"'}}' >&3
 #
 # This one counts the payload's lines, words and bytes and takes its SHA-256; an empty
 # payload is refused.
