@@ -40,7 +40,7 @@ import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 
-import { DELAY_MAX, UINT_MAX, checkOnDead, isBytes, jsonText, options, repr, row,
+import { UINT_MAX, checkOnDead, isBytes, jsonText, options, repr, row,
   seconds, text, utf8Text } from './enqueue.js';
 
 // A reply line claimd takes is at most 1 MiB; a result at most 64 KiB, progress 1 KiB
@@ -49,6 +49,7 @@ export const RESULT_MAX = 64 * 1024;
 export const PROGRESS_MAX = 1024;
 export const REPLY_MAX = 1024 * 1024;
 export const ENQUEUE_MAX = 1000; // follow-up jobs of one item (a graph's rows)
+const LINE_DURATION_MAX_S = Math.floor(UINT_MAX / 1000); // a job line's durations: ms in 32 bits
 const REF_MAX = 64;
 const AFTER_MAX = 32;
 
@@ -188,16 +189,12 @@ export class Job {
       ['traceparent', 'traceparent']])
       if (o[opt] !== undefined && o[opt] !== null)
         line[name] = o[opt];
-    if (o.delay !== undefined && o.delay !== null)
-      line.delay = `${Math.round(seconds('delay', o.delay, 0, DELAY_MAX) * 1000)}ms`;
-    if (o.timeout !== undefined && o.timeout !== null)
-      line.timeout = seconds('timeout', o.timeout, 0, UINT_MAX);
-    if (o.every !== undefined && o.every !== null)
-      line.period = seconds('every', o.every, 0, UINT_MAX);
-    for (const [name, opt] of [['retry_base', 'retryBase'], ['retry_max', 'retryMax'],
-      ['dedupe_for', 'dedupeFor']])
+    // A job line's durations are milliseconds in 32 bits (about 49.7 days): a longer one is
+    // refused here, not by claimd after the run (runAt reaches further).
+    for (const [name, opt] of [['delay', 'delay'], ['timeout', 'timeout'], ['period', 'every'],
+      ['retry_base', 'retryBase'], ['retry_max', 'retryMax'], ['dedupe_for', 'dedupeFor']])
       if (o[opt] !== undefined && o[opt] !== null)
-        line[name] = `${Math.round(seconds(opt, o[opt], 0, UINT_MAX) * 1000)}ms`;
+        line[name] = `${Math.round(seconds(opt, o[opt], 0, LINE_DURATION_MAX_S) * 1000)}ms`;
     if (ref !== undefined && ref !== null)
       line.ref = ref;
     if (after.length) {

@@ -57,6 +57,7 @@ __all__ = ['Job', 'RetryLater', 'run', 'main']
 RESULT_MAX = 64 * 1024
 PROGRESS_MAX = 1024
 ENQUEUE_MAX = 1000  # follow-up jobs of one item (a graph's rows)
+LINE_DURATION_MAX_S = UINT_MAX // 1000   # a job line's durations: ms in 32 bits
 REF_MAX = 64
 AFTER_MAX = 32
 THREADS_MAX = 256   # claimd's --concurrency is at most 256: never more items at once
@@ -203,15 +204,14 @@ class Job:
             if v is None:
                 continue
             line[name] = v.isoformat() if isinstance(v, datetime.datetime) else v
-        if options.get('delay') is not None:
-            line['delay'] = '%dms' % int(round(_seconds('delay', options['delay'], 0,
-                                                                   10 * 365 * 86400) * 1000))
-        for name, opt in (('timeout', 'timeout'), ('period', 'every')):
+        # A job line's durations are milliseconds in 32 bits (about 49.7 days): a longer
+        # one is refused here, not by claimd after the run (run_at reaches further).
+        for name, opt in (('delay', 'delay'), ('timeout', 'timeout'), ('period', 'every'),
+                          ('retry_base', 'retry_base'), ('retry_max', 'retry_max'),
+                          ('dedupe_for', 'dedupe_for')):
             if options.get(opt) is not None:
-                line[name] = int(_seconds(opt, options[opt], 0, UINT_MAX))
-        for name in ('retry_base', 'retry_max', 'dedupe_for'):
-            if options.get(name) is not None:
-                line[name] = '%dms' % int(round(_seconds(name, options[name], 0, UINT_MAX) * 1000))
+                line[name] = '%dms' % int(round(_seconds(opt, options[opt], 0,
+                                                         LINE_DURATION_MAX_S) * 1000))
         if ref is not None:
             line['ref'] = ref
         if after:
