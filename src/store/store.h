@@ -102,6 +102,9 @@ struct store_ref {
 	const char *progress;
 };
 
+/* Whether any of refs[0..n) has a FIFO group (finishing them starts their groups' next rows). */
+bool store_refs_grouped(const struct store_ref *refs, size_t n);
+
 struct store_count {
 	char queue[STORE_QUEUE_MAX + 1];
 	char state[16];

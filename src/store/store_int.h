@@ -458,8 +458,6 @@ int sq_add_complete(struct store *s, const struct store_ref *done, size_t n);
  * IGNORE, which would turn a bad value into a warning. */
 void sq_add_dedupe_row(struct store *s, const char *queue, const unsigned char *payload,
 		       size_t len, const struct store_add_opts *o);
-/* Whether any of refs has a FIFO group. */
-bool sq_any_grouped(const struct store_ref *refs, size_t n);
 /* "GROUP_LOCK;" for the rows refs[0..n). */
 void sq_add_group_lock(struct store *s, const struct store_ref *refs, size_t n);
 /* "GROUP_NEXT;" for the rows refs[0..n), finished by this transaction with token + 1, whose

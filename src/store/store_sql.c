@@ -136,7 +136,7 @@ void sq_add_fence(struct store *s, const struct store_ref *refs, size_t n)
 	free(v);
 }
 
-bool sq_any_grouped(const struct store_ref *refs, size_t n)
+bool store_refs_grouped(const struct store_ref *refs, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (refs[i].grouped)
@@ -594,7 +594,7 @@ int sq_add_filter(struct store *s, const char *op, const struct store_filter *f,
 
 int sq_add_complete(struct store *s, const struct store_ref *done, size_t n)
 {
-	bool grouped = sq_any_grouped(done, n), deps = false;
+	bool grouped = store_refs_grouped(done, n), deps = false;
 	int at;
 
 	if (n == 0)

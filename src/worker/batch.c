@@ -29,9 +29,7 @@ int batch_claim_begin(struct batch *b, struct store *s, struct outcomes *o, unsi
 	j->ndone = outcomes_done_refs(o, j->done);
 	if (j->ndone == 0 && max == 0)
 		return 0;
-	j->grouped = false;
-	for (size_t i = 0; i < j->ndone && !j->grouped; i++)
-		j->grouped = j->done[i].grouped;
+	j->grouped = store_refs_grouped(j->done, j->ndone);
 	j->max = max;
 	j->holding = holding;
 	j->qi = b->qi;
