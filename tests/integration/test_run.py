@@ -105,7 +105,9 @@ def it_noop_workers_write_their_outcomes_while_permits_stay_with_the_claiming_on
         'SELECT TIMESTAMPDIFF(MICROSECOND, MIN(claimed_at), MAX(finished_at)) / 1e6, '
         'MAX(TIMESTAMPDIFF(MICROSECOND, claimed_at, finished_at)) / 1e6 FROM work_items')[0])
     t.note(f'60,000 rows in {run_s:.2f} s; longest claimed -> done: {worst_s:.3f} s')
-    check(worst_s < 1.0 or worst_s < run_s / 4,
+    # Outcomes held until the queue runs dry wait about the whole run; a row's wait here is
+    # ~25 ms, and a stall of the server under a loaded sanitized pass was 1.72 s of 6.79.
+    check(worst_s < 1.0 or worst_s < run_s / 2,
           f'a row waited {worst_s:.2f} s for its outcome to be written (run: {run_s:.2f} s)')
     check_eq(db.sql("SELECT COUNT(*) FROM work_items WHERE attempts <> 1")[0][0], '0',
              'rows run more than once')
