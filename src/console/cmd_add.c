@@ -271,13 +271,8 @@ void cmd_add_graph(struct cmds *c, struct cmd_graph *g,
 		done(data, g);
 		return;
 	}
-	for (size_t i = 0; i < g->n; i++) {
-		store_add_opts_from(&g->reqs[i], &gj->opts[i]);
-		gj->rows[i] = (struct store_add_row){ .queue = g->reqs[i].queue,
-						      .payload = g->reqs[i].payload,
-						      .len = g->reqs[i].payload_len,
-						      .opts = &gj->opts[i] };
-	}
+	for (size_t i = 0; i < g->n; i++)
+		gj->rows[i] = store_add_row_from(&g->reqs[i], &gj->opts[i]);
 	gj->c = c;
 	gj->g = g;
 	gj->done = done;

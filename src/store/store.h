@@ -389,6 +389,10 @@ struct store_add_row {
 	char err[256];
 };
 
+/* The row of an add request (common/ctl.h: CTL_ADD), its options into *o
+ * (store_add_opts_from); the row points into q and o. */
+struct store_add_row store_add_row_from(const struct ctl_request *q, struct store_add_opts *o);
+
 /* Insert rows[0..n) in one transaction and one round trip (one commit for them all). Rows
  * whose arguments are wrong are refused (their rc, err) and the others written. Returns 0
  * with every row's rc set, or a negative error when the transaction failed: then nothing

@@ -185,6 +185,13 @@ void store_add_opts_from(const struct ctl_request *q, struct store_add_opts *o)
 	o->dedupe_for_s = (unsigned)(((uint64_t)q->dedupe_for_ms + 999) / 1000);
 }
 
+struct store_add_row store_add_row_from(const struct ctl_request *q, struct store_add_opts *o)
+{
+	store_add_opts_from(q, o);
+	return (struct store_add_row){ .queue = q->queue, .payload = q->payload,
+				       .len = q->payload_len, .opts = o };
+}
+
 int sq_check_add(const char *queue, size_t len, const struct store_add_opts *o, char *err,
 		 size_t errlen)
 {

@@ -13,18 +13,33 @@
 
 static const struct store_add_opts no_opts = { .period_s = -1 };
 
+/* Rows added together (what they are, for the message: "a graph is"): 1 to STORE_GRAPH_MAX,
+ * each an add's (sq_check_add), one that is not refused naming its line. */
+static int check_rows(const struct store_add_row *rows, size_t n, const char *what, char *err,
+		      size_t errlen)
+{
+	if (n == 0 || n > STORE_GRAPH_MAX)
+		return sq_fail_msg(-EINVAL, err, errlen, "%s 1 to %d rows", what, STORE_GRAPH_MAX);
+	for (size_t i = 0; i < n; i++) {
+		char why[256];
+		int r = sq_check_add(rows[i].queue, rows[i].len, rows[i].opts ? rows[i].opts :
+				     &no_opts, why, sizeof(why));
+		if (r < 0)
+			return sq_fail_msg(r, err, errlen, "line %zu: %s", i + 1, why);
+	}
+	return 0;
+}
+
 static int check_graph(struct store_add_row *rows, size_t n, const struct store_edge *edges,
 		       size_t nedges, const struct store_batch_def *batch, char *err,
 		       size_t errlen)
 {
-	if (n == 0 || n > STORE_GRAPH_MAX)
-		return sq_fail_msg(-EINVAL, err, errlen, "a graph is 1 to %d rows", STORE_GRAPH_MAX);
+	int r = check_rows(rows, n, "a graph is", err, errlen);
+
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < n; i++) {
 		const struct store_add_opts *o = rows[i].opts ? rows[i].opts : &no_opts;
-		char why[256];
-		int r = sq_check_add(rows[i].queue, rows[i].len, o, why, sizeof(why));
-		if (r < 0)
-			return sq_fail_msg(r, err, errlen, "line %zu: %s", i + 1, why);
 		if (o->dedupe_key)
 			return sq_fail_msg(-EINVAL, err, errlen, "line %zu: a row of a graph or a batch "
 					   "has no dedupe key", i + 1);
@@ -392,17 +407,9 @@ int store_complete_adding(struct store *s, const struct store_ref *done,
 	uint64_t batch_id = 0;
 	long m = 0;
 
-	if (r == 0 && graph)
-		m = prepare_graph(rows, n, edges, nedges, batch, &all, &sh, err, errlen);
-	else if (r == 0 && (n == 0 || n > STORE_GRAPH_MAX))
-		m = sq_fail_msg(-EINVAL, err, errlen, "1 to %d rows", STORE_GRAPH_MAX);
-	for (size_t i = 0; r == 0 && m >= 0 && !graph && i < n; i++) {
-		char why[256];
-		m = sq_check_add(rows[i].queue, rows[i].len, rows[i].opts ? rows[i].opts : &no_opts,
-				 why, sizeof(why));
-		if (m < 0)
-			sq_fail_msg((int)m, err, errlen, "line %zu: %s", i + 1, why);
-	}
+	if (r == 0)
+		m = graph ? prepare_graph(rows, n, edges, nedges, batch, &all, &sh, err, errlen) :
+			    check_rows(rows, n, "what a run adds is", err, errlen);
 	for (r = r < 0 ? r : m < 0 ? (int)m : 0; r == 0;) {
 		int how = complete_one(s, done, err, errlen);
 		r = how < 0 ? how : 0;

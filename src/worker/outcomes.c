@@ -156,12 +156,8 @@ static int write_adding(struct store *s, const struct outcome *x, uint8_t *ret_o
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < set->n; i++) {
-		store_add_opts_from(&set->reqs[i], &opts[i]);
-		rows[i] = (struct store_add_row){ .queue = set->reqs[i].queue,
-						  .payload = set->reqs[i].payload,
-						  .len = set->reqs[i].payload_len, .opts = &opts[i] };
-	}
+	for (size_t i = 0; i < set->n; i++)
+		rows[i] = store_add_row_from(&set->reqs[i], &opts[i]);
 	for (size_t i = 0; i < set->nedges; i++)
 		edges[i] = (struct store_edge){ set->edges[i].parent, set->edges[i].child,
 						set->edges[i].on_dead_run };
