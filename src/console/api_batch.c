@@ -19,9 +19,8 @@
 struct batch {
 	struct http_request *r;
 	char queue[CTL_QUEUE_MAX + 1];
-	size_t n, pending;
-	struct jobset set;
-	struct ctl_request *reqs;   /* set.reqs */
+	size_t pending;
+	struct jobset set;          /* the lines, their requests (set.reqs) and graph */
 	struct cmd_result *res;     /* rc, id, duplicate, err of each */
 };
 
@@ -38,7 +37,7 @@ static void batch_answer(struct batch *b)
 	json_t *jobs = json_array();
 	struct buf out;
 
-	for (size_t i = 0; i < b->n; i++) {
+	for (size_t i = 0; i < b->set.n; i++) {
 		const struct cmd_result *res = &b->res[i];
 		all &= res->rc >= 0;
 		json_array_append_new(jobs, res->rc < 0 ? json_pack("{s:o}", "error",
@@ -145,7 +144,7 @@ static int graph_start(struct api_host *h, struct batch *b, bool batch, const ch
 
 	if (gr) {
 		gr->edges = calloc(k ? k : 1, sizeof(*gr->edges));
-		gr->ids = calloc(b->n, sizeof(*gr->ids));
+		gr->ids = calloc(b->set.n, sizeof(*gr->ids));
 	}
 	if (!gr || !gr->edges || !gr->ids) {
 		if (gr) {
@@ -161,8 +160,9 @@ static int graph_start(struct api_host *h, struct batch *b, bool batch, const ch
 	if (desc)
 		snprintf(gr->description, sizeof(gr->description), "%s", desc);
 	gr->b = b;
-	gr->g = (struct cmd_graph){ .reqs = b->reqs, .n = b->n, .edges = gr->edges, .nedges = k,
-				    .batch = batch, .description = desc ? gr->description : NULL,
+	gr->g = (struct cmd_graph){ .reqs = b->set.reqs, .n = b->set.n, .edges = gr->edges,
+				    .nedges = k, .batch = batch,
+				    .description = desc ? gr->description : NULL,
 				    .callback = b->set.callback, .ids = gr->ids };
 	cmd_add_graph(h->cmds, &gr->g, on_graph_done, gr);
 	return 0;
@@ -171,7 +171,7 @@ static int graph_start(struct api_host *h, struct batch *b, bool batch, const ch
 static void on_line_done(void *data, const struct ctl_request *req, const struct cmd_result *res)
 {
 	struct batch *b = data;
-	size_t i = (size_t)(req - b->reqs);
+	size_t i = (size_t)(req - b->set.reqs);
 
 	b->res[i].rc = res->rc;
 	b->res[i].id = res->id;
@@ -214,14 +214,12 @@ void api_batch(struct api_host *h, struct http_request *r, const char *queue)
 		goto oom;
 	if (rc < 0)
 		goto bad;
-	b->n = b->set.n;
-	b->reqs = b->set.reqs;
-	b->res = calloc(b->n ? b->n : 1, sizeof(*b->res));
+	b->res = calloc(b->set.n ? b->set.n : 1, sizeof(*b->res));
 	if (!b->res)
 		goto oom;
-	for (size_t i = 0; i < b->n; i++)
-		api_trace_default(r, &b->reqs[i]);
-	if (b->n == 0) {
+	for (size_t i = 0; i < b->set.n; i++)
+		api_trace_default(r, &b->set.reqs[i]);
+	if (b->set.n == 0) {
 		http_respond_error(r, 400, "the batch has no jobs (one JSON object per line)");
 		batch_free(b);
 		return;
@@ -236,9 +234,9 @@ void api_batch(struct api_host *h, struct http_request *r, const char *queue)
 		return;
 	}
 	/* One more than the lines, so that answers given at once cannot end it mid-loop. */
-	b->pending = b->n + 1;
-	for (size_t i = 0; i < b->n; i++)
-		cmd_run(h->cmds, &b->reqs[i], on_line_done, b);
+	b->pending = b->set.n + 1;
+	for (size_t i = 0; i < b->set.n; i++)
+		cmd_run(h->cmds, &b->set.reqs[i], on_line_done, b);
 	if (--b->pending == 0)
 		batch_answer(b);
 	return;
