@@ -87,9 +87,11 @@ for line in sys.stdin:
 
 
 def followups(db, parent=None):
-    """The rows of queue fu (of one parent: payload's parent, or its text names it)."""
+    """The rows of queue fu (of one parent: payload's parent, or the number its text ends
+    with), in order; test_node_package reads them too."""
     rows = db.sql("SELECT id, payload, group_key, dedupe_key, priority, content_type, "
-                  "state, waiting_for, visible_at IS NULL FROM work_items WHERE queue = 'fu' "
+                  "state, waiting_for, visible_at IS NULL, max_attempts, timeout_s, "
+                  "traceparent, run_at > created_at FROM work_items WHERE queue = 'fu' "
                   "ORDER BY id")
     out = []
     for r in rows:
@@ -102,7 +104,9 @@ def followups(db, parent=None):
         if parent is None or of == parent:
             out.append({'id': int(r[0]), 'payload': p, 'group': r[2], 'dedupe': r[3],
                         'priority': int(r[4]), 'type': r[5], 'state': r[6],
-                        'waiting_for': int(r[7]), 'no_visible': r[8] == '1'})
+                        'waiting_for': int(r[7]), 'no_visible': r[8] == '1',
+                        'max_attempts': int(r[9]), 'timeout': r[10], 'traceparent': r[11],
+                        'later': r[12] == '1'})
     return out
 
 

@@ -18,6 +18,7 @@ import tempfile
 
 import harness
 from harness import check, check_eq, wait_for
+from test_followups import followups
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'src', 'node')
 NODE_MIN = 18
@@ -171,26 +172,6 @@ def _result(db, item):
     return r[0], int(r[1]), (json.loads(r[2]) if r[2] not in (None, 'NULL') else None), r[3]
 
 
-def _followups(db, parent):
-    """The rows of queue fu added by parent's run (its id is in their payload)."""
-    rows = db.sql("SELECT id, payload, group_key, dedupe_key, priority, content_type, "
-                  "max_attempts, timeout_s, traceparent, waiting_for, run_at > created_at "
-                  "FROM work_items WHERE queue = 'fu' ORDER BY id")
-    out = []
-    for r in rows:
-        try:
-            p = json.loads(r[1])
-        except ValueError:
-            p = r[1]
-        of = p.get('parent') if isinstance(p, dict) else int(p.split()[-1])
-        if of == parent:
-            out.append({'id': int(r[0]), 'payload': p, 'group': r[2], 'dedupe': r[3],
-                        'priority': int(r[4]), 'type': r[5], 'max_attempts': int(r[6]),
-                        'timeout': r[7], 'traceparent': r[8], 'waiting_for': int(r[9]),
-                        'later': r[10] == '1'})
-    return out
-
-
 def it_runs_a_handler_with_results_failures_retries_cancels_and_follow_ups(t):
     proj, node = project()
     db = t.database()
@@ -246,7 +227,7 @@ def it_runs_a_handler_with_results_failures_retries_cancels_and_follow_ups(t):
     # Follow-up jobs: committed with the run's success, with their options.
     state, _, _, err = _result(db, fu)
     check_eq(state, 'done', f'the run that adds jobs is done ({err})')
-    rows = _followups(db, fu)
+    rows = followups(db, fu)
     check_eq(len(rows), 2, f'its two jobs are added: {rows}')
     check_eq((rows[0]['payload'], rows[0]['group'], rows[0]['type'], rows[0]['max_attempts'],
               rows[0]['timeout'], rows[0]['traceparent']),
@@ -259,14 +240,14 @@ def it_runs_a_handler_with_results_failures_retries_cancels_and_follow_ups(t):
               '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', True),
              'a text payload, its dedupe key, priority, content type, traceparent, delay')
     check_eq(_result(db, fu_graph)[0], 'done', 'the run that adds a graph is done')
-    a, b = _followups(db, fu_graph)
+    a, b = followups(db, fu_graph)
     check_eq([(x['payload']['step'], x['waiting_for'], x['traceparent']) for x in (a, b)],
              [('a', 0, None), ('b', 1, None)], 'a graph: b waits for a')
     check_eq(db.scalar(f"SELECT COUNT(*) FROM work_deps WHERE parent_id = {a['id']} AND "
                        f"child_id = {b['id']} AND on_dead = 'run'"), '1',
              'a graph: b waits for a (on_dead run), the edge written')
     state, _, _, err = _result(db, fu_fail)
-    check_eq((state, _followups(db, fu_fail)), ('dead', []),
+    check_eq((state, followups(db, fu_fail)), ('dead', []),
              'a run that fails after job.enqueue adds nothing')
     state, _, _, err = _result(db, fu_bad)
     check(state == 'dead' and 'RangeError: priority' in (err or ''),
@@ -274,7 +255,7 @@ def it_runs_a_handler_with_results_failures_retries_cancels_and_follow_ups(t):
     state, _, _, err = _result(db, fu_refused)
     check(state == 'dead' and 'the jobs it adds were refused' in (err or ''),
           f'jobs the database refuses fail the run: {state} {err!r}')
-    check_eq((_followups(db, fu_bad), _followups(db, fu_refused)), ([], []), 'and add nothing')
+    check_eq((followups(db, fu_bad), followups(db, fu_refused)), ([], []), 'and add nothing')
     check_eq(c.stop(), 0, 'claimd exit code')
 
 
