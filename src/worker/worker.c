@@ -328,13 +328,23 @@ int worker_write(struct worker *w)
 	return db_start(w, 0);
 }
 
-/* Successes wait for the next claim, but not for long. */
+/* Successes wait for the next claim, but not for long. The timer was set for outcomes a
+ * claim may have carried since: those here now may have come a moment ago, and wait for
+ * theirs (written at once, they cost a transaction of their own, and a FIFO group's next
+ * row, made visible for anyone instead of handed on with the claim, a walk of the claim
+ * index until the server purges its entry). */
 static void on_flush(uv_timer_t *t)
 {
 	struct worker *w = t->data;
+	uint64_t age_ms;
 
 	if (w->out.n == 0 || worker_db_busy(w))
 		return;
+	age_ms = (uv_hrtime() - w->out.since_ns) / 1000000u;
+	if (age_ms < OUTCOMES_FLUSH_MS && !w->out.urgent) {
+		uv_timer_start(&w->flush_timer, on_flush, OUTCOMES_FLUSH_MS - age_ms, 0);
+		return;
+	}
 	if (w->state == WS_WANT || w->state == WS_SLEEP || w->state == WS_FULL ||
 	    w->state == WS_DRAIN)
 		worker_write(w);
