@@ -41,17 +41,30 @@
 /* The claim query over the priorities in a set (see struct prio_set): the second %s is the
  * list, the third "" (scan from the oldest row), CLAIM_AFTER or CLAIM_UPTO (see struct
  * claim_cursor). */
-#define CLAIM_SELECT \
-	"SELECT id, claim_token, attempts, max_attempts, payload, visible_at, timeout_s, " \
-	"ROUND(UNIX_TIMESTAMP(created_at) * 1000), " \
+#define CLAIM_COLUMNS \
+	"id, claim_token, attempts, max_attempts, payload, IFNULL(visible_at, NOW(6)), " \
+	"timeout_s, ROUND(UNIX_TIMESTAMP(created_at) * 1000), " \
 	"(SELECT CONCAT_WS(' ', min_interval_ms, IFNULL(retry_base_ms, 0), IFNULL(retry_max_ms, 0), " \
 	"IFNULL(retry_jitter_pct, -1)) FROM queues WHERE name = %s), priority, group_key, group_seq, " \
 	"content_type, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, visible_at, NOW(6))), " \
 	"has_dependents, " CANCEL_LIVE ", traceparent, IFNULL(retry_base_ms, 0), " \
-	"IFNULL(retry_max_ms, 0) " \
-	"FROM work_items FORCE INDEX (claim_prio_idx) " \
+	"IFNULL(retry_max_ms, 0)"
+#define CLAIM_SELECT \
+	"SELECT " CLAIM_COLUMNS " FROM work_items FORCE INDEX (claim_prio_idx) " \
 	"WHERE queue = %s AND priority IN (%s) AND visible_at <= NOW(6)%s AND " NOT_PAUSED \
 	" ORDER BY priority, visible_at, id LIMIT %u FOR UPDATE SKIP LOCKED"
+/* The claim's hand-on: the next rows of the FIFO groups whose rows it finished (keys run one
+ * at a time: GROUP_HEADS, %s), still parked, due and in this queue, locked
+ * for this claim instead of made visible for any: they go from parked to claimed with no
+ * visible entry in claim_prio_idx between, which the claim's scan and the supervisor's
+ * next-due question would walk, delete-marked, until the server's purge removed it (with
+ * 100 keys, ~10,000 pages a claim). Those it does not take (locked, not due, no room) are
+ * made visible by GROUP_NEXT in the commit's round trip. Their visible_at reads NOW(6) and
+ * they waited 0 (they could start the moment the row before them finished). */
+#define HAND_ON \
+	"SELECT " CLAIM_COLUMNS " FROM (%s) AS h JOIN work_items ON id = h.hid WHERE " \
+	"queue = %s AND state = 'ready' AND visible_at IS NULL AND run_at <= NOW(6) AND " \
+	NOT_PAUSED " LIMIT %u FOR UPDATE SKIP LOCKED"
 /* After the cursor: every other priority whole, the cursor's own past the cursor. Up to it:
  * the cursor's priority before the cursor (the rest was in the scan after it). */
 #define CLAIM_AFTER \
@@ -67,6 +80,17 @@
 	"(SELECT 1 FROM work_items FORCE INDEX (claim_prio_idx) " \
 	"WHERE queue = %s AND priority = %d AND visible_at <= NOW(6) LIMIT 1)"
 #define CLAIM_HEAD_SCAN_MS 1000u /* scan from the oldest row at least this often */
+/* A claim that hands rows on (HAND_ON) scans for other due rows only if its last scan from
+ * the head (this connection's, this queue's) found one, or ran at least this long ago. Its
+ * worker claims again as each batch of its keys' rows ends, most often with nothing else
+ * due, and a scan that finds nothing is not free: it reads on past the last due entry to
+ * the first that is not, and right after "now" lie the entries of the leases of the rows
+ * claimed and finished in the last second or so, delete-marked until the server's purge
+ * removes them, each checked for a lock by a read of its clustered row (100 keys at
+ * N = 1: 7,000 pages a claim that found nothing, half of the server's time). A row that
+ * becomes due meanwhile waits this long at most for this worker (the others, woken for
+ * it, may take it sooner). */
+#define CLAIM_HANDON_SCAN_MS 20u
 
 struct claim_args {
 	const char *queue;
@@ -223,26 +247,27 @@ static void sql_add_claim(struct store *s, const char *queue, enum claim_scan sc
 	sql_add(s, CLAIM_SELECT, q, q, list, c, q, limit);
 }
 
-/* Reads the result of s->sql (sent with sq_run) into s->scratch[*n..max); *last = the place
- * of the last row. On error the rows appended so far are freed (*n is left as it was). */
-static int take_claimed(struct store *s, const struct claim_args *a, struct run *rr,
+/* Reads a result of CLAIM_SELECT or HAND_ON (freed, *res set to NULL) into
+ * s->scratch[*n..max); *last = the place of the last row. On error the rows appended so far
+ * are freed (*n is left as it was). */
+static int take_claimed(struct store *s, const struct claim_args *a, MYSQL_RES **res,
 			size_t *n, struct claim_pos *last, char *err, size_t errlen)
 {
 	size_t i = *n;
 	MYSQL_ROW row;
 	int r = 0;
 
-	if (!rr->res || mysql_num_fields(rr->res) != CLAIM_FIELDS) {
-		mysql_free_result(rr->res);
-		rr->res = NULL;
+	if (!*res || mysql_num_fields(*res) != CLAIM_FIELDS) {
+		mysql_free_result(*res);
+		*res = NULL;
 		return sq_fail_msg(-EIO, err, errlen, "store_claim: unexpected result shape");
 	}
-	while (r == 0 && i < a->max && (row = mysql_fetch_row(rr->res))) {
-		r = parse_row(row, mysql_fetch_lengths(rr->res), a->queue, &s->scratch[i], last);
+	while (r == 0 && i < a->max && (row = mysql_fetch_row(*res))) {
+		r = parse_row(row, mysql_fetch_lengths(*res), a->queue, &s->scratch[i], last);
 		i++;
 	}
-	mysql_free_result(rr->res);
-	rr->res = NULL;
+	mysql_free_result(*res);
+	*res = NULL;
 	if (r < 0) {
 		store_items_clear(s->scratch + *n, i - *n);
 		return r == -ENOMEM ? sq_fail_msg(r, err, errlen, "store_claim: out of memory") :
@@ -263,7 +288,7 @@ static int claim_more(struct store *s, const struct claim_args *a, enum claim_sc
 	sq_reset(s);
 	sql_add_claim(s, a->queue, scan, set, a->max - (unsigned)*n);
 	r = sq_run(s, "store_claim", &rr, err, errlen);
-	return r < 0 ? r : take_claimed(s, a, &rr, n, last, err, errlen);
+	return r < 0 ? r : take_claimed(s, a, &rr.res, n, last, err, errlen);
 }
 
 /* "SELECT DUE_PRIORITY, ..." for every priority: one row, a column per priority. */
@@ -337,13 +362,53 @@ static void prios_add_found(struct prio_set *set, const struct store_item *items
 	}
 }
 
-/* Round trip 1: open the transaction, complete done[], lock up to max rows after the
- * cursor in the priorities that had due rows, or, from the head, in every priority (and,
- * after a full claim, ask which have due rows now). Only if that came back short: the rows
- * up to the cursor, then those of the other priorities (round trips 1b, 1c). *next = where
- * the claim after this one starts. */
+/* How many rows the claim may be handed on (HAND_ON): one per finished row of a key run one
+ * at a time, at most half of max, so that the scan always has the other half (rows of other
+ * keys, of no key and of other priorities are not held back by chains of a key's rows). */
+static unsigned hand_on_refs(const struct claim_args *a)
+{
+	unsigned k = 0;
+
+	for (size_t i = 0; i < a->ndone; i++)
+		if (a->done[i].grouped && !a->done[i].key_fill)
+			k++;
+	return k;
+}
+
+static unsigned hand_on_room(const struct claim_args *a)
+{
+	unsigned k = hand_on_refs(a);
+
+	return k < a->max / 2 ? k : a->max / 2;
+}
+
+static void sql_add_hand_on(struct store *s, const struct claim_args *a, unsigned limit)
+{
+	char q[QUOTED_QUEUE_MAX];
+	struct buf parts;
+
+	buf_init(&parts);
+	sq_group_heads(&parts, a->done, a->ndone);
+	if (buf_failed(&parts)) {
+		s->sql.failed = true; /* sq_run says out of memory */
+	} else {
+		sq_quote(s->conn, q, a->queue, strlen(a->queue));
+		sql_add(s, HAND_ON, q, parts.data, q, q, limit);
+		sq_end(s);
+	}
+	buf_free(&parts);
+}
+
+/* Round trip 1: open the transaction, complete done[], take the rows handed on from the FIFO
+ * groups of those (HAND_ON), lock up to max rows after the cursor in the priorities that
+ * had due rows, or, from the head, in every priority (and, after a full claim, ask which
+ * have due rows now). Only if that came back short: the rows up to the cursor, then those
+ * of the other priorities (round trips 1b, 1c). The rows handed on come first in
+ * s->scratch; the scans' rows after them (up to max in all: the rest of a scan's rows stay
+ * as they were). *next = where the claim after this one starts. */
 static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n,
-		      size_t *ret_completed, struct claim_cursor *next, char *err, size_t errlen)
+		      size_t *ret_completed, size_t *ret_handed, struct claim_cursor *next,
+		      char *err, size_t errlen)
 {
 	uint64_t now = sq_mono_ms();
 	/* An empty set of priorities would make "after" two round trips that scan every one.
@@ -356,9 +421,18 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 		     now - s->cursor.head_scan_ms < CLAIM_HEAD_SCAN_MS && s->prios.known &&
 		     s->prios.n > 0 && strcmp(s->prios.queue, a->queue) == 0;
 	bool head = !after, ask_due = head && s->last_full;
-	struct claim_pos last[3];
+	unsigned hand = hand_on_room(a);
+	/* A claim that hands rows on, soon after a scan from the head found no due row: no
+	 * scan (CLAIM_HANDON_SCAN_MS). */
+	bool skip = hand > 0 && head && !ask_due && s->prios.known && s->prios.n == 0 &&
+		    strcmp(s->prios.queue, a->queue) == 0 && s->cursor.head_scan_ms > 0 &&
+		    strcmp(s->cursor.queue, a->queue) == 0 &&
+		    now - s->cursor.head_scan_ms < CLAIM_HANDON_SCAN_MS;
+	struct claim_pos last[3], handed_pos;
 	struct prio_set all = { .n = 0 }, other;
-	size_t n = 0, mark[3] = { 0, 0, 0 };
+	size_t n = 0, h, mark[3] = { 0, 0, 0 };
+	uint64_t scanned;
+	MYSQL_RES *hres, *cres, *dres;
 	struct run rr;
 	int r = 0, k, ci;
 
@@ -367,8 +441,12 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	sq_reset(s);
 	sql_add(s, "START TRANSACTION");
 	sq_end(s);
-	ci = sq_add_complete(s, a->done, a->ndone);
-	if (head) {
+	ci = sq_add_complete(s, a->done, a->ndone, true);
+	if (hand > 0)
+		sql_add_hand_on(s, a, hand);
+	if (skip) {
+		/* the rows handed on alone */
+	} else if (head) {
 		sql_add_claim(s, a->queue, SCAN_HEAD, &all, a->max);
 		if (ask_due) {
 			sq_end(s);
@@ -380,23 +458,41 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	r = sq_run(s, "store_claim", &rr, err, errlen);
 	if (r < 0)
 		return r;
-	if (ask_due)
-		r = take_due(s, rr.res2, a->queue, err, errlen);
-	if (r == 0)
-		r = take_claimed(s, a, &rr, &n, &last[0], err, errlen);
-	else
-		mysql_free_result(rr.res);
+	hres = hand > 0 ? rr.res : NULL;
+	cres = skip ? NULL : hand > 0 ? rr.res2 : rr.res;
+	dres = skip ? NULL : hand > 0 ? rr.res3 : rr.res2;
+	scanned = cres ? mysql_num_rows(cres) : 0;
+	if (hand > 0)
+		r = take_claimed(s, a, &hres, &n, &handed_pos, err, errlen);
+	h = n;
+	if (r == 0 && ask_due) {
+		r = take_due(s, dres, a->queue, err, errlen);
+		dres = NULL;
+	}
+	if (r == 0 && !skip)
+		r = take_claimed(s, a, &cres, &n, &last[0], err, errlen);
+	mysql_free_result(hres);
+	mysql_free_result(cres);
+	mysql_free_result(dres);
 	if (r < 0) {
 		store_items_clear(s->scratch, n);
 		return r;
 	}
+	*ret_handed = h;
+	if (skip) {
+		*ret_completed = a->ndone ? (size_t)rr.rows[ci] : 0;
+		*next = s->cursor;   /* as it was: no scan moved it */
+		*ret_n = n;
+		return 0;
+	}
 	if (head && !ask_due) {
 		/* Short: every due row was looked at, and these are the priorities that had
-		 * some. Full: unknown; the next claim scans from the head and asks. */
+		 * some. Full (or cut short to make room for rows handed on): unknown; the next
+		 * claim scans from the head and asks. */
 		s->prios.n = 0;
-		prios_add_found(&s->prios, s->scratch, n);
+		prios_add_found(&s->prios, s->scratch + h, n - h);
 		snprintf(s->prios.queue, sizeof(s->prios.queue), "%s", a->queue);
-		s->prios.known = n < a->max;
+		s->prios.known = scanned < a->max && n - h == scanned;
 	}
 	*ret_completed = a->ndone ? (size_t)rr.rows[ci] : 0;
 	mark[0] = n;
@@ -420,11 +516,12 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	*next = s->cursor;
 	if (!after)
 		next->head_scan_ms = now;
-	/* The cursor goes on from the first scan that found rows. */
-	for (k = 0; k < 3 && mark[k] == (k ? mark[k - 1] : 0); k++)
+	/* The cursor goes on from the first scan that found rows (the rows handed on are not
+	 * in the scans' order). */
+	for (k = 0; k < 3 && mark[k] == (k ? mark[k - 1] : h); k++)
 		;
-	next->set = n > 0;
-	if (n > 0)
+	next->set = k < 3;
+	if (k < 3)
 		next->pos = last[k];
 	snprintf(next->queue, sizeof(next->queue), "%s", a->queue);
 	*ret_n = n;
@@ -524,7 +621,7 @@ static int take_key_limits(struct store *s, MYSQL_RES *res, size_t n)
 
 /* Round trip 2: mark the locked rows claimed, by primary key, read their keys' limits, and
  * commit. */
-static int claim_commit(struct store *s, const struct claim_args *a, size_t n,
+static int claim_commit(struct store *s, const struct claim_args *a, size_t n, size_t handed,
 			char *err, size_t errlen)
 {
 	struct run rr;
@@ -550,6 +647,12 @@ static int claim_commit(struct store *s, const struct claim_args *a, size_t n,
 		free(ids);
 		sq_end(s);
 	}
+	/* The next rows of the FIFO groups finished that were not handed on (this claim's
+	 * UPDATE above made those it took claimed, no longer parked): none when each of those
+	 * rows had its next one handed on (one a row: GROUP_HEADS names one row per finished
+	 * row, and two finished rows of one group would have named the same). */
+	if (handed < hand_on_refs(a))
+		sq_add_group_heads(s, a->done, a->ndone);
 	bool keys = sql_add_key_limits(s, a, n);
 	sql_add(s, "COMMIT");
 	r = sq_run(s, "store_claim", &rr, err, errlen);
@@ -571,7 +674,7 @@ static int claim_once(struct store *s, const struct claim_args *a, size_t *ret_n
 		      size_t *ret_completed, char *err, size_t errlen)
 {
 	struct claim_cursor next;
-	size_t n = 0;
+	size_t n = 0, handed = 0;
 	struct run rr;
 	int r, k;
 
@@ -579,7 +682,7 @@ static int claim_once(struct store *s, const struct claim_args *a, size_t *ret_n
 		sq_reset(s);
 		sql_add(s, "START TRANSACTION");
 		sq_end(s);
-		k = sq_add_complete(s, a->done, a->ndone);
+		k = sq_add_complete(s, a->done, a->ndone, false);
 		sql_add(s, "COMMIT");
 		r = sq_run(s, "store_claim", &rr, err, errlen);
 		if (r < 0)
@@ -588,12 +691,12 @@ static int claim_once(struct store *s, const struct claim_args *a, size_t *ret_n
 		*ret_completed = (size_t)rr.rows[k];
 		return 0;
 	}
-	r = claim_lock(s, a, &n, ret_completed, &next, err, errlen);
+	r = claim_lock(s, a, &n, ret_completed, &handed, &next, err, errlen);
 	if (r < 0)
 		goto fail;
 	if (n > 0 && s->locked)
 		s->locked(s->locked_arg, s->scratch, n);
-	r = claim_commit(s, a, n, err, errlen);
+	r = claim_commit(s, a, n, handed, err, errlen);
 	if (r < 0)
 		goto fail;
 	s->cursor = next;

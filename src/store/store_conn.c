@@ -233,6 +233,8 @@ static int take_results(struct store *s, struct run *rr, unsigned *i)
 			rr->res = res;
 		else if (res && !rr->res2)
 			rr->res2 = res;
+		else if (res && !rr->res3)
+			rr->res3 = res;
 		else
 			mysql_free_result(res);
 		status = mysql_next_result(s->conn);
@@ -241,7 +243,7 @@ static int take_results(struct store *s, struct run *rr, unsigned *i)
 }
 
 /* Sends s->sql and reads every result: the row count of each statement into rr->rows, the
- * first result set into rr->res and the second into rr->res2 (callers send at most two).
+ * first three result sets into rr->res, res2 and res3 (callers send at most three).
  * With multi-statements off, the statements go one by one, between the cuts of sq_end. */
 int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t errlen)
 {
@@ -269,7 +271,8 @@ fail:
 	r = db_error(s, op, err, errlen);
 	mysql_free_result(rr->res);
 	mysql_free_result(rr->res2);
-	rr->res = rr->res2 = NULL;
+	mysql_free_result(rr->res3);
+	rr->res = rr->res2 = rr->res3 = NULL;
 	return r;
 }
 

@@ -282,7 +282,7 @@ static int complete_one(struct store *s, const struct store_ref *done, char *err
 	sq_reset(s);
 	sql_add(s, "START TRANSACTION");
 	sq_end(s);
-	k = sq_add_complete(s, done, 1);
+	k = sq_add_complete(s, done, 1, false);
 	sql_add(s, "SELECT state FROM work_items WHERE id = %llu", (unsigned long long)done->id);
 	r = sq_run(s, "store_complete_adding", &rr, err, errlen);
 	if (r < 0)

@@ -72,17 +72,36 @@
 	"INSERT INTO work_groups (queue, group_key) SELECT queue, group_key FROM work_items " \
 	"WHERE %s AND group_key IS NOT NULL AND period_s IS NULL ORDER BY queue, group_key " \
 	"ON DUPLICATE KEY UPDATE last_seq = work_groups.last_seq"
-/* After rows finished: the oldest live row of each of their groups (one lookup in
- * group_idx) gets its visible_at, if it was parked. Only rows that this transaction
- * finished count (%s: their ids, then a CASE of their new tokens): a row some other
- * claimer finished earlier had its next row started then. */
+/* After rows finished: the next live row of each of their groups gets its visible_at, if
+ * it was parked. Only rows that this transaction finished count (GROUP_HEADS, %s: their
+ * ids, then a CASE of their new tokens): a row some other claimer finished earlier had its
+ * next row started then. The finished row was its group's oldest live row (one runs at a
+ * time; a retry keeps it live), so the next is the row numbered one more
+ * (GROUP_SEQ_NEXT: one lookup in group_seq_idx, sql/migrations/015_group_seq_idx.sql).
+ * The oldest live row of the group instead (a walk of group_idx, through the finished
+ * rows' delete-marked entries) where that one is not live (cancelled or deleted while it
+ * waited) and the finished row was not the last one added to its group
+ * (work_groups.last_seq, read under the GROUP_LOCK this transaction holds: no insert can
+ * come between), and always in a group that had a dead row put back (put_back: that row
+ * is older than the one it waited behind). One exception to "oldest": a key whose limit
+ * was lowered to 1 while more of its rows ran; a row claimed since that finishes first
+ * starts the next while an older one still runs, until the older ones are done. */
+#define GROUP_SEQ_NEXT \
+	"(SELECT n.id FROM work_items n FORCE INDEX (group_seq_idx) WHERE n.queue = f.queue " \
+	"AND n.group_key = f.group_key AND n.group_seq = f.group_seq + 1 AND n.group_live IS " \
+	"NOT NULL LIMIT 1)"
+#define GROUP_WALK_HEAD \
+	"(SELECT p.id FROM work_items p FORCE INDEX (group_idx) WHERE p.queue = f.queue AND " \
+	"p.group_live = f.group_key ORDER BY p.id LIMIT 1)"
+#define GROUP_HEADS \
+	"SELECT IF(g.put_back, " GROUP_WALK_HEAD ", COALESCE(" GROUP_SEQ_NEXT ", " \
+	"IF(g.last_seq <=> f.group_seq, NULL, " GROUP_WALK_HEAD "))) AS hid FROM work_items f " \
+	"LEFT JOIN work_groups g ON g.queue = f.queue AND g.group_key = f.group_key " \
+	"WHERE f.id IN (%s) AND f.claim_token = CASE f.id%s END " \
+	"AND f.state IN ('done', 'dead') AND f.group_key IS NOT NULL AND f.period_s IS NULL"
 #define GROUP_NEXT \
-	"UPDATE work_items w JOIN (SELECT (SELECT p.id FROM work_items p FORCE INDEX (group_idx) " \
-	"WHERE p.queue = f.queue AND p.group_live = f.group_key ORDER BY p.id LIMIT 1) AS id " \
-	"FROM work_items f WHERE f.id IN (%s) AND f.claim_token = CASE f.id%s END " \
-	"AND f.state IN ('done', 'dead') AND f.group_key IS NOT NULL AND f.period_s IS NULL) " \
-	"AS h ON w.id = h.id SET w.visible_at = GREATEST(w.run_at, NOW(6)) " \
-	"WHERE w.visible_at IS NULL AND w.state = 'ready'"
+	"UPDATE work_items w JOIN (%s) AS h ON w.id = h.hid SET w.visible_at = " \
+	"GREATEST(w.run_at, NOW(6)) WHERE w.visible_at IS NULL AND w.state = 'ready'"
 /* The same for a key whose limit is not 1 (sql/migrations/006_key_limits.sql): the first N
  * live rows of the key get their visible_at where they were parked, N read fresh from
  * key_limits and queues. N differs per key and LIMIT takes no expression, so it is a
@@ -233,6 +252,12 @@
 	"ON w.id = b.id FOR UPDATE"
 #define PUT_BACK_PRUNE \
 	"DELETE b FROM claimd_put_back b JOIN work_items w ON w.id = b.id WHERE w.state <> 'dead'"
+/* Their FIFO groups marked: the rows put back are older than those waiting in them, which
+ * the next row's lookup by number (GROUP_HEADS) would pass over. */
+#define PUT_BACK_GROUPS \
+	"UPDATE work_groups g JOIN (SELECT DISTINCT w.queue, w.group_key FROM work_items w " \
+	"JOIN claimd_put_back b ON w.id = b.id WHERE w.group_key IS NOT NULL AND w.period_s " \
+	"IS NULL) AS r ON g.queue = r.queue AND g.group_key = r.group_key SET g.put_back = 1"
 /* They are ready again, waiting for nothing yet (visible_at NULL), marked as waited for if
  * they are (has_dependents: their finish then counts them off). */
 #define PUT_BACK_ROWS \
@@ -365,7 +390,7 @@ struct store {
 /* What sq_run() read: rows affected (or returned) per statement, and up to two result sets. */
 struct run {
 	uint64_t rows[RUN_MAX_STMTS];
-	MYSQL_RES *res, *res2;
+	MYSQL_RES *res, *res2, *res3;
 };
 
 /* Fills err (if any) with the formatted message and returns code. */
@@ -451,8 +476,10 @@ int sq_cmp_u64(const void *a, const void *b);
 /* Inside a transaction: "COMPLETE;" for done[0..n), with its groups locked before and their
  * next rows started after if any is grouped, and, if any has dependents, the rows that
  * waited for them counted off (and released when they wait for nothing more). Returns the
- * index of the COMPLETE among the statements of the text (its rows: the rows completed). */
-int sq_add_complete(struct store *s, const struct store_ref *done, size_t n);
+ * index of the COMPLETE among the statements of the text (its rows: the rows completed).
+ * heads_later: the next rows of keys run one at a time are left to the caller
+ * (sq_add_group_heads later in the transaction: the claim hands them on first). */
+int sq_add_complete(struct store *s, const struct store_ref *done, size_t n, bool heads_later);
 /* A row with a dedupe key: "SET @claimd_dup = 0; INSERT ... ON DUPLICATE KEY UPDATE ...;":
  * a row holding the key is left as it is, and its id is LAST_INSERT_ID(). Not INSERT
  * IGNORE, which would turn a bad value into a warning. */
@@ -461,9 +488,13 @@ void sq_add_dedupe_row(struct store *s, const char *queue, const unsigned char *
 /* "GROUP_LOCK;" for the rows refs[0..n). */
 void sq_add_group_lock(struct store *s, const struct store_ref *refs, size_t n);
 /* "GROUP_NEXT;" for the rows refs[0..n), finished by this transaction with token + 1, whose
- * key runs one at a time; the KEY_FILL statements for those with key_fill set (for all of
- * them when all is true: refs that do not know their key's limit). */
+ * key runs one at a time (sq_add_group_heads); the KEY_FILL statements for those with
+ * key_fill set (for all of them when all is true: refs that do not know their key's limit). */
 void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n, bool all);
+void sq_add_group_heads(struct store *s, const struct store_ref *refs, size_t n);
+/* Appends to b the GROUP_HEADS of the refs whose key runs one at a time (grouped, not
+ * key_fill); returns how many refs it names (0: b unchanged). */
+size_t sq_group_heads(struct buf *b, const struct store_ref *refs, size_t n);
 /* Before the first fenced UPDATE of a transaction that finishes rows with dependents, "SET
  * @claimd_t0 = NOW(6);": a row this transaction finishes has a finished_at from then on, and
  * one that an earlier transaction finished (its outcome written again, below) an older one.

@@ -193,30 +193,53 @@ static size_t add_key_fill_many(struct store *s, const struct store_ref *refs, s
 	return left;
 }
 
-void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n, bool all)
+size_t sq_group_heads(struct buf *b, const struct store_ref *refs, size_t n)
 {
 	struct buf ids, tokens;
-	size_t k = 0, nfill = 0;
+	size_t k = 0;
 
 	buf_init(&ids);
 	buf_init(&tokens);
 	for (size_t i = 0; i < n; i++) {
-		if (all || refs[i].key_fill) {
-			nfill++;
+		if (!refs[i].grouped || refs[i].key_fill)
 			continue;
-		}
 		buf_printf(&ids, "%s%llu", k++ ? "," : "", (unsigned long long)refs[i].id);
 		buf_printf(&tokens, " WHEN %llu THEN %llu", (unsigned long long)refs[i].id,
 			   (unsigned long long)refs[i].token + 1);
 	}
-	if (buf_failed(&ids) || buf_failed(&tokens)) {
-		s->sql.failed = true;
-	} else if (k > 0) {
-		sql_add(s, GROUP_NEXT, ids.data, tokens.data);
-		sq_end(s);
-	}
+	if (k > 0 && (buf_failed(&ids) || buf_failed(&tokens)))
+		b->failed = true;
+	else if (k > 0)
+		buf_printf(b, GROUP_HEADS, ids.data, tokens.data);
 	buf_free(&ids);
 	buf_free(&tokens);
+	return k;
+}
+
+void sq_add_group_heads(struct store *s, const struct store_ref *refs, size_t n)
+{
+	struct buf parts;
+
+	buf_init(&parts);
+	if (sq_group_heads(&parts, refs, n) > 0) {
+		if (buf_failed(&parts)) {
+			s->sql.failed = true; /* sq_run says out of memory */
+		} else {
+			sql_add(s, GROUP_NEXT, parts.data);
+			sq_end(s);
+		}
+	}
+	buf_free(&parts);
+}
+
+/* The KEY_FILL statements of sq_add_group_next. */
+static void add_key_fills(struct store *s, const struct store_ref *refs, size_t n, bool all)
+{
+	size_t nfill = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (all || refs[i].key_fill)
+			nfill++;
 	if (nfill == 0)
 		return;
 	nfill = add_key_fill_many(s, refs, n, all);
@@ -236,6 +259,13 @@ void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n, 
 		sql_add(s, KEY_FILL);
 		sq_end(s);
 	}
+}
+
+void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n, bool all)
+{
+	if (!all)
+		sq_add_group_heads(s, refs, n);
+	add_key_fills(s, refs, n, all);
 }
 
 /* The ids of refs[0..n) ("1,2,3") and a CASE of their tokens + 1 (" WHEN 1 THEN 8 .."). */
@@ -357,7 +387,8 @@ void sq_add_heal_keys(struct store *s, const char *which)
 void sq_add_put_back(struct store *s, const char *which)
 {
 	static const char *const steps[] = {
-		PUT_BACK_TABLE, DOOMED_TABLE, NULL, PUT_BACK_LOCK, PUT_BACK_PRUNE, PUT_BACK_ROWS,
+		PUT_BACK_TABLE, DOOMED_TABLE, NULL, PUT_BACK_LOCK, PUT_BACK_PRUNE, PUT_BACK_GROUPS,
+		PUT_BACK_ROWS,
 		PUT_BACK_COUNT, DOOMED_FIND, DOOMED_ROWS,
 	};
 
@@ -592,7 +623,7 @@ int sq_add_filter(struct store *s, const char *op, const struct store_filter *f,
 	"dedupe_until = IF((period_s IS NULL OR state = 'dead') AND dedupe_key IS NOT NULL, " \
 	"NOW(6) + INTERVAL IFNULL(dedupe_for_s, %u) SECOND, NULL)"
 
-int sq_add_complete(struct store *s, const struct store_ref *done, size_t n)
+int sq_add_complete(struct store *s, const struct store_ref *done, size_t n, bool heads_later)
 {
 	bool grouped = store_refs_grouped(done, n), deps = false;
 	int at;
@@ -616,7 +647,9 @@ int sq_add_complete(struct store *s, const struct store_ref *done, size_t n)
 	sq_end(s);
 	if (deps)
 		sq_add_finished(s, true);
-	if (grouped)
+	if (grouped && heads_later)
+		add_key_fills(s, done, n, false);
+	else if (grouped)
 		sq_add_group_next(s, done, n, false);
 	if (deps) {
 		/* Done, or dead for a cancel: each counts only the rows it applies to. */

@@ -208,6 +208,35 @@ def it_group_goes_on_after_its_running_row_is_deleted_by_hand(t):
     check_eq(order, rest, 'rows run after the deletion, in order')
 
 
+def it_group_goes_on_past_waiting_rows_cancelled_or_deleted(t):
+    # A finished row's next one is found by its number (group_seq + 1); where that row is
+    # gone (cancelled or deleted while it waited), the oldest live row of the group runs.
+    # The same behind the last row added, and behind a row whose successor came only after
+    # it started.
+    db = t.database()
+    head = db.insert_item('nap500', group_key="'k'")
+    cancelled, deleted, third = db.insert_items(3, payload="'nap'", group_key="'k'")
+    lone = db.insert_item('nap500', group_key="'l'")
+    h, spec = t.pipe_echo('gaps')
+    c = t.claimd(db, '--workers', '2', '--handler', spec)
+    wait_for(lambda: h.starts(head) and h.starts(lone), 10, 'the heads of both groups running')
+    _ctl(c, 'cancel', str(cancelled))
+    db.execute(f'DELETE FROM work_items WHERE id = {deleted}')
+    late = db.insert_item('nap', group_key="'l'")   # added while its group's only row runs
+    wait_for(db.states, 15, 'both groups done',
+             until=lambda s: s['done'] == 4 and s['ready'] == 0 and s['claimed'] == 0)
+    gone = db.sql(f'SELECT state FROM work_items WHERE id = {cancelled}')
+    check(gone in ([], [('dead',)]), f'the row cancelled while it waited: {gone}')
+    check_eq(c.stop(), 0, 'claimd exit code after SIGTERM')
+    order = [e.id for e in sorted(h.starts(), key=lambda e: e.time)]
+    check_eq([i for i in order if i in (head, third)], [head, third], 'group k, in order')
+    check_eq([i for i in order if i in (lone, late)], [lone, late], 'group l, in order')
+    for a, b in ((head, third), (lone, late)):
+        check_eq(db.scalar(f'SELECT (SELECT claimed_at FROM work_items WHERE id = {b}) >= '
+                           f'(SELECT finished_at FROM work_items WHERE id = {a})'), '1',
+                 f'row {b} claimed after row {a} finished')
+
+
 def it_group_goes_on_when_its_row_crashes_its_worker_on_the_last_attempt(t):
     # The supervisor releases a crashed worker's rows, counting the attempt of the one it ran;
     # on its last attempt that row goes dead, and its group's next row starts in the same

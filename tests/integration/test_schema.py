@@ -137,7 +137,10 @@ def it_group_statements_read_no_whole_table(t):
     cases = ''.join(f' WHEN {i} THEN 2' for i in ids)
     for name, query in (
             ('GROUP_LOCK', c_macro('GROUP_LOCK') % f'id IN ({",".join(ids)})'),
-            ('GROUP_NEXT', c_macro('GROUP_NEXT') % (','.join(ids), cases)),
+            ('GROUP_NEXT', c_macro('GROUP_NEXT') % (c_macro('GROUP_HEADS') % (','.join(ids),
+                                                                           cases))),
+            ('HAND_ON', c_macro('HAND_ON') % ("'default'", c_macro('GROUP_HEADS') % (
+                ','.join(ids), cases), "'default'", "'default'", 3)),
             ('KEY_FILL_MANY', c_macro('KEY_FILL_MANY') % ' UNION '.join(
                 c_macro('KEY_FILL_PART') % (int(i), int(i), 5) for i in ids)),
             ('GROUP_HEAL', c_macro('GROUP_HEAL') % "queue IN ('default')"),
@@ -154,6 +157,10 @@ def it_group_statements_read_no_whole_table(t):
         scans = [(n, a) for n, a in tables if not n.startswith('<') and a in ('ALL', 'index')
                  and n != 'claimd_heal_keys']
         check(tables and not scans, f'{name} scans a whole table or index: {text}')
+        if name in ('GROUP_NEXT', 'HAND_ON'):
+            # The next row by its number, one lookup (sql/migrations/015_group_seq_idx.sql).
+            keys = [(n.get('key'), n.get('access_type')) for n in _table_nodes(json.loads(text))]
+            check(('group_seq_idx', 'ref') in keys, f'{name}: no lookup in group_seq_idx: {keys}')
 
 
 def it_prune_statements_are_primary_key_ranges(t):
