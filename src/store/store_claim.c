@@ -91,6 +91,7 @@
  * becomes due meanwhile waits this long at most for this worker (the others, woken for
  * it, may take it sooner). */
 #define CLAIM_HANDON_SCAN_MS 20u
+#define CLAIM_HAND_RETRY_MS 100u /* after a claim found no row to hand on */
 
 struct claim_args {
 	const char *queue;
@@ -421,7 +422,11 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 		     now - s->cursor.head_scan_ms < CLAIM_HEAD_SCAN_MS && s->prios.known &&
 		     s->prios.n > 0 && strcmp(s->prios.queue, a->queue) == 0;
 	bool head = !after, ask_due = head && s->last_full;
-	unsigned hand = hand_on_room(a);
+	/* Rows under a key each, say, have no next rows to hand on: after a claim that found
+	 * none, the next ones do not look for CLAIM_HAND_RETRY_MS (the finish makes any next
+	 * row visible all the same; the lookup, ~2 us a row, is what is saved). */
+	unsigned hand = s->hand_empty_ms && now - s->hand_empty_ms < CLAIM_HAND_RETRY_MS ? 0 :
+			hand_on_room(a);
 	/* A claim that hands rows on, soon after a scan from the head found no due row: no
 	 * scan (CLAIM_HANDON_SCAN_MS). */
 	bool skip = hand > 0 && head && !ask_due && s->prios.known && s->prios.n == 0 &&
@@ -465,6 +470,8 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	if (hand > 0)
 		r = take_claimed(s, a, &hres, &n, &handed_pos, err, errlen);
 	h = n;
+	if (hand > 0)
+		s->hand_empty_ms = h > 0 ? 0 : now ? now : 1;
 	if (r == 0 && ask_due) {
 		r = take_due(s, dres, a->queue, err, errlen);
 		dres = NULL;

@@ -94,8 +94,8 @@
 	"(SELECT p.id FROM work_items p FORCE INDEX (group_idx) WHERE p.queue = f.queue AND " \
 	"p.group_live = f.group_key ORDER BY p.id LIMIT 1)"
 #define GROUP_HEADS \
-	"SELECT IF(g.put_back, " GROUP_WALK_HEAD ", COALESCE(" GROUP_SEQ_NEXT ", " \
-	"IF(g.last_seq <=> f.group_seq, NULL, " GROUP_WALK_HEAD "))) AS hid FROM work_items f " \
+	"SELECT IF(g.put_back, " GROUP_WALK_HEAD ", IF(g.last_seq <=> f.group_seq, NULL, " \
+	"COALESCE(" GROUP_SEQ_NEXT ", " GROUP_WALK_HEAD "))) AS hid FROM work_items f " \
 	"LEFT JOIN work_groups g ON g.queue = f.queue AND g.group_key = f.group_key " \
 	"WHERE f.id IN (%s) AND f.claim_token = CASE f.id%s END " \
 	"AND f.state IN ('done', 'dead') AND f.group_key IS NOT NULL AND f.period_s IS NULL"
@@ -380,6 +380,9 @@ struct store {
 	 * ms of the server's time); after a short one the next scans from the head, the rows it
 	 * finds tell, and a worker woken for a new row is not kept waiting for either. */
 	bool last_full;
+	/* When the last claim that looked for rows to hand on found none (0: it found some):
+	 * the next ones look again only later (store_claim.c, CLAIM_HAND_RETRY_MS). */
+	uint64_t hand_empty_ms;
 	unsigned seed;
 	bool migrating;              /* store_set_migrating: no read timeout, keepalive */
 	/* store_set_claim_hook */
