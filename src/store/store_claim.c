@@ -408,7 +408,7 @@ static void sql_add_hand_on(struct store *s, const struct claim_args *a, unsigne
  * s->scratch; the scans' rows after them (up to max in all: the rest of a scan's rows stay
  * as they were). *next = where the claim after this one starts. */
 static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n,
-		      size_t *ret_completed, size_t *ret_handed, struct claim_cursor *next,
+		      size_t *ret_completed, bool *ret_heads_left, struct claim_cursor *next,
 		      char *err, size_t errlen)
 {
 	uint64_t now = sq_mono_ms();
@@ -446,7 +446,9 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	sq_reset(s);
 	sql_add(s, "START TRANSACTION");
 	sq_end(s);
-	ci = sq_add_complete(s, a->done, a->ndone, true);
+	/* Without a hand-on the groups' next rows are made visible before the scan, which may
+	 * take them (a worker with room for one row goes on with its group's next, as it may). */
+	ci = sq_add_complete(s, a->done, a->ndone, hand > 0);
 	if (hand > 0)
 		sql_add_hand_on(s, a, hand);
 	if (skip) {
@@ -485,7 +487,12 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 		store_items_clear(s->scratch, n);
 		return r;
 	}
-	*ret_handed = h;
+	/* The next rows of the FIFO groups finished that were not handed on are made visible in
+	 * the commit's round trip (after this claim's UPDATE made those it took claimed): none
+	 * are left when each finished row had its next one handed on (one a row: GROUP_HEADS
+	 * names one row per finished row, and two finished rows of one group would have named
+	 * the same). */
+	*ret_heads_left = hand > 0 && h < hand_on_refs(a);
 	if (skip) {
 		*ret_completed = a->ndone ? (size_t)rr.rows[ci] : 0;
 		*next = s->cursor;   /* as it was: no scan moved it */
@@ -628,7 +635,7 @@ static int take_key_limits(struct store *s, MYSQL_RES *res, size_t n)
 
 /* Round trip 2: mark the locked rows claimed, by primary key, read their keys' limits, and
  * commit. */
-static int claim_commit(struct store *s, const struct claim_args *a, size_t n, size_t handed,
+static int claim_commit(struct store *s, const struct claim_args *a, size_t n, bool heads_left,
 			char *err, size_t errlen)
 {
 	struct run rr;
@@ -654,11 +661,7 @@ static int claim_commit(struct store *s, const struct claim_args *a, size_t n, s
 		free(ids);
 		sq_end(s);
 	}
-	/* The next rows of the FIFO groups finished that were not handed on (this claim's
-	 * UPDATE above made those it took claimed, no longer parked): none when each of those
-	 * rows had its next one handed on (one a row: GROUP_HEADS names one row per finished
-	 * row, and two finished rows of one group would have named the same). */
-	if (handed < hand_on_refs(a))
+	if (heads_left)   /* see claim_lock */
 		sq_add_group_heads(s, a->done, a->ndone);
 	bool keys = sql_add_key_limits(s, a, n);
 	sql_add(s, "COMMIT");
@@ -681,7 +684,8 @@ static int claim_once(struct store *s, const struct claim_args *a, size_t *ret_n
 		      size_t *ret_completed, char *err, size_t errlen)
 {
 	struct claim_cursor next;
-	size_t n = 0, handed = 0;
+	size_t n = 0;
+	bool heads_left = false;
 	struct run rr;
 	int r, k;
 
@@ -698,12 +702,12 @@ static int claim_once(struct store *s, const struct claim_args *a, size_t *ret_n
 		*ret_completed = (size_t)rr.rows[k];
 		return 0;
 	}
-	r = claim_lock(s, a, &n, ret_completed, &handed, &next, err, errlen);
+	r = claim_lock(s, a, &n, ret_completed, &heads_left, &next, err, errlen);
 	if (r < 0)
 		goto fail;
 	if (n > 0 && s->locked)
 		s->locked(s->locked_arg, s->scratch, n);
-	r = claim_commit(s, a, n, handed, err, errlen);
+	r = claim_commit(s, a, n, heads_left, err, errlen);
 	if (r < 0)
 		goto fail;
 	s->cursor = next;
