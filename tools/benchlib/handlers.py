@@ -38,7 +38,7 @@ CLAIMD_SIDES = (
     ('pipe_node_c10', 'claimd pipe: Node co-process, 2 workers x --concurrency 10',
      'pipe-node', ['--concurrency', str(PEER_CONCURRENCY)]),
 )
-PEER_SIDES = ('bullmq', 'pgboss', 'graphile')
+PEER_SIDES = ('bullmq', 'bullmq_aof', 'pgboss', 'graphile')
 
 
 def sides(b, peers):
@@ -139,6 +139,13 @@ def record(b, res):
         else:
             b.unmeasured(key, '; '.join('%s: %s' % (s, why.get(s, 'no figure'))
                                         for s in (a, c) if s not in jps))
+    # BullMQ on a Redis that keeps its data (appendonly, fsync once a second), as information
+    for a in ('so', 'pipe_node_c10'):
+        if a in jps and 'bullmq_aof' in jps:
+            b.info('%s / BullMQ on a persistent Redis (appendfsync everysec), each round'
+                   % a.replace('_', ' '), ', '.join(
+                       '%.2f' % x for x in stats.paired_ratios(res['runs'][a],
+                                                               res['runs']['bullmq_aof'])))
     if 'pipe_node' in jps and 'bullmq' in jps:
         b.info('pipe: Node at defaults (one item at a time per worker) / BullMQ 2 x 10',
                '%.2f' % stats.ratio(jps['pipe_node'], jps['bullmq']))
@@ -148,7 +155,7 @@ def record(b, res):
                    ', '.join('%.2f' % x for x in stats.paired_ratios(res['runs'][a],
                                                                         res['runs'][c])))
     for k in ('pipe_python', 'pipe_python_pkg', 'exec', 'noop', 'pipe_node', 'pipe_node_pkg',
-              'graphile'):
+              'graphile', 'bullmq', 'bullmq_aof'):
         if k in jps:
             b.info('%s (CPU-trivial)' % res['labels'][k], fmt_int(jps[k]) + ' jobs/s')
 

@@ -29,7 +29,7 @@ CLAIMD_SIDES = (
     ('pipe_node_pkg', 'claimd pipe: the Node.js package (run, --pipe-ready)', 'pipe-node-pkg'),
     ('exec', 'claimd exec:/bin/sleep 0.05', 'exec'),
 )
-PEER_SIDES = ('bullmq', 'pgboss', 'graphile')
+PEER_SIDES = ('bullmq', 'bullmq_aof', 'pgboss', 'graphile')
 
 
 def sampler(b, sql):
@@ -136,6 +136,12 @@ def record(b, res):
         else:
             b.unmeasured('iobound.%s_vs_bullmq' % key, '; '.join(
                 '%s: %s' % (s, why.get(s, 'no figure')) for s in (key, 'bullmq') if s not in jps))
+    for key in ('so', 'pipe_python', 'pipe_node'):
+        if key in jps and 'bullmq_aof' in jps:   # information: BullMQ on a persistent Redis
+            b.info('%s / BullMQ on a persistent Redis (appendfsync everysec), I/O-bound, '
+                   'each round' % key.replace('_', ' '), ', '.join(
+                       '%.2f' % x for x in stats.paired_ratios(res['runs'][key],
+                                                               res['runs']['bullmq_aof'])))
     # memory and connections over the runs at --concurrency (the three targets' sides)
     cruns = [r for k in ('so', 'pipe_python', 'pipe_node') if k not in why
              for r in res['runs'].get(k, [])]

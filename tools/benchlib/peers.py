@@ -1,6 +1,7 @@
 """The peers claimd is measured against, and section peers (each peer alone, CPU-trivial and
 I/O-bound, to show they install and run). BullMQ on a private redis-server without
-persistence (Debian's); pg-boss and graphile-worker on a private PostgreSQL 15 (pg.py). The
+persistence (Debian's), and on a second one that appends every write to its file and flushes
+it once a second (appendonly yes, appendfsync everysec: what production runs); pg-boss and graphile-worker on a private PostgreSQL 15 (pg.py). The
 npm packages, at pinned versions, go into OUT/peer (never into the repository); each peer is
 driven by its tools/bench-peer-NAME.mjs in Node.js processes of its own. A peer that cannot
 be had (no node, npm, redis-server or PostgreSQL, or npm failing) is skipped with the reason,
@@ -24,6 +25,11 @@ PINS = {'bullmq': '6.7.0', 'ioredis': '5.11.1', 'pg-boss': '12.38.0',
 PEERS = {
     'bullmq': {'package': 'bullmq', 'server': 'redis', 'title': 'BullMQ',
                'setting': '%d processes x concurrency %d', 'store': 'Redis, no persistence'},
+    # The same on a Redis that keeps its data as production runs it: every write appended to
+    # its file, the file flushed to disk once a second.
+    'bullmq_aof': {'package': 'bullmq', 'server': 'redis_aof', 'script': 'bullmq',
+                   'title': 'BullMQ', 'setting': '%d processes x concurrency %d',
+                   'store': 'Redis, appendonly yes, appendfsync everysec'},
     'pgboss': {'package': 'pg-boss', 'server': 'postgres', 'title': 'pg-boss',
                'setting': '%d processes x batch %d', 'store': 'PostgreSQL 15, durable'},
     'graphile': {'package': 'graphile-worker', 'server': 'postgres', 'title': 'graphile-worker',
@@ -39,8 +45,9 @@ class Peers:
         self.mods = os.path.join(self.dir, 'node_modules')
         self.why = {}        # peer -> why it cannot run
         self.versions = {}
-        self.redis = None
-        self.redis_sock = os.path.join(self.dir, 'redis.sock')
+        self.redis = {}      # server -> its redis-server process
+        self.redis_sock = {'redis': os.path.join(self.dir, 'redis.sock'),
+                           'redis_aof': os.path.join(self.dir, 'redis-aof.sock')}
         self.pg = None
         self.pg_version = None
         self.ready = False
@@ -65,10 +72,11 @@ class Peers:
         for p, spec in PEERS.items():
             with open(os.path.join(self.mods, spec['package'], 'package.json')) as f:
                 self.versions[p] = json.load(f)['version']
-        if 'bullmq' not in self.why:
-            why = self.start_redis()
-            if why:
-                self.why['bullmq'] = why
+        for p, spec in PEERS.items():
+            if spec['server'].startswith('redis') and p not in self.why:
+                why = self.start_redis(spec['server'])
+                if why:
+                    self.why[p] = why
         try:
             self.pg = Postgres(os.path.join(self.b.out, 'pg'))
             self.pg_version = self.pg.start()
@@ -100,29 +108,35 @@ class Peers:
             return 'npm install failed: %s' % r.stderr.strip()[-300:]
         return None
 
-    def start_redis(self):
+    def start_redis(self, server):
+        """A private redis-server for server ('redis': nothing kept; 'redis_aof': its append
+        only file, flushed every second, in a directory of its own)."""
         if not shutil.which('redis-server') or not shutil.which('redis-cli'):
             return 'redis-server not installed (apt-get install redis-server)'
-        if os.path.exists(self.redis_sock):
-            os.unlink(self.redis_sock)
-        self.redis = subprocess.Popen(
-            ['redis-server', '--port', '0', '--unixsocket', self.redis_sock, '--save', '',
-             '--appendonly', 'no', '--dir', self.dir],
-            stdout=open(os.path.join(self.dir, 'redis.log'), 'w'), stderr=subprocess.STDOUT)
+        sock, keep = self.redis_sock[server], server == 'redis_aof'
+        where = os.path.join(self.dir, server)
+        os.makedirs(where, exist_ok=True)
+        if os.path.exists(sock):
+            os.unlink(sock)
+        proc = subprocess.Popen(
+            ['redis-server', '--port', '0', '--unixsocket', sock, '--save', '',
+             '--appendonly', 'yes' if keep else 'no', '--appendfsync', 'everysec',
+             '--dir', where],
+            stdout=open(os.path.join(where, 'redis.log'), 'w'), stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
-        while not os.path.exists(self.redis_sock):
-            if self.redis.poll() is not None or time.monotonic() > deadline:
-                self.redis.kill()
-                self.redis = None
-                return 'redis-server did not start (see %s/redis.log)' % self.dir
+        while not os.path.exists(sock):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                return 'redis-server did not start (see %s/redis.log)' % where
             time.sleep(0.05)
+        self.redis[server] = proc
         return None
 
     def stop(self):
-        if self.redis:
-            self.redis.terminate()
-            self.redis.wait(timeout=30)
-            self.redis = None
+        for proc in self.redis.values():
+            proc.terminate()
+            proc.wait(timeout=30)
+        self.redis = {}
         if self.pg:
             self.pg.stop()
 
@@ -134,13 +148,13 @@ class Peers:
     def run(self, p, n, conc, sleep_ms=0):
         """n jobs (each waiting sleep_ms) loaded, then drained by PROCS worker processes of
         peer p at conc each: jobs/s from the earliest start to the latest completion."""
-        script = os.path.join(TOOLS, 'bench-peer-%s.mjs' % p)
-        if PEERS[p]['server'] == 'redis':
-            r = subprocess.run(['redis-cli', '-s', self.redis_sock, 'FLUSHALL'],
+        script = os.path.join(TOOLS, 'bench-peer-%s.mjs' % PEERS[p].get('script', p))
+        if PEERS[p]['server'].startswith('redis'):
+            conn = self.redis_sock[PEERS[p]['server']]
+            r = subprocess.run(['redis-cli', '-s', conn, 'FLUSHALL'],
                                capture_output=True, text=True)
             if r.returncode != 0:
                 raise BenchError('redis-cli FLUSHALL failed: ' + r.stderr.strip())
-            conn = self.redis_sock
         else:
             conn = self.pg.fresh('peer')
         r = subprocess.run(['node', script, self.mods, conn, 'load', str(n), str(sleep_ms)],
