@@ -193,21 +193,36 @@ static size_t add_key_fill_many(struct store *s, const struct store_ref *refs, s
 	return left;
 }
 
+/* The ids of refs[0..n) ("1,2,3") and a CASE of their tokens + 1 (" WHEN 1 THEN 8 .."); with
+ * heads_only, of the refs whose key runs one at a time alone (grouped, not key_fill), and
+ * *named (if not NULL) says how many. Returns false if out of memory. */
+static bool ids_and_tokens(const struct store_ref *refs, size_t n, bool heads_only,
+			   struct buf *ids, struct buf *tokens, size_t *named)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (heads_only && (!refs[i].grouped || refs[i].key_fill))
+			continue;
+		buf_printf(ids, "%s%llu", k++ ? "," : "", (unsigned long long)refs[i].id);
+		buf_printf(tokens, " WHEN %llu THEN %llu", (unsigned long long)refs[i].id,
+			   (unsigned long long)refs[i].token + 1);
+	}
+	if (named)
+		*named = k;
+	return !buf_failed(ids) && !buf_failed(tokens);
+}
+
 size_t sq_group_heads(struct buf *b, const struct store_ref *refs, size_t n)
 {
 	struct buf ids, tokens;
-	size_t k = 0;
+	size_t k;
+	bool ok;
 
 	buf_init(&ids);
 	buf_init(&tokens);
-	for (size_t i = 0; i < n; i++) {
-		if (!refs[i].grouped || refs[i].key_fill)
-			continue;
-		buf_printf(&ids, "%s%llu", k++ ? "," : "", (unsigned long long)refs[i].id);
-		buf_printf(&tokens, " WHEN %llu THEN %llu", (unsigned long long)refs[i].id,
-			   (unsigned long long)refs[i].token + 1);
-	}
-	if (k > 0 && (buf_failed(&ids) || buf_failed(&tokens)))
+	ok = ids_and_tokens(refs, n, true, &ids, &tokens, &k);
+	if (k > 0 && !ok)
 		b->failed = true;
 	else if (k > 0)
 		buf_printf(b, GROUP_HEADS, ids.data, tokens.data);
@@ -268,18 +283,6 @@ void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n, 
 	add_key_fills(s, refs, n, all);
 }
 
-/* The ids of refs[0..n) ("1,2,3") and a CASE of their tokens + 1 (" WHEN 1 THEN 8 .."). */
-static bool ids_and_tokens(const struct store_ref *refs, size_t n, struct buf *ids,
-			   struct buf *tokens)
-{
-	for (size_t i = 0; i < n; i++) {
-		buf_printf(ids, "%s%llu", i ? "," : "", (unsigned long long)refs[i].id);
-		buf_printf(tokens, " WHEN %llu THEN %llu", (unsigned long long)refs[i].id,
-			   (unsigned long long)refs[i].token + 1);
-	}
-	return !buf_failed(ids) && !buf_failed(tokens);
-}
-
 void sq_add_finish_begin(struct store *s)
 {
 	sql_add(s, "SET @claimd_t0 = NOW(6)");
@@ -299,7 +302,7 @@ void sq_add_deps_done(struct store *s, const struct store_ref *refs, size_t n)
 
 	buf_init(&ids);
 	buf_init(&tokens);
-	if (!ids_and_tokens(refs, n, &ids, &tokens)) {
+	if (!ids_and_tokens(refs, n, false, &ids, &tokens, NULL)) {
 		s->sql.failed = true;
 	} else {
 		sql_add(s, DEPS_DONE, ids.data, tokens.data);
@@ -339,7 +342,7 @@ void sq_add_deps_dead(struct store *s, const struct store_ref *refs, size_t n)
 	buf_init(&ids);
 	buf_init(&tokens);
 	buf_init(&anchor);
-	if (ids_and_tokens(refs, n, &ids, &tokens))
+	if (ids_and_tokens(refs, n, false, &ids, &tokens, NULL))
 		buf_printf(&anchor, "SELECT p.id, p.id FROM work_items p WHERE p.id IN (%s) AND "
 			   "p.state = 'dead' AND p.claim_token = CASE p.id%s END AND "
 			   "@claimd_fin > 0 AND p.finished_at >= @claimd_t0", ids.data, tokens.data);
@@ -533,7 +536,7 @@ void sq_add_attempt_errors(struct store *s, const struct store_ref *refs, size_t
 
 	buf_init(&ids);
 	buf_init(&tokens);
-	if (!ids_and_tokens(refs, n, &ids, &tokens)) {
+	if (!ids_and_tokens(refs, n, false, &ids, &tokens, NULL)) {
 		s->sql.failed = true;
 	} else {
 		sql_add(s, ATTEMPT_ERROR_ADD, error, ids.data, tokens.data);
