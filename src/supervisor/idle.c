@@ -32,6 +32,11 @@ struct idle {
 	 * says it is idle), and a row that came due meanwhile has nothing else to wake for it. */
 	bool owed;
 	uint64_t claims_at;        /* permits_claims when the statement was queued */
+	/* A statement found a row due and woke a worker. The binary log delivers a change about
+	 * when its commit becomes visible, so the change that statement saw may be told of just
+	 * after: while that worker's claim runs, a change wakes no one more (its CLAIMED asks
+	 * again if it took every row it could, and the rechecks below cover the change). */
+	bool polled_wake;
 	/* A change is in the binary log before its commit is seen by others: a claim or the
 	 * statement that follows it may not see its rows yet, so it is asked again a few times
 	 * (RECHECK_FIRST_MS doubling) for RECHECK_WINDOW_MS after the change. */
@@ -136,8 +141,10 @@ static void job_done(struct dbq_job *j)
 		 * left: another worker woken (a full claim), or this asked again (claimed_none). */
 		uint64_t claims = d->o.claims(d->o.data);
 		d->o.rewind(d->o.data);
-		if (claims == d->claims_at && claims != UINT64_MAX)
+		if (claims == d->claims_at && claims != UINT64_MAX) {
 			wake_if_wanted(d);
+			d->polled_wake = !d->owed;
+		}
 	} else if (d->job_push && d->push && !d->stopping) {
 		/* The server read its clock during the statement: half way is the best guess
 		 * (a worker woken then asks some 100 us later in any case). */
@@ -181,6 +188,11 @@ static void on_changed(void *data)
 	d->changes++;
 	d->changed_at = now_ms(d);
 	d->recheck_ms = 0;
+	if (d->polled_wake && d->o.claims(d->o.data) == UINT64_MAX) {
+		d->polled_wake = false;
+		return;
+	}
+	d->polled_wake = false;
 	wake_if_wanted(d);
 }
 
@@ -326,6 +338,7 @@ void idle_follow_rows(struct idle *d, bool want)
 
 void idle_claimed_none(struct idle *d)
 {
+	d->polled_wake = false;
 	if (!d->push || d->stopping)
 		return;
 	resume(d);
