@@ -376,6 +376,14 @@ static unsigned hand_on_refs(const struct claim_args *a)
 	return k;
 }
 
+static bool has_key_fills(const struct claim_args *a)
+{
+	for (size_t i = 0; i < a->ndone; i++)
+		if (a->done[i].key_fill)
+			return true;
+	return false;
+}
+
 static unsigned hand_on_room(const struct claim_args *a)
 {
 	unsigned k = hand_on_refs(a);
@@ -493,6 +501,8 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	 * names one row per finished row, and two finished rows of one group would have named
 	 * the same). */
 	*ret_heads_left = hand > 0 && h < hand_on_refs(a);
+	/* No scan: the key fills' rows were not looked for (GROUP_NEXT's: claim_commit). */
+	s->left_next = skip && has_key_fills(a);
 	if (skip) {
 		*ret_completed = a->ndone ? (size_t)rr.rows[ci] : 0;
 		*next = s->cursor;   /* as it was: no scan moved it */
@@ -661,8 +671,10 @@ static int claim_commit(struct store *s, const struct claim_args *a, size_t n, b
 		free(ids);
 		sq_end(s);
 	}
+	size_t heads_at = s->ncuts;
 	if (heads_left)   /* see claim_lock */
 		sq_add_group_heads(s, a->done, a->ndone);
+	bool heads = s->ncuts > heads_at;   /* it added GROUP_NEXT */
 	bool keys = sql_add_key_limits(s, a, n);
 	sql_add(s, "COMMIT");
 	r = sq_run(s, "store_claim", &rr, err, errlen);
@@ -675,6 +687,7 @@ static int claim_commit(struct store *s, const struct claim_args *a, size_t n, b
 			     n, (unsigned long long)rr.rows[0]);
 	else if (keys && take_key_limits(s, rr.res, n) < 0)
 		r = sq_fail_msg(-EIO, err, errlen, "store_claim: bad value in a key's limits");
+	s->left_next |= heads && rr.rows[heads_at] > 0; /* rows made visible after the scan */
 	mysql_free_result(rr.res);
 	mysql_free_result(rr.res2);
 	return r;
@@ -700,6 +713,7 @@ static int claim_once(struct store *s, const struct claim_args *a, size_t *ret_n
 			goto fail;
 		*ret_n = 0;
 		*ret_completed = (size_t)rr.rows[k];
+		s->left_next = store_refs_grouped(a->done, a->ndone);
 		return 0;
 	}
 	r = claim_lock(s, a, &n, ret_completed, &heads_left, &next, err, errlen);
@@ -778,4 +792,9 @@ int store_claim(struct store *s, const char *queue, unsigned max, unsigned lease
 	*ret_n = n;
 	*ret_completed = completed;
 	return 0;
+}
+
+bool store_claim_left_next(const struct store *s)
+{
+	return s->left_next;
 }

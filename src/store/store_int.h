@@ -383,6 +383,9 @@ struct store {
 	/* When the last claim that looked for rows to hand on found none (0: it found some):
 	 * the next ones look again only later (store_claim.c, CLAIM_HAND_RETRY_MS). */
 	uint64_t hand_empty_ms;
+	/* The last claim made rows of the keys it finished visible where its scan did not look
+	 * (store_claim_left_next). */
+	bool left_next;
 	unsigned seed;
 	bool migrating;              /* store_set_migrating: no read timeout, keepalive */
 	/* store_set_claim_hook */

@@ -30,6 +30,7 @@ int batch_claim_begin(struct batch *b, struct store *s, struct outcomes *o, unsi
 	if (j->ndone == 0 && max == 0)
 		return 0;
 	j->grouped = store_refs_grouped(j->done, j->ndone);
+	j->left_next = false;
 	j->max = max;
 	j->holding = holding;
 	j->qi = b->qi;
@@ -53,8 +54,10 @@ void batch_claim_run(struct batch *b, struct store *s, const struct config *cfg,
 		qi = (j->qi + k) % cfg->nqueues;
 		r = store_claim(s, cfg->queues[qi], j->max, cfg->lease_ms, k ? NULL : j->done,
 				k ? 0 : j->ndone, b->rows, &n, &applied, j->err, sizeof(j->err));
-		if (k == 0)
+		if (k == 0) {
 			j->completed = applied;
+			j->left_next = r == 0 && store_claim_left_next(s);
+		}
 		if (r < 0)
 			break;
 	}

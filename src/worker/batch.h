@@ -53,6 +53,8 @@ struct batch_job {
 	size_t n, completed;   /* rows claimed, successes the store applied */
 	bool grouped;          /* a success it completes has a key (a FIFO group, a limit):
 				* its finish may make the key's next rows due */
+	bool left_next;        /* and the claim did not look for those rows
+				* (store_claim_left_next) */
 	int r;                 /* batch_claim_run's answer */
 	char err[STORE_ERR_MAX];
 };

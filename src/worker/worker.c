@@ -260,7 +260,7 @@ static void on_db_done(uv_work_t *req, int status)
 		worker_db_failed(w, r, "completing items", w->job.err);
 	else
 		backoff_reset(&w->db_backoff);
-	if (w->job.max == 0 && r >= 0 && w->job.grouped)
+	if (w->job.max == 0 && r >= 0 && w->job.left_next)
 		w->drained = false;   /* its keys' next rows may be due: claim (step_held) */
 	/* What waited for the statement, before the next one can start. */
 	if (w->lease_due && !worker_db_busy(w)) {
@@ -408,10 +408,11 @@ static void claim_ended(struct worker *w, int r)
 	}
 	backoff_reset(&w->db_backoff);
 	claimed_build(w, &m, n);
-	/* Rows of a key it finished may have made the key's next rows due: more. Rows of a key
-	 * it took make the key's next rows due as they finish: it keeps asking (the next claim
-	 * carries their outcomes), not drained. */
-	m.u.items.more |= w->job.grouped;
+	/* Rows of a key it finished may have made the key's next rows due where the claim did
+	 * not look (store_claim_left_next; another queue's): more. Rows of a key it took make
+	 * the key's next rows due as they finish: it keeps asking (the next claim carries their
+	 * outcomes), not drained. */
+	m.u.items.more |= w->job.grouped && (w->job.left_next || w->cfg->nqueues > 1);
 	w->drained = !m.u.items.more;
 	for (size_t i = 0; i < n && w->drained; i++)
 		w->drained = w->b.rows[i].group == NULL;
