@@ -98,6 +98,9 @@ static void render_jobs(const struct jobstats *js, struct buf *b)
 	buf_printf(b, "claimd_claims_total %llu\n", (unsigned long long)js->claims);
 	head(b, "claimd_claims_empty_total", "counter", "Claims that found no row.");
 	buf_printf(b, "claimd_claims_empty_total %llu\n", (unsigned long long)js->claims_empty);
+	head(b, "claimd_idle_statements_total", "counter",
+	     "Statements asked because workers were idle: polls, when the next row is due.");
+	buf_printf(b, "claimd_idle_statements_total %llu\n", (unsigned long long)js->idle_asked);
 	head(b, "claimd_worker_messages_total", "counter",
 	     "Messages between the supervisor and its workers (acknowledgements aside).");
 	buf_printf(b, "claimd_worker_messages_total{direction=\"to_worker\"} %llu\n"

@@ -41,6 +41,7 @@ void metrics_count_http(struct metrics *m, const char *route, unsigned code);
  *                                                 end) to its start
  *   claimd_claims_total, claimd_claims_empty_total, claimd_claim_duration_seconds
  *   claimd_worker_messages_total{direction}      counter: to_worker, from_worker
+ *   claimd_idle_statements_total                 counter: idle.h's statements
  * and the gauges and counters listed in metrics.c. */
 void metrics_render(const struct metrics *m, const struct status *st,
 		    const struct jobstats *js, const struct store_queue *queues, size_t nqueues,

@@ -42,6 +42,12 @@ struct idle {
 	 * (RECHECK_FIRST_MS doubling) for RECHECK_WINDOW_MS after the change. */
 	uint64_t changed_at;       /* the loop's clock */
 	unsigned recheck_ms;       /* the next delay; 0: none since the change */
+	/* Once a claim woken for the last change took rows, that change was seen (its commit
+	 * was visible then, or the claim took another row due at that very moment and left the
+	 * change's): one late recheck for that case instead of the doubling ones, each of which
+	 * is a statement (a row every 30 ms: 5 of them a row, 7 ms of the server's time). */
+	uint64_t woke_for;         /* changes when a change last woke a worker */
+	uint64_t seen;             /* changes when a claim woken for the last change took rows */
 	uv_timer_t recheck_timer;
 	/* Every worker busy for PAUSE_AFTER_MS: the stream is closed until one is idle. */
 	uint64_t busy_since;       /* the loop's clock; 0: a worker is idle */
@@ -52,6 +58,7 @@ struct idle {
 
 #define RECHECK_FIRST_MS 2
 #define RECHECK_WINDOW_MS 500
+#define RECHECK_SEEN_MS 100
 #define PAUSE_AFTER_MS 500
 #define WATCH_MS 250
 
@@ -114,7 +121,12 @@ static void maybe_recheck(struct idle *d)
 
 	if (!d->changes || since >= RECHECK_WINDOW_MS || uv_is_active((uv_handle_t *)&d->recheck_timer))
 		return;
-	d->recheck_ms = d->recheck_ms ? d->recheck_ms * 2 : RECHECK_FIRST_MS;
+	if (d->seen == d->changes && d->recheck_ms >= RECHECK_SEEN_MS)
+		return;
+	if (d->seen == d->changes)
+		d->recheck_ms = RECHECK_SEEN_MS;
+	else
+		d->recheck_ms = d->recheck_ms ? d->recheck_ms * 2 : RECHECK_FIRST_MS;
 	if (since + d->recheck_ms <= RECHECK_WINDOW_MS)
 		uv_timer_start(&d->recheck_timer, on_recheck, d->recheck_ms, 0);
 }
@@ -167,6 +179,8 @@ static void run_job(struct idle *d)
 		return;
 	}
 	d->inflight = true;
+	if (d->o.asked)
+		++*d->o.asked;
 	d->claims_at = d->o.claims(d->o.data);
 	d->job_push = d->push;
 	d->job.run = job_run;
@@ -194,6 +208,8 @@ static void on_changed(void *data)
 	}
 	d->polled_wake = false;
 	wake_if_wanted(d);
+	if (!d->owed)
+		d->woke_for = d->changes;
 }
 
 static void on_rows(void *data)
@@ -336,9 +352,11 @@ void idle_follow_rows(struct idle *d, bool want)
 	}
 }
 
-void idle_claimed_none(struct idle *d)
+void idle_claimed_short(struct idle *d, bool found)
 {
 	d->polled_wake = false;
+	if (found && d->woke_for == d->changes)
+		d->seen = d->changes;
 	if (!d->push || d->stopping)
 		return;
 	resume(d);

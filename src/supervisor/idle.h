@@ -6,7 +6,8 @@
  * when a worker's claim finds nothing, one statement asks when the next row comes due (a
  * delayed row, a retry, a lease) and a timer wakes a worker then; just after a change that
  * statement is asked again a few times over half a second (the log has a change before
- * other connections see its commit); a safety poll every IDLE_SAFETY_MS covers anything
+ * other connections see its commit), once only 100 ms later when a claim woken for the
+ * change took rows (it saw the commit); a safety poll every IDLE_SAFETY_MS covers anything
  * else. A wake-up that finds no worker idle is owed to the next that says it is (the pool
  * learns a worker is idle from its STATE, which may come after the statement that found a
  * row due). While every worker has been busy for a while the stream is closed (its news
@@ -52,6 +53,7 @@ struct idle_opts {
 	/* Push mode: rows of work_items changed, by any statement (for the requests waiting for
 	 * a row), or NULL. */
 	void (*rows_changed)(void *data);
+	uint64_t *asked;   /* counts the statements it asks (may be NULL) */
 	void *data;
 };
 
@@ -62,8 +64,8 @@ int idle_new(const struct idle_opts *o, struct idle **ret);
 void idle_start(struct idle *d);
 /* At a poll tick that nothing else took: the poll, if one is due. Returns whether it ran. */
 bool idle_tick(struct idle *d);
-/* A worker's claim found no row. */
-void idle_claimed_none(struct idle *d);
+/* A worker's claim took every due row it could: some (found), or none. */
+void idle_claimed_short(struct idle *d, bool found);
 /* A worker says it is idle now: a wake-up that found none idle is its. */
 void idle_worker_idle(struct idle *d);
 /* Whether a worker is idle, to close or open the stream (push mode; its own timer asks). */

@@ -36,6 +36,7 @@ struct jobstats {
 	struct jobstats_queue queue[CONFIG_QUEUES_MAX];
 	uint64_t claims, claims_empty;                /* claims, and those that found no row */
 	uint64_t msgs_to, msgs_from;                  /* messages sent to workers, and theirs */
+	uint64_t idle_asked;                          /* idle.h's statements: polls, next due */
 	struct jobstats_hist claim;
 	/* per second: done, and failed (retried or dead), of the last JOBSTATS_SECONDS */
 	uint32_t done[JOBSTATS_SECONDS], failed[JOBSTATS_SECONDS];

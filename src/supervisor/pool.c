@@ -102,8 +102,8 @@ static void on_items(struct slot *sl, const struct proto_msg *m)
 	 * asks is not to take this claim for one that still runs (idle.h's claims). */
 	set_wstate(sl, m->u.items.state);
 	permits_claimed(&p->permits, sl->idx, &m->u.items.cursor, m->u.items.more);
-	if (!m->u.items.more && p->o.claimed_none)
-		p->o.claimed_none(p->o.data);
+	if (!m->u.items.more && p->o.claimed_short)
+		p->o.claimed_short(p->o.data, m->u.items.n > 0);
 }
 
 /* What the worker says it does (STATE, or CLAIMED's state). */

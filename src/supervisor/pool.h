@@ -29,8 +29,8 @@ struct pool_opts {
 	/* A worker is gone for good while stopping (or its rows were released): whether the
 	 * supervisor can exit is worth asking again. */
 	void (*on_change)(void *data);
-	/* A worker's claim found no row. May be NULL. */
-	void (*claimed_none)(void *data);
+	/* A worker's claim took every due row it could, some (found) or none. May be NULL. */
+	void (*claimed_short)(void *data, bool found);
 	/* A worker says it is idle, and was not. May be NULL. */
 	void (*worker_idle)(void *data);
 	void *data;

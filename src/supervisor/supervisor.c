@@ -356,11 +356,11 @@ static uint64_t host_claims(void *data)
 	return pool_claims(s->pool);
 }
 
-static void host_claimed_none(void *data)
+static void host_claimed_short(void *data, bool found)
 {
 	struct sup *s = data;
 
-	idle_claimed_none(s->idle);
+	idle_claimed_short(s->idle, found);
 }
 
 static void host_worker_idle(void *data)
@@ -437,7 +437,7 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 {
 	struct pool_opts po = { .loop = s->loop, .cfg = cfg, .argc = argc, .argv = argv,
 				.stats = &s->stats, .on_change = on_change,
-				.claimed_none = host_claimed_none,
+				.claimed_short = host_claimed_short,
 				.worker_idle = host_worker_idle, .data = s };
 	struct sup_host host = { .loop = s->loop, .cfg = cfg, .stats = &s->stats, .data = s,
 				 .wake = host_wake, .snapshot = host_snapshot, .now_ms = host_now,
@@ -496,7 +496,8 @@ static int sup_init(struct sup *s, struct config *cfg, int argc, char **argv)
 				.wants = host_wants, .wake_one = host_wake,
 				.claims = host_claims, .rewind = host_rewind,
 				.mode_changed = host_mode_changed,
-				.rows_changed = host_rows_changed, .data = s };
+				.rows_changed = host_rows_changed, .asked = &s->stats.idle_asked,
+				.data = s };
 	if ((r = idle_new(&io, &s->idle)) < 0)
 		return r;
 	s->maint_changes = UINT64_MAX;   /* the first pass runs */
