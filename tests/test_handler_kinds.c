@@ -21,6 +21,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -570,12 +571,13 @@ static void exec_result_and_stderr(uv_loop_t *loop)
 }
 
 /* An exec: handler that writes jobs to its descriptor 3 as its payload says, after checking
- * that CLAIMD_ENQUEUE_FD names it and that it has no other descriptor from 4 to 9. */
+ * that CLAIMD_ENQUEUE_FD names it and that it has no other descriptor from 4 to 9, nor
+ * 1500 (the test holds one there, inheritable). */
 static const char exec_enqueue_sh[] =
 	"read -r what\n"
 	"[ \"$CLAIMD_ENQUEUE_FD\" = 3 ] || { echo \"CLAIMD_ENQUEUE_FD='$CLAIMD_ENQUEUE_FD'\" >&2; "
 	"exit 9; }\n"
-	"for n in 4 5 6 7 8 9; do\n"
+	"for n in 4 5 6 7 8 9 1500; do\n"
 	"\t[ ! -e /proc/$$/fd/$n ] || { echo \"descriptor $n is open\" >&2; exit 8; }\n"
 	"done\n"
 	"case $what in\n"
@@ -613,6 +615,17 @@ static void exec_enqueue_on_descriptor_3(uv_loop_t *loop)
 	f = fopen(path, "w");
 	CHECK(f && fputs(exec_enqueue_sh, f) >= 0 && fclose(f) == 0, "%s: cannot write %s", name,
 	      path);
+	/* A descriptor past 1024, not close-on-exec, that no handler may see. */
+	struct rlimit rl;
+	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max > 1500, "%s: the hard limit on "
+	      "descriptors is under 1501", name);
+	if (rl.rlim_cur <= 1500) {
+		rl.rlim_cur = 1501;
+		CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0, "%s: setrlimit: %s", name, strerror(errno));
+	}
+	int null = open("/dev/null", O_RDONLY);
+	CHECK(null >= 0 && dup2(null, 1500) == 1500 && close(null) == 0, "%s: descriptor 1500: %s",
+	      name, strerror(errno));
 	t_open(&t, loop, "exec_enqueue", 4, false);
 	for (size_t i = 0; i < n; i++)
 		t_submit(&t, cases_[i].payload, 20000);
@@ -630,6 +643,7 @@ static void exec_enqueue_on_descriptor_3(uv_loop_t *loop)
 	CHECK(took_ms(&t, n) >= 0 && took_ms(&t, n) < 3000, "%s: 'linger' took %.0f ms", name,
 	      took_ms(&t, n));
 	t_close(&t, name);
+	close(1500);
 }
 
 static void exec_tests(uv_loop_t *loop)

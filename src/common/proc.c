@@ -16,6 +16,7 @@
 #include <linux/capability.h>
 #include <time.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -171,6 +172,21 @@ static void on_guard_orphaned(int sig)
 
 _Static_assert(PROC_CHANNEL_FD == 3, "guard_descriptors places the channel at fd[3]");
 
+/* Every descriptor from first up, however high (a worker may have some past 1024): one
+ * system call, or (a kernel before 5.9) each up to the limit on descriptors. */
+static void close_from(int first)
+{
+	struct rlimit rl;
+	rlim_t end;
+
+	if (close_range((unsigned)first, ~0u, 0) == 0)
+		return;
+	end = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ?
+	      rl.rlim_cur : 1u << 20;
+	for (rlim_t i = (rlim_t)first; i < end && i < (1u << 20); i++)
+		close((int)i);
+}
+
 /* The handler's descriptors 0..3 from the pipes' ends in fd[0..3] (-1: 1 stays the caller's,
  * 3 is not made), and no other. Each end is moved above them first: an end may itself be one
  * of 0..3 (with the caller's 0 closed, say), and a dup2 must neither land on an end not placed
@@ -188,8 +204,7 @@ static int guard_descriptors(const int fd[4])
 	for (i = 0; i < 4; i++)
 		if (high[i] >= 0 && dup2(high[i], i) < 0)
 			return -1;
-	for (i = fd[3] < 0 ? 3 : 4; i < 1024; i++)
-		close(i);
+	close_from(fd[3] < 0 ? 3 : 4);
 	return 0;
 }
 
