@@ -353,10 +353,11 @@ class Database:
         Returns the new ids in order."""
         cols = ['payload'] + list(columns)
         exprs = [payload] + [str(v) for v in columns.values()]
-        before = int(self.scalar('SELECT COALESCE(MAX(id), 0) FROM work_items'))
-        self.execute(f'INSERT INTO work_items ({", ".join(cols)}) '
-                     f'SELECT {", ".join(exprs)} FROM seq_1_to_{int(n)} ORDER BY seq')
-        return [int(r[0]) for r in self.sql(f'SELECT id FROM work_items WHERE id > {before} ORDER BY id')]
+        # RETURNING: the ids of these rows alone (rows another writer, a claimd adding
+        # follow-ups say, inserted meanwhile are not among them).
+        rows = self.sql(f'INSERT INTO work_items ({", ".join(cols)}) '
+                        f'SELECT {", ".join(exprs)} FROM seq_1_to_{int(n)} ORDER BY seq RETURNING id')
+        return sorted(int(r[0]) for r in rows)
 
     def insert_item(self, payload, **columns):
         lit = 'NULL' if payload is None else "'" + payload.replace('\\', '\\\\').replace("'", "''") + "'"
