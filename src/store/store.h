@@ -244,6 +244,10 @@ const char *store_server(const struct store *s, char *buf, size_t len);
  * entries that earlier claims left behind) and rescans from the oldest row when that runs
  * short and at least once a second, so a row that becomes due behind the others (a backdated
  * run_at, a lease that ran out) may wait up to a second under load. */
+int store_claim(struct store *s, const char *queue, unsigned max, unsigned lease_ms,
+		const struct store_ref *done, size_t ndone,
+		struct store_item *items, size_t *ret_n, size_t *ret_completed,
+		char *err, size_t errlen);
 /* Whether the last store_claim with done[] of a key made some of the keys' next rows visible
  * where it did not look for rows to claim: with max 0; in its commit's round trip, after its
  * scan (the next rows it did not hand on: counted); before a scan it skipped. A claim that
@@ -252,10 +256,6 @@ const char *store_server(const struct store *s, char *buf, size_t len);
  * the claim's is not looked at either: a worker of several queues claims again all the
  * same. */
 bool store_claim_left_next(const struct store *s);
-int store_claim(struct store *s, const char *queue, unsigned max, unsigned lease_ms,
-		const struct store_ref *done, size_t ndone,
-		struct store_item *items, size_t *ret_n, size_t *ret_completed,
-		char *err, size_t errlen);
 
 void store_items_clear(struct store_item *items, size_t n);
 

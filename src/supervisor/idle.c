@@ -121,12 +121,12 @@ static void maybe_recheck(struct idle *d)
 
 	if (!d->changes || since >= RECHECK_WINDOW_MS || uv_is_active((uv_handle_t *)&d->recheck_timer))
 		return;
-	if (d->seen == d->changes && d->recheck_ms >= RECHECK_SEEN_MS)
-		return;
-	if (d->seen == d->changes)
+	if (d->seen != d->changes)
+		d->recheck_ms = d->recheck_ms ? d->recheck_ms * 2 : RECHECK_FIRST_MS;
+	else if (d->recheck_ms < RECHECK_SEEN_MS)
 		d->recheck_ms = RECHECK_SEEN_MS;
 	else
-		d->recheck_ms = d->recheck_ms ? d->recheck_ms * 2 : RECHECK_FIRST_MS;
+		return;   /* the one late recheck was asked */
 	if (since + d->recheck_ms <= RECHECK_WINDOW_MS)
 		uv_timer_start(&d->recheck_timer, on_recheck, d->recheck_ms, 0);
 }
@@ -150,7 +150,7 @@ static void job_done(struct dbq_job *j)
 		log_debug("idle poll failed: %s", j->err);
 	} else if (j->rc > 0) {
 		/* A claim that ran or began meanwhile took the row, or its CLAIMED says what it
-		 * left: another worker woken (a full claim), or this asked again (claimed_none). */
+		 * left: another worker woken (a full claim), or this asked again (claimed_short). */
 		uint64_t claims = d->o.claims(d->o.data);
 		d->o.rewind(d->o.data);
 		if (claims == d->claims_at && claims != UINT64_MAX) {
@@ -198,15 +198,14 @@ static void on_watch(uv_timer_t *t)
 static void on_changed(void *data)
 {
 	struct idle *d = data;
+	bool polled = d->polled_wake && d->o.claims(d->o.data) == UINT64_MAX;
 
 	d->changes++;
 	d->changed_at = now_ms(d);
 	d->recheck_ms = 0;
-	if (d->polled_wake && d->o.claims(d->o.data) == UINT64_MAX) {
-		d->polled_wake = false;
-		return;
-	}
 	d->polled_wake = false;
+	if (polled)
+		return;
 	wake_if_wanted(d);
 	if (!d->owed)
 		d->woke_for = d->changes;

@@ -71,7 +71,7 @@ def _idle_statements(c):
                if line.startswith('claimd_idle_statements_total '))
 
 
-def _lone_rows(t, db, c, n, **columns):
+def _lone_rows(db, c, n, **columns):
     """Messages a row, n rows inserted one at a time, each done before the next."""
     before = _messages(c)
     for i in range(n):
@@ -90,7 +90,7 @@ def it_costs_a_lone_row_four_messages(t):
         time.sleep(0.05)
     time.sleep(0.5)
     asked = _idle_statements(c)
-    per = _lone_rows(t, db, c, 30)
+    per = _lone_rows(db, c, 30)
     t.note(f'messages a lone row: {per:.2f}')
     check(per <= 4.5, f'{per:.2f} messages a lone row (4, and a rare second wake-up), not 10')
     # When the next row is due, asked after its short claim, and once more 100 ms after the
@@ -101,7 +101,7 @@ def it_costs_a_lone_row_four_messages(t):
     # A row of a key: its worker keeps a permit while it runs (its finish rides on a claim,
     # which would hand the key's next row on), 7; its finish, which made no row visible
     # where that claim did not look, wakes no one (12 when it did).
-    per = _lone_rows(t, db, c, 30, group_key="CONCAT('k', UUID())")
+    per = _lone_rows(db, c, 30, group_key="CONCAT('k', UUID())")
     t.note(f'messages a lone row of a key: {per:.2f}')
     check(per <= 8, f'{per:.2f} messages a lone row of a key (7, and a rare second wake-up)')
     check_eq(c.stop(), 0, 'claimd exit code')
