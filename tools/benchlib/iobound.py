@@ -7,12 +7,19 @@ graphile-worker 2 x concurrency 50, alternating in rounds. During claimd's runs,
 workers; not the co-processes), and its connections in the server's processlist (claimd
 connects as a user of its own here). Without --concurrency in this claimd, its sides are not
 run (MISS, with the reason); so: at one item per worker is run on a twentieth of the rows, as
-the figure the option is measured against."""
+the figure the option is measured against. Each pipe: co-process is also run alone, two at once
+(one a worker), each fed half the jobs by tools/pipe-feeder.mjs with no queue and no database:
+the co-process's own ceiling for this job shape, which claimd's figure through it is divided
+by (information: what the pipe's claimd side costs, apart from the co-process's)."""
 
+import json
 import os
+import shlex
+import subprocess
+import threading
 
-from .common import BenchError, claimd_processes, fmt_int, log, md_table, memory_mib, print_table
-from .claimd import accepts, handler_args
+from .common import ROOT, BenchError, claimd_processes, fmt_int, log, md_table, memory_mib, print_table
+from .claimd import accepts, handler_args, handler_spec
 from .db import Sql
 from . import peers as peers_mod
 from . import stats
@@ -30,6 +37,36 @@ CLAIMD_SIDES = (
     ('exec', 'claimd exec:/bin/sleep 0.05', 'exec'),
 )
 PEER_SIDES = ('bullmq', 'bullmq_aof', 'pgboss', 'graphile')
+# The pipe: co-processes alone (tools/pipe-feeder.mjs): 'alone_' + the claimd side's key
+ALONE_SIDES = ('pipe_python', 'pipe_node', 'pipe_python_pkg', 'pipe_node_pkg')
+FEEDER = os.path.join(ROOT, 'tools', 'pipe-feeder.mjs')
+
+
+def run_alone(b, kind, n, conc, payload):
+    """The co-process of a pipe: kind alone, WORKERS at once, each fed n / WORKERS jobs at
+    conc by the feeder: {'jobs_per_s': n over the slowest one's seconds}."""
+    cmd = shlex.split(handler_spec(b, kind)[len('pipe:'):])
+    each = n // WORKERS
+    outs = [None] * WORKERS
+
+    def one(i):
+        outs[i] = subprocess.run([b.node, FEEDER, '--jobs', str(each), '--concurrency',
+                                  str(conc), '--payload', payload, '--', *cmd],
+                                 capture_output=True, text=True, timeout=600)
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(WORKERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    res = []
+    for o in outs:
+        if o is None or o.returncode != 0:
+            raise BenchError('the feeder failed: %s' % (
+                (o.stderr.strip().splitlines() or ['?'])[-1] if o else 'no result'))
+        res.append(json.loads(o.stdout))
+    if any(r['failed'] for r in res):
+        raise BenchError('%d jobs failed' % sum(r['failed'] for r in res))
+    return {'jobs_per_s': each * WORKERS / max(r['seconds'] for r in res)}
 
 
 def sampler(b, sql):
@@ -61,6 +98,13 @@ def run(b):
         elif kind in ('pipe-node', 'pipe-node-pkg') and not b.node:
             why[key] = 'node is not installed'
     labels['so_c1'] = 'claimd so: sleep_ms=50, %d workers, one item each (no --concurrency)' % WORKERS
+    for key in ALONE_SIDES:
+        what = next(label for s, label, _ in CLAIMD_SIDES if s == key)
+        labels['alone_' + key] = ('%s alone, %d at once, fed by tools/pipe-feeder.mjs (no queue,'
+                                  ' no database)' % (what.replace('claimd pipe: ', 'co-process: ')
+                                                     .replace(', --pipe-ready', ''), WORKERS))
+        if not b.node:
+            why['alone_' + key] = 'node is not installed (the feeder is a Node.js script)'
     for p in PEER_SIDES:
         labels[p] = peers.label(p, conc)
         if p in peers.why:
@@ -81,6 +125,9 @@ def run(b):
                 try:
                     if key in PEER_SIDES:
                         r = peers.run(key, n, conc, ms)
+                    elif key.startswith('alone_'):
+                        r = run_alone(b, next(k for s, _, k in CLAIMD_SIDES
+                                              if 'alone_' + s == key), n, conc, payload)
                     else:
                         kind = 'so' if key == 'so_c1' else next(
                             k for s, _, k in CLAIMD_SIDES if s == key)
@@ -153,6 +200,12 @@ def record(b, res):
         'iobound.claimd_rss_mib', reason)
     b.metric('iobound.connections_per_worker', max(conns)) if conns else b.unmeasured(
         'iobound.connections_per_worker', reason)
+    for key in ALONE_SIDES:   # information: claimd's side of the pipe
+        if key in jps and 'alone_' + key in jps:
+            b.info('%s / its co-process alone (fed with no queue), I/O-bound, each round'
+                   % key.replace('_', ' '), ', '.join(
+                       '%.2f' % x for x in stats.paired_ratios(res['runs'][key],
+                                                               res['runs']['alone_' + key])))
     for k in ('exec', 'so_c1', 'pgboss', 'graphile'):
         if k in jps:
             b.info('%s (I/O-bound)' % res['labels'][k], fmt_int(jps[k]) + ' jobs/s')
