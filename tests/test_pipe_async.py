@@ -133,11 +133,13 @@ class PipeAsync(unittest.TestCase):
         self.assertEqual((second['id'], second['ok']), (7, True))
 
     def test_a_payload_without_sleep_ms_is_echoed_at_once(self):
-        self.c.send(req(1, 'plain text'), req(2, '{"n": 3}'), req(3, None))
-        done, progress = self.c.replies(3)
+        self.c.send(req(1, 'plain text'), req(2, '{"n": 3}'), req(3, None), req(4, ''))
+        done, progress = self.c.replies(4)
         self.assertEqual(progress, [])
-        self.assertEqual({d['id']: d['result']['echo'] for d in done},
-                         {1: 'plain text', 2: '{"n": 3}', 3: None})
+        # an empty payload (or none: not UTF-8) leaves no result
+        self.assertEqual({d['id']: d.get('result') for d in done},
+                         {1: {'echo': 'plain text'}, 2: {'echo': '{"n": 3}'}, 3: None, 4: None})
+        self.assertEqual([d['ok'] for d in done], [True] * 4)
 
     def test_a_bad_sleep_ms_fails_the_item_only(self):
         self.c.send(req(1, '{"sleep_ms": -5}'), req(2, '{"sleep_ms": "x"}'), req(3, 'ok'))

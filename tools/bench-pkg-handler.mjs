@@ -1,8 +1,8 @@
 // The bench's pipe: handler written with claimd's Node.js package (src/node), as its README
 // shows a user writing one: what the example co-process pipe-async.mjs does (a payload that is
-// JSON with "sleep_ms" waits that long without CPU; every payload is echoed back), in a
-// function. tools/bench runs it with the package from the checkout (imported by its path: it
-// has no dependency) beside pipe-async.mjs: sections handlers (CPU-trivial) and iobound.
+// JSON with "sleep_ms" waits that long without CPU; a payload is echoed back, an empty one
+// leaves no result), in a function. tools/bench runs it with the package from the checkout
+// (imported by its path: it has no dependency) beside pipe-async.mjs: sections handlers (CPU-trivial) and iobound.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { run } from '../src/node/index.js';
 
@@ -13,5 +13,5 @@ run(async (job) => {
     if (ms)
       await sleep(ms, undefined, { signal: job.signal });
   }
-  return { echo: p };
+  return p ? { echo: p } : undefined;
 });

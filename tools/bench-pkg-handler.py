@@ -1,7 +1,7 @@
 """The bench's pipe: handler written with claimd's Python package (src/python), as its README
 shows a user writing one: what the example co-process pipe-async.py does (a payload that is
-JSON with "sleep_ms" waits that long without CPU; every payload is echoed back), in a
-function. tools/bench runs it with the package from the checkout (PYTHONPATH) beside
+JSON with "sleep_ms" waits that long without CPU; a payload is echoed back, an empty one leaves
+no result), in a function. tools/bench runs it with the package from the checkout (PYTHONPATH) beside
 pipe-async.py: sections handlers (CPU-trivial) and iobound."""
 
 import asyncio
@@ -16,7 +16,7 @@ async def handle(job):
         ms = json.loads(p).get('sleep_ms')
         if ms:
             await asyncio.sleep(ms / 1000)
-    return {'echo': p}
+    return {'echo': p} if p else None
 
 
 claimd.run(handle)

@@ -43,7 +43,8 @@ export class RetryLater extends Error {
 // the item: pass it on to what you await. Await, never block: every item shares one thread.
 //
 // The example: a payload that is JSON with "sleep_ms" waits that long (without using the
-// CPU), reporting its progress once half-way; any payload is echoed back.
+// CPU), reporting its progress once half-way; a payload is echoed back as the result (an empty
+// one leaves none).
 async function handle(job, ctx) {
   let data = null;
   if (job.payload && job.payload[0] === '{') {
@@ -64,7 +65,7 @@ async function handle(job, ctx) {
       clearTimeout(half);
     }
   }
-  return { echo: job.payload ?? null };
+  return job.payload ? { echo: job.payload } : undefined;
 }
 
 // ---- the protocol --------------------------------------------------------------------------

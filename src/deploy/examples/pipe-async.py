@@ -49,7 +49,8 @@ async def handle(job, progress):
     every item of this co-process shares its one thread.
 
     The example: a payload that is JSON with "sleep_ms" waits that long (without using the
-    CPU), reporting its progress once half-way; any payload is echoed back."""
+    CPU), reporting its progress once half-way; a payload is echoed back as the result (an
+    empty one leaves none)."""
     payload = job.get('payload')
     data = None
     if payload and payload[0] == '{':
@@ -66,7 +67,7 @@ async def handle(job, progress):
             await asyncio.sleep(ms / 1000)
         finally:
             half.cancel()
-    return {'echo': payload}
+    return {'echo': payload} if payload else None
 
 # ---- the protocol --------------------------------------------------------------------------
 
