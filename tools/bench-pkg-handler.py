@@ -1,8 +1,8 @@
 """The bench's pipe: handler written with claimd's Python package (src/python), as its README
 shows a user writing one: what the example co-process pipe-async.py does (a payload that is
 JSON with "sleep_ms" waits that long without CPU; a payload is echoed back, an empty one leaves
-no result), in a function. tools/bench runs it with the package from the checkout (PYTHONPATH) beside
-pipe-async.py: sections handlers (CPU-trivial) and iobound."""
+no result), in a function. tools/bench runs it with the package from the checkout
+(PYTHONPATH) beside pipe-async.py: sections handlers (CPU-trivial) and iobound."""
 
 import asyncio
 import json

@@ -71,6 +71,8 @@ child.stdout.on('data', (chunk) => {
     }
   }
   answered += done;
+  if (done)
+    quiet.refresh();
   if (answered >= opts.jobs && !finished) {
     finished = true;
     const seconds = (performance.now() - t0) / 1000;

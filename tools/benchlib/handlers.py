@@ -82,8 +82,7 @@ def run_side(b, peers, key, rnd):
         return peers.run(key, n, PEER_CONCURRENCY, 0)
     kind, extra = next((k, e) for s, _, k, e in CLAIMD_SIDES if s == key)
     args = [*handler_args(b, kind), '--workers', str(WORKERS), *extra]
-    # An empty payload: the pipe: co-processes then store no result, as no other side does
-    # (they echo a payload back: 15% of the rate, the server's time to write it).
+    # An empty payload: no result stored (the module's comment says why)
     return b.drain('handlers-%s' % key, args, n, payload='', rep=rnd,
                    binary=b.baseline.claimd if key.startswith('baseline') else None)
 

@@ -18,7 +18,8 @@ import shlex
 import subprocess
 import threading
 
-from .common import ROOT, BenchError, claimd_processes, fmt_int, log, md_table, memory_mib, print_table
+from .common import (ROOT, BenchError, claimd_processes, fmt_int, log, md_table, memory_mib,
+                     print_table)
 from .claimd import accepts, handler_args, handler_spec
 from .db import Sql
 from . import peers as peers_mod
@@ -40,6 +41,12 @@ PEER_SIDES = ('bullmq', 'bullmq_aof', 'pgboss', 'graphile')
 # The pipe: co-processes alone (tools/pipe-feeder.mjs): 'alone_' + the claimd side's key
 ALONE_SIDES = ('pipe_python', 'pipe_node', 'pipe_python_pkg', 'pipe_node_pkg')
 FEEDER = os.path.join(ROOT, 'tools', 'pipe-feeder.mjs')
+
+
+def kind_of(key):
+    """The handler kind of a claimd side's key, or of the co-process an 'alone_' side runs."""
+    key = key[len('alone_'):] if key.startswith('alone_') else key
+    return 'so' if key == 'so_c1' else next(k for s, _, k in CLAIMD_SIDES if s == key)
 
 
 def run_alone(b, kind, n, conc, payload):
@@ -126,11 +133,9 @@ def run(b):
                     if key in PEER_SIDES:
                         r = peers.run(key, n, conc, ms)
                     elif key.startswith('alone_'):
-                        r = run_alone(b, next(k for s, _, k in CLAIMD_SIDES
-                                              if 'alone_' + s == key), n, conc, payload)
+                        r = run_alone(b, kind_of(key), n, conc, payload)
                     else:
-                        kind = 'so' if key == 'so_c1' else next(
-                            k for s, _, k in CLAIMD_SIDES if s == key)
+                        kind = kind_of(key)
                         args = [*handler_args(b, kind, ms), '--workers', str(WORKERS)]
                         if key != 'so_c1':
                             args += ['--concurrency', str(conc)]
