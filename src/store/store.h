@@ -96,6 +96,11 @@ struct store_ref {
 	bool key_fill;           /* grouped, its key's limit not 1 (key_limit: as claimed, 0
 				  * none): finishing it starts the key's waiting rows it allows now */
 	uint32_t key_limit;
+	/* With key_fill: the row's key (store_item.group, kept by the caller until the call
+	 * returns) and its number in it (store_item.group_seq), from which store_claim finds
+	 * the rows the key lets start next (NULL: it walks the key's live rows instead). */
+	const char *group;
+	uint64_t group_seq;
 	const unsigned char *result;
 	size_t result_len;
 	const char *result_type;

@@ -363,47 +363,24 @@ static void prios_add_found(struct prio_set *set, const struct store_item *items
 	}
 }
 
-/* How many rows the claim may be handed on (HAND_ON): one per finished row of a key run one
- * at a time, at most half of max, so that the scan always has the other half (rows of other
- * keys, of no key and of other priorities are not held back by chains of a key's rows). */
-static unsigned hand_on_refs(const struct claim_args *a)
-{
-	unsigned k = 0;
-
-	for (size_t i = 0; i < a->ndone; i++)
-		if (a->done[i].grouped && !a->done[i].key_fill)
-			k++;
-	return k;
-}
-
-static bool has_key_fills(const struct claim_args *a)
-{
-	for (size_t i = 0; i < a->ndone; i++)
-		if (a->done[i].key_fill)
-			return true;
-	return false;
-}
-
-static unsigned hand_on_room(const struct claim_args *a)
-{
-	unsigned k = hand_on_refs(a);
-
-	return k < a->max / 2 ? k : a->max / 2;
-}
-
-static void sql_add_hand_on(struct store *s, const struct claim_args *a, unsigned limit)
+/* HAND_ON, and the rows of keys run N at once it may take (sq_add_key_next_find) when
+ * there are any. */
+static void sql_add_hand_on(struct store *s, const struct claim_args *a, unsigned limit,
+			    struct key_runs *kr)
 {
 	char q[QUOTED_QUEUE_MAX];
 	struct buf parts;
 
 	buf_init(&parts);
-	sq_group_heads(&parts, a->done, a->ndone);
+	sq_quote(s->conn, q, a->queue, strlen(a->queue));
+	sq_hand_on_sources(s, &parts, kr, q, a->done, a->ndone);
 	if (buf_failed(&parts)) {
 		s->sql.failed = true; /* sq_run says out of memory */
 	} else {
-		sq_quote(s->conn, q, a->queue, strlen(a->queue));
 		sql_add(s, HAND_ON, q, parts.data, q, q, limit);
 		sq_end(s);
+		if (kr->n > 0)
+			sq_add_key_next_find(s, kr, q, a->done, a->ndone);
 	}
 	buf_free(&parts);
 }
@@ -416,8 +393,8 @@ static void sql_add_hand_on(struct store *s, const struct claim_args *a, unsigne
  * s->scratch; the scans' rows after them (up to max in all: the rest of a scan's rows stay
  * as they were). *next = where the claim after this one starts. */
 static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n,
-		      size_t *ret_completed, bool *ret_heads_left, struct claim_cursor *next,
-		      char *err, size_t errlen)
+		      size_t *ret_completed, bool *ret_heads_left, struct key_runs *kr,
+		      struct claim_cursor *next, char *err, size_t errlen)
 {
 	uint64_t now = sq_mono_ms();
 	/* An empty set of priorities would make "after" two round trips that scan every one.
@@ -434,7 +411,7 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	 * none, the next ones do not look for CLAIM_HAND_RETRY_MS (the finish makes any next
 	 * row visible all the same; the lookup, ~2 us a row, is what is saved). */
 	unsigned hand = s->hand_empty_ms && now - s->hand_empty_ms < CLAIM_HAND_RETRY_MS ? 0 :
-			hand_on_room(a);
+			sq_hand_on_room(a->done, a->ndone, a->max);
 	/* A claim that hands rows on, soon after a scan from the head found no due row: no
 	 * scan (CLAIM_HANDON_SCAN_MS). */
 	bool skip = hand > 0 && head && !ask_due && s->prios.known && s->prios.n == 0 &&
@@ -445,7 +422,7 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	struct prio_set all = { .n = 0 }, other;
 	size_t n = 0, h, mark[3] = { 0, 0, 0 };
 	uint64_t scanned;
-	MYSQL_RES *hres, *cres, *dres;
+	MYSQL_RES *hres, *kres, *cres, *dres, **res;
 	struct run rr;
 	int r = 0, k, ci;
 
@@ -458,7 +435,7 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	 * take them (a worker with room for one row goes on with its group's next, as it may). */
 	ci = sq_add_complete(s, a->done, a->ndone, hand > 0);
 	if (hand > 0)
-		sql_add_hand_on(s, a, hand);
+		sql_add_hand_on(s, a, hand, kr);
 	if (skip) {
 		/* the rows handed on alone */
 	} else if (head) {
@@ -473,13 +450,19 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	r = sq_run(s, "store_claim", &rr, err, errlen);
 	if (r < 0)
 		return r;
-	hres = hand > 0 ? rr.res : NULL;
-	cres = skip ? NULL : hand > 0 ? rr.res2 : rr.res;
-	dres = skip ? NULL : hand > 0 ? rr.res3 : rr.res2;
+	/* The result sets in the order asked for. */
+	res = (MYSQL_RES *[]){ rr.res, rr.res2, rr.res3, rr.res4 };
+	hres = hand > 0 ? *res++ : NULL;
+	kres = hand > 0 && kr->n > 0 ? *res++ : NULL;
+	cres = skip ? NULL : *res++;
+	dres = skip ? NULL : *res;
 	scanned = cres ? mysql_num_rows(cres) : 0;
 	if (hand > 0)
 		r = take_claimed(s, a, &hres, &n, &handed_pos, err, errlen);
 	h = n;
+	if (r == 0 && kres && key_runs_take(kr, kres, s->scratch, h) < 0)
+		r = sq_fail_msg(-EIO, err, errlen, "store_claim: bad rows of keys to hand on");
+	mysql_free_result(kres);
 	if (hand > 0)
 		s->hand_empty_ms = h > 0 ? 0 : now ? now : 1;
 	if (r == 0 && ask_due) {
@@ -499,10 +482,10 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	 * the commit's round trip (after this claim's UPDATE made those it took claimed): none
 	 * are left when each finished row had its next one handed on (one a row: GROUP_HEADS
 	 * names one row per finished row, and two finished rows of one group would have named
-	 * the same). */
-	*ret_heads_left = hand > 0 && h < hand_on_refs(a);
+	 * the same). Those of keys run N at once: claim_commit (sq_add_key_next_rest). */
+	*ret_heads_left = hand > 0 && h - kr->nhanded < sq_head_refs(a->done, a->ndone);
 	/* No scan: the key fills' rows were not looked for (GROUP_NEXT's: claim_commit). */
-	s->left_next = skip && has_key_fills(a);
+	s->left_next = skip && sq_has_key_fills(a->done, a->ndone);
 	if (skip) {
 		*ret_completed = a->ndone ? (size_t)rr.rows[ci] : 0;
 		*next = s->cursor;   /* as it was: no scan moved it */
@@ -646,7 +629,7 @@ static int take_key_limits(struct store *s, MYSQL_RES *res, size_t n)
 /* Round trip 2: mark the locked rows claimed, by primary key, read their keys' limits, and
  * commit. */
 static int claim_commit(struct store *s, const struct claim_args *a, size_t n, bool heads_left,
-			char *err, size_t errlen)
+			const struct key_runs *kr, char *err, size_t errlen)
 {
 	struct run rr;
 	uint64_t *ids = NULL;
@@ -674,7 +657,8 @@ static int claim_commit(struct store *s, const struct claim_args *a, size_t n, b
 	size_t heads_at = s->ncuts;
 	if (heads_left)   /* see claim_lock */
 		sq_add_group_heads(s, a->done, a->ndone);
-	bool heads = s->ncuts > heads_at;   /* it added GROUP_NEXT */
+	sq_add_key_next_rest(s, kr, a->done, a->ndone);
+	size_t heads_end = s->ncuts;   /* GROUP_NEXT, KEY_NEXT_SHOW, KEY_FILL_MANY */
 	bool keys = sql_add_key_limits(s, a, n);
 	sql_add(s, "COMMIT");
 	r = sq_run(s, "store_claim", &rr, err, errlen);
@@ -687,7 +671,8 @@ static int claim_commit(struct store *s, const struct claim_args *a, size_t n, b
 			     n, (unsigned long long)rr.rows[0]);
 	else if (keys && take_key_limits(s, rr.res, n) < 0)
 		r = sq_fail_msg(-EIO, err, errlen, "store_claim: bad value in a key's limits");
-	s->left_next |= heads && rr.rows[heads_at] > 0; /* rows made visible after the scan */
+	for (size_t k = heads_at; k < heads_end; k++)
+		s->left_next |= rr.rows[k] > 0; /* rows made visible after the scan */
 	mysql_free_result(rr.res);
 	mysql_free_result(rr.res2);
 	return r;
@@ -699,6 +684,7 @@ static int claim_once(struct store *s, const struct claim_args *a, size_t *ret_n
 	struct claim_cursor next;
 	size_t n = 0;
 	bool heads_left = false;
+	struct key_runs kr = { .n = 0 };
 	struct run rr;
 	int r, k;
 
@@ -716,19 +702,21 @@ static int claim_once(struct store *s, const struct claim_args *a, size_t *ret_n
 		s->left_next = store_refs_grouped(a->done, a->ndone);
 		return 0;
 	}
-	r = claim_lock(s, a, &n, ret_completed, &heads_left, &next, err, errlen);
+	r = claim_lock(s, a, &n, ret_completed, &heads_left, &kr, &next, err, errlen);
 	if (r < 0)
 		goto fail;
 	if (n > 0 && s->locked)
 		s->locked(s->locked_arg, s->scratch, n);
-	r = claim_commit(s, a, n, heads_left, err, errlen);
+	r = claim_commit(s, a, n, heads_left, &kr, err, errlen);
 	if (r < 0)
 		goto fail;
+	key_runs_free(&kr);
 	s->cursor = next;
 	s->last_full = n == a->max;
 	*ret_n = n;
 	return 0;
 fail:
+	key_runs_free(&kr);
 	store_items_clear(s->scratch, n);
 	s->cursor.set = false;
 	sq_abort(s);

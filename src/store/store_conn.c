@@ -235,6 +235,8 @@ static int take_results(struct store *s, struct run *rr, unsigned *i)
 			rr->res2 = res;
 		else if (res && !rr->res3)
 			rr->res3 = res;
+		else if (res && !rr->res4)
+			rr->res4 = res;
 		else
 			mysql_free_result(res);
 		status = mysql_next_result(s->conn);
@@ -243,7 +245,7 @@ static int take_results(struct store *s, struct run *rr, unsigned *i)
 }
 
 /* Sends s->sql and reads every result: the row count of each statement into rr->rows, the
- * first three result sets into rr->res, res2 and res3 (callers send at most three).
+ * first four result sets into rr->res .. res4 (callers send at most four).
  * With multi-statements off, the statements go one by one, between the cuts of sq_end. */
 int sq_run(struct store *s, const char *op, struct run *rr, char *err, size_t errlen)
 {
@@ -272,7 +274,8 @@ fail:
 	mysql_free_result(rr->res);
 	mysql_free_result(rr->res2);
 	mysql_free_result(rr->res3);
-	rr->res = rr->res2 = rr->res3 = NULL;
+	mysql_free_result(rr->res4);
+	rr->res = rr->res2 = rr->res3 = rr->res4 = NULL;
 	return r;
 }
 

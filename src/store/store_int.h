@@ -393,10 +393,10 @@ struct store {
 	void *locked_arg;
 };
 
-/* What sq_run() read: rows affected (or returned) per statement, and up to two result sets. */
+/* What sq_run() read: rows affected (or returned) per statement, and up to four result sets. */
 struct run {
 	uint64_t rows[RUN_MAX_STMTS];
-	MYSQL_RES *res, *res2, *res3;
+	MYSQL_RES *res, *res2, *res3, *res4;
 };
 
 /* Fills err (if any) with the formatted message and returns code. */
@@ -483,8 +483,9 @@ int sq_cmp_u64(const void *a, const void *b);
  * next rows started after if any is grouped, and, if any has dependents, the rows that
  * waited for them counted off (and released when they wait for nothing more). Returns the
  * index of the COMPLETE among the statements of the text (its rows: the rows completed).
- * heads_later: the next rows of keys run one at a time are left to the caller
- * (sq_add_group_heads later in the transaction: the claim hands them on first). */
+ * heads_later: the next rows of keys run one at a time, and of keys run N at once whose
+ * rows know their key (sq_ref_handed_by_key), are left to the caller (sq_add_group_heads
+ * and sq_add_key_next_rest later in the transaction: the claim hands them on first). */
 int sq_add_complete(struct store *s, const struct store_ref *done, size_t n, bool heads_later);
 /* A row with a dedupe key: "SET @claimd_dup = 0; INSERT ... ON DUPLICATE KEY UPDATE ...;":
  * a row holding the key is left as it is, and its id is LAST_INSERT_ID(). Not INSERT
@@ -501,6 +502,63 @@ void sq_add_group_heads(struct store *s, const struct store_ref *refs, size_t n)
 /* Appends to b the GROUP_HEADS of the refs whose key runs one at a time (grouped, not
  * key_fill); returns how many refs it names (0: b unchanged). */
 size_t sq_group_heads(struct buf *b, const struct store_ref *refs, size_t n);
+/* ---- the claim's hand-on of keys run N at once (store_handon.c) ---- */
+
+/* The rows of one key among a claim's done[] (sq_ref_handed_by_key), and what the claim's
+ * first round trip found after them. */
+struct key_run {
+	const char *group;
+	uint64_t first_id, max_seq;  /* its first row, the highest number it finished */
+	unsigned cnt;                /* its rows finished */
+	uint32_t lim;                /* the highest limit they were claimed under */
+	unsigned found;              /* parked rows found after them (at most cnt) */
+	bool covered;                /* the range reached past the key's last row, and the
+				      * parts' conditions held */
+};
+struct key_runs {
+	struct key_run *run;         /* malloc'd */
+	size_t n;
+	struct key_cand {
+		uint64_t id;
+		bool taken;          /* handed on to this claim */
+	} *cand;                     /* malloc'd: the rows found */
+	size_t ncand, nhanded;
+};
+/* Whether ref's finish hands on its key's next rows by number (a key run N > 1 at once,
+ * its key and number known). */
+static inline bool sq_ref_handed_by_key(const struct store_ref *r)
+{
+	return r->grouped && r->key_fill && r->key_limit >= 2 && r->group != NULL;
+}
+/* The claim's counts of done[0..n): finished rows of keys run one at a time (their next
+ * rows: GROUP_HEADS); whether any of a key run N at once fills its key without the hand-on
+ * (KEY_FILL); how many rows it may be handed on, at most half of max. */
+unsigned sq_head_refs(const struct store_ref *done, size_t n);
+bool sq_has_key_fills(const struct store_ref *done, size_t n);
+unsigned sq_hand_on_room(const struct store_ref *done, size_t n, unsigned max);
+void key_runs_free(struct key_runs *kr);
+/* Appends to b what HAND_ON takes rows from (a derived table of hid): GROUP_HEADS of the
+ * refs whose key runs one at a time, and the rows the keys of refs run N at once let start
+ * (kr: those keys, which key_runs_free frees); q: the claim's queue, quoted. Returns how
+ * many rows it may name. */
+size_t sq_hand_on_sources(struct store *s, struct buf *b, struct key_runs *kr,
+			  const char *q, const struct store_ref *refs, size_t n);
+/* In the same round trip, a SELECT of those rows of kr's keys (part, hid, NULL), and for
+ * each key whether its range reached its end (part, NULL, covered); key_runs_take reads its
+ * answer, with the rows HAND_ON took (handed[0..h)). */
+void sq_add_key_next_find(struct store *s, const struct key_runs *kr, const char *q,
+			  const struct store_ref *refs, size_t n);
+int key_runs_take(struct key_runs *kr, MYSQL_RES *res, const struct store_item *handed,
+		  size_t h);
+/* Whether run k fell back: fewer parked rows than finished rows found, and the key may
+ * have more, or the range could not tell. */
+bool key_runs_short(const struct key_run *k);
+/* In the commit's round trip: the rows found but not taken made visible, and KEY_FILL_MANY
+ * for the keys that fell back; returns how many statements it added (each's rows: rows
+ * made visible). */
+size_t sq_add_key_next_rest(struct store *s, const struct key_runs *kr,
+			    const struct store_ref *refs, size_t n);
+
 /* Before the first fenced UPDATE of a transaction that finishes rows with dependents, "SET
  * @claimd_t0 = NOW(6);": a row this transaction finishes has a finished_at from then on, and
  * one that an earlier transaction finished (its outcome written again, below) an older one.

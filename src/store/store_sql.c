@@ -163,17 +163,24 @@ void sq_add_group_lock(struct store *s, const struct store_ref *refs, size_t n)
 	buf_free(&w);
 }
 
+/* Whether refs[i] is one add_key_fills leaves out: not key_fill (unless all), or, with
+ * handed, one whose next rows the claim hands on (sq_ref_handed_by_key). */
+static bool no_key_fill(const struct store_ref *r, bool all, bool handed)
+{
+	return (!all && !r->key_fill) || (handed && sq_ref_handed_by_key(r));
+}
+
 /* KEY_FILL_MANY for the refs that know their key's limit (unless all); returns how many
  * refs are left for KEY_FILL, one by one. */
 static size_t add_key_fill_many(struct store *s, const struct store_ref *refs, size_t n,
-				bool all)
+				bool all, bool handed)
 {
 	struct buf parts;
 	size_t k = 0, left = 0;
 
 	buf_init(&parts);
 	for (size_t i = 0; i < n; i++) {
-		if (!all && !refs[i].key_fill)
+		if (no_key_fill(&refs[i], all, handed))
 			continue;
 		if (all || refs[i].key_limit == 0) {
 			left++;
@@ -247,23 +254,25 @@ void sq_add_group_heads(struct store *s, const struct store_ref *refs, size_t n)
 	buf_free(&parts);
 }
 
-/* The KEY_FILL statements of sq_add_group_next. */
-static void add_key_fills(struct store *s, const struct store_ref *refs, size_t n, bool all)
+/* The KEY_FILL statements of sq_add_group_next (with handed: not for the refs whose next
+ * rows the claim hands on). */
+static void add_key_fills(struct store *s, const struct store_ref *refs, size_t n, bool all,
+			  bool handed)
 {
 	size_t nfill = 0;
 
 	for (size_t i = 0; i < n; i++)
-		if (all || refs[i].key_fill)
+		if (!no_key_fill(&refs[i], all, handed))
 			nfill++;
 	if (nfill == 0)
 		return;
-	nfill = add_key_fill_many(s, refs, n, all);
+	nfill = add_key_fill_many(s, refs, n, all, handed);
 	if (nfill == 0)
 		return;
 	sql_add(s, KEY_FILL_PREPARE);
 	sq_end(s);
 	for (size_t i = 0; i < n; i++) {
-		if (!all && (!refs[i].key_fill || refs[i].key_limit > 0))
+		if (no_key_fill(&refs[i], all, handed) || (!all && refs[i].key_limit > 0))
 			continue;
 		sql_add(s, "SET @claimd_kq = NULL, @claimd_kk = NULL");
 		sq_end(s);
@@ -280,7 +289,7 @@ void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n, 
 {
 	if (!all)
 		sq_add_group_heads(s, refs, n);
-	add_key_fills(s, refs, n, all);
+	add_key_fills(s, refs, n, all, false);
 }
 
 void sq_add_finish_begin(struct store *s)
@@ -651,7 +660,7 @@ int sq_add_complete(struct store *s, const struct store_ref *done, size_t n, boo
 	if (deps)
 		sq_add_finished(s, true);
 	if (grouped && heads_later)
-		add_key_fills(s, done, n, false);
+		add_key_fills(s, done, n, false, true);
 	else if (grouped)
 		sq_add_group_next(s, done, n, false);
 	if (deps) {

@@ -48,6 +48,7 @@ static void outcome_free(struct outcome *x)
 	free(x->error);
 	free(x->result);
 	free(x->progress);
+	free(x->group);
 	if (x->enqueue)
 		jobset_free(x->enqueue);
 	free(x->enqueue);
@@ -71,6 +72,12 @@ struct outcome *outcomes_add(struct outcomes *o, const struct store_item *it,
 				     .dependents = it->has_dependents,
 				     .key_fill = it->group && it->key_concurrency != 1,
 				     .key_limit = it->key_concurrency };
+	/* Its key and number: the claim that writes it hands on the key's next rows by number
+	 * (without them, or out of memory, it walks the key's rows instead). */
+	if (x->ref.key_fill && x->ref.key_limit >= 2 && (x->group = strdup(it->group))) {
+		x->ref.group = x->group;
+		x->ref.group_seq = it->group_seq;
+	}
 	x->kind = kind;
 	x->retry_ms = retry_ms;
 	x->error = error && *error ? strdup(error) : NULL;

@@ -40,6 +40,7 @@ struct outcome {
 	unsigned char *result;     /* malloc'd, or NULL */
 	char *progress;            /* malloc'd, or NULL */
 	struct jobset *enqueue;    /* a success's follow-up jobs (malloc'd), or NULL */
+	char *group;               /* a key run N at once: its key (malloc'd), for ref.group */
 	/* for the supervisor's metrics (FINISHED) */
 	uint8_t queue;             /* index into the --queue list */
 	uint32_t run_us, wait_us;

@@ -7,6 +7,7 @@ chunk at a time."""
 
 import json
 import re
+import time
 
 import harness
 from harness import check, check_eq, runs_of, wait_for
@@ -21,15 +22,15 @@ def _runs(h, ids):
     return [r for i in ids for r in rs.get(i, [])]
 
 
-def _two(t, db, h, spec, workers=3, http=False):
+def _two(t, db, h, spec, workers=3, http=False, more=()):
     """Two supervisors of workers each, every worker's co-process started (a pipe: co-process
     starts with its worker's first row: its interpreter's start-up would lie between a row's
     start and the start it logs), and every worker taught that rows take 100 ms: it then
     claims one at a time (a worker that saw quick rows claims a few ahead, and its second
     row waits for its first while counting against its key's limit)."""
     extra = ['--http', '127.0.0.1:0'] if http else []
-    sups = [t.claimd(db, '--workers', str(workers), '--handler', spec, *(extra if i == 1 else []),
-                     name=f'claimd{i}') for i in (1, 2)]
+    sups = [t.claimd(db, '--workers', str(workers), '--handler', spec, *more,
+                     *(extra if i == 1 else []), name=f'claimd{i}') for i in (1, 2)]
     for c in sups:
         c.wait_ready()
     for n in range(1, 11):
@@ -233,6 +234,68 @@ def it_keys_are_healed_a_chunk_at_a_time_reading_only_the_keys_that_need_it(t):
     check_eq(r.returncode, 0, f'claimctl limit: {r.stderr}')
     check_eq(visible(), 2 * nkeys, 'rows visible once every key may run two')
     check_eq(c.stop(), 0, 'claimd exit code')
+
+
+def _at_once_since(runs, t0):
+    """The most runs at once among those that started at t0 or later."""
+    return _at_once([r for r in runs if r[0] >= t0])
+
+
+def it_a_finish_hands_on_its_keys_next_rows_by_number_and_falls_back_where_it_cannot(t):
+    """Keys run three at once, their rows quick, on two supervisors of workers running four
+    items at once: a claim that finishes
+    rows of a key takes the key's next parked rows by number (store_handon.c). Its rows
+    still start in insertion order, never more than three at once, and every row runs once,
+    through what the lookup by number cannot tell and leaves to the walk of the key's rows:
+    a gap of deleted rows wider than its range (key p), a limit lowered while rows run (key
+    q, then one at a time), dead rows put back behind parked ones (key r)."""
+    db = t.database()
+    h, spec = t.pipe_echo('handon')
+    # Claims of four rows: a claim that finishes rows asks for several, and hands on up to
+    # half of them (a claim of one hands nothing on).
+    sups = _two(t, db, h, spec, more=('--batch', '4'))
+    db.execute("INSERT INTO queues (name, key_concurrency) VALUES ('default', 3) "
+               "ON DUPLICATE KEY UPDATE key_concurrency = 3")
+    db.execute("INSERT INTO queues (name, paused) VALUES ('default', 1) "
+               "ON DUPLICATE KEY UPDATE paused = 1")
+    keys = {k: db.insert_items(40, payload="'nap10'", group_key=f"'{k}'") for k in 'pqrs'}
+    # Key p: 80 rows deleted while parked (the range looks 2 x 3 + 64 past the last finish).
+    gap = db.insert_items(80, payload="'nap10'", group_key="'p'")
+    keys['p'] += db.insert_items(10, payload="'nap10'", group_key="'p'")
+    db.execute(f'DELETE FROM work_items WHERE id BETWEEN {gap[0]} AND {gap[-1]}')
+    # Key r: its first three fail for good; put back once rows behind them wait parked.
+    db.execute(f"UPDATE work_items SET payload = 'fail', max_attempts = 1 WHERE id IN "
+               f"({', '.join(str(i) for i in keys['r'][:3])})")
+    db.execute("UPDATE queues SET paused = 0 WHERE name = 'default'")
+    wait_for(lambda: db.scalar("SELECT COUNT(*) FROM work_items WHERE state = 'dead'"), 20,
+             "key r's first three dead", until=lambda n: n == '3')
+    r = sups[0].ctl('retry', '--queue', 'default', '--dead', '--json', timeout=60)
+    check_eq(r.returncode, 0, f'claimctl retry: {r.stderr.strip()}')
+    # Key q: one at a time from now on, set with SQL while its rows run.
+    db.execute("INSERT INTO key_limits (queue, group_key, concurrency) VALUES "
+               "('default', 'q', 1)")
+    lowered = time.time()   # the handler logs wall-clock times
+    # Rows claimed under the old limit run as claimed (a worker may hold some not started).
+    held = [int(r[0]) for r in db.sql("SELECT id FROM work_items WHERE group_key = 'q' "
+                                      "AND state = 'claimed'")]
+    wait_for(db.states, 60, 'every row done or dead',
+             until=lambda st: st.get('ready', 0) + st.get('claimed', 0) == 0)
+    check_eq(db.states().get('dead', 0), 3, "key r's three dead again (put back, failed)")
+    every = runs_of(h)
+    for k, ids in keys.items():
+        runs = _runs(h, ids)
+        check_eq([i for i in ids if not every.get(i)], [], f'rows of key {k} that never ran')
+        check(_at_once(runs) <= 3, f'key {k}: {_at_once(runs)} rows at once, at most 3')
+        check_eq(max(len(every[i]) for i in ids), 1 if k != 'r' else 2,
+                 f'runs of a row of key {k}')
+    _check_fifo(h, keys['s'], 3)
+    _check_fifo(h, keys['p'], 3)
+    # Key q: once the rows running at the change ended, one at a time.
+    qruns = _runs(h, keys['q'])
+    after = max([e for s_, e, _ in qruns if s_ <= lowered] + [lowered] +
+                [e for i in held for _, e, _ in every.get(i, [])])
+    check(_at_once_since(qruns, after) <= 1, f'key q after its limit was lowered: '
+          f'{_at_once_since(qruns, after)} at once')
 
 
 if __name__ == '__main__':
