@@ -363,8 +363,8 @@ static void prios_add_found(struct prio_set *set, const struct store_item *items
 	}
 }
 
-/* HAND_ON, and the rows of keys run N at once it may take (sq_add_key_next_find) when
- * there are any. */
+/* HAND_ON, and which keys run N at once go by number (sq_add_key_next_ok) when there are
+ * any. */
 static void sql_add_hand_on(struct store *s, const struct claim_args *a, unsigned limit,
 			    struct key_runs *kr)
 {
@@ -380,7 +380,7 @@ static void sql_add_hand_on(struct store *s, const struct claim_args *a, unsigne
 		sql_add(s, HAND_ON, q, parts.data, q, q, limit);
 		sq_end(s);
 		if (kr->n > 0)
-			sq_add_key_next_find(s, kr, q, a->done, a->ndone);
+			sq_add_key_next_ok(s, kr, q, a->done, a->ndone);
 	}
 	buf_free(&parts);
 }
@@ -460,6 +460,7 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	if (hand > 0)
 		r = take_claimed(s, a, &hres, &n, &handed_pos, err, errlen);
 	h = n;
+	kr->nhanded = h;
 	if (r == 0 && kres && key_runs_take(kr, kres, s->scratch, h) < 0)
 		r = sq_fail_msg(-EIO, err, errlen, "store_claim: bad rows of keys to hand on");
 	mysql_free_result(kres);
@@ -482,8 +483,11 @@ static int claim_lock(struct store *s, const struct claim_args *a, size_t *ret_n
 	 * the commit's round trip (after this claim's UPDATE made those it took claimed): none
 	 * are left when each finished row had its next one handed on (one a row: GROUP_HEADS
 	 * names one row per finished row, and two finished rows of one group would have named
-	 * the same). Those of keys run N at once: claim_commit (sq_add_key_next_rest). */
-	*ret_heads_left = hand > 0 && h - kr->nhanded < sq_head_refs(a->done, a->ndone);
+	 * the same; not told apart from the rows of keys run N at once, whose are left to
+	 * sq_add_key_next_rest: GROUP_NEXT finds nothing to do for a group whose row was
+	 * taken). */
+	*ret_heads_left = hand > 0 && sq_head_refs(a->done, a->ndone) > 0 &&
+			  h < sq_hand_on_refs(a->done, a->ndone);
 	/* No scan: the key fills' rows were not looked for (GROUP_NEXT's: claim_commit). */
 	s->left_next = skip && sq_has_key_fills(a->done, a->ndone);
 	if (skip) {
@@ -657,7 +661,11 @@ static int claim_commit(struct store *s, const struct claim_args *a, size_t n, b
 	size_t heads_at = s->ncuts;
 	if (heads_left)   /* see claim_lock */
 		sq_add_group_heads(s, a->done, a->ndone);
-	sq_add_key_next_rest(s, kr, a->done, a->ndone);
+	if (kr->n > 0 && kr->nhanded < sq_hand_on_refs(a->done, a->ndone)) {
+		char q[QUOTED_QUEUE_MAX];
+		sq_quote(s->conn, q, a->queue, strlen(a->queue));
+		sq_add_key_next_rest(s, kr, q, s->scratch, kr->nhanded, a->done, a->ndone);
+	}
 	size_t heads_end = s->ncuts;   /* GROUP_NEXT, KEY_NEXT_SHOW, KEY_FILL_MANY */
 	bool keys = sql_add_key_limits(s, a, n);
 	sql_add(s, "COMMIT");

@@ -5,14 +5,20 @@
  * the claim finishes, the first c rows parked after them, by number too (KEY_NEXT_PART). Its
  * first N live rows have a visible_at and the rest wait parked, in the order they were
  * added, so every parked row comes after every row that ran: the rows the finish lets start
- * are the first c parked after the highest number it finished, found in a short range of
- * group_seq_idx, whose entries never change (the walk of group_idx that KEY_FILL_MANY makes
- * passes the entries of every row of the key finished until the server's purge removes
- * them, and with both workers taking rows of every key, it was most of the server's time).
- * What the range cannot tell falls back to KEY_FILL_MANY: a key whose rows were put back
- * (older than those parked), whose limit is lower now than when its rows were claimed, a
- * finish this transaction did not make (the fence), or fewer parked rows in the range than
- * finished rows while the key has rows past it. See store_int.h. */
+ * are the first c parked after the highest number it finished, read from group_seq_idx in
+ * order, whose entries never change (the walk of group_idx that KEY_FILL_MANY makes passes
+ * the entries of every row of the key finished until the server's purge removes them: with
+ * both workers taking rows of every key, most of the server's time). Rows deleted while
+ * they waited leave no entry to pass; rows that finished before one numbered lower are
+ * passed (one row running long while many after it finish: once, when it finishes).
+ *
+ * What the claim does not take (no room, not due, locked) its commit makes visible
+ * (KEY_NEXT_SHOW): the first c after the same number that are parked or were just taken.
+ * A key for which the numbers cannot tell (KEY_NEXT_OK: its rows put back, older than those
+ * parked; its limit lower now than when its rows were claimed; a finish this transaction
+ * did not make) falls back to KEY_FILL_MANY. Keys are compared as the server compares them
+ * (its collation), never in C, but for telling which keys fell back: a key the server names
+ * otherwise than the claim's rows falls back too. See store_int.h. */
 #include "store/store.h"
 #include "store/store_int.h"
 
@@ -21,30 +27,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* How far past the highest finished number a key's parked rows are looked for: its running
- * rows (fewer than its limit), rows that finished before the one that finished last, and
- * gaps (rows cancelled or deleted while they waited). */
-#define KEY_NEXT_SPAN(lim) (2 * (uint64_t)(lim) + 64)
-
-/* A key's rows to hand on: part %u, key %s (quoted), the first %u rows parked after number
- * %llu, up to number %llu, in queue %s. The range is read in group_seq order and ends with
- * the last row it needs; queue and key are written out, so that it is a range of three
- * columns (read from a joined row, the same took the server five times as long). */
+/* A key's rows to hand on: (hid, k: key %s, quoted) of the first %u rows after number %llu
+ * of key %s in queue %s that meet %s (PARKED, or KEY_NEXT_SHOW's), in this order of the
+ * arguments: k, queue, key, number, condition, count. Queue and key are written out, so
+ * that it is a range of three columns read in order that ends with the last row it needs
+ * (read from a joined row of the finished ones, the same took the server five times as
+ * long). */
 #define KEY_NEXT_PART \
-	"(SELECT %u AS part, p.id AS hid, %s AS k FROM work_items p FORCE INDEX (group_seq_idx) " \
-	"WHERE p.queue = %s AND p.group_key = %s AND p.group_seq > %llu AND p.group_seq <= %llu " \
-	"AND p.state = 'ready' AND p.visible_at IS NULL ORDER BY p.group_seq LIMIT %u)"
-/* Part %u's end: whether its range reached past the last row ever added to key %s (queue
- * %s, the range's end %llu), so that fewer parked rows than finished ones means that the
- * key has no more. */
-#define KEY_NEXT_END \
-	"(SELECT %u AS part, NULL AS hid, %s AS k, (SELECT last_seq FROM work_groups WHERE " \
-	"queue = %s AND group_key = %s) <= %llu AS covered)"
+	"(SELECT p.id AS hid, %s AS k FROM work_items p FORCE INDEX (group_seq_idx) WHERE " \
+	"p.queue = %s AND p.group_key = %s AND p.group_seq > %llu AND %s " \
+	"ORDER BY p.group_seq LIMIT %u)"
+#define PARKED "p.state = 'ready' AND p.visible_at IS NULL"
 /* The keys whose rows may be handed on by number: every row the claim names (%s: their
  * ids, then a CASE of their new tokens) was finished by this transaction in the claim's
  * queue (%s), no rows of the key were put back, and its limit now is at least what it was
- * when they were claimed (a CASE of the ids: their limits). One statement for every key:
- * a part each, the same conditions took the server six times as long. */
+ * when they were claimed (a CASE of the ids: their limits). One statement for every key
+ * (a part each, the same conditions took the server six times as long). */
 #define KEY_NEXT_OK \
 	"(SELECT d.group_key AS k FROM work_items d LEFT JOIN work_groups g ON g.queue = " \
 	"d.queue AND g.group_key = d.group_key LEFT JOIN key_limits l ON l.queue = d.queue " \
@@ -52,11 +50,12 @@
 	"SUM(d.claim_token = CASE d.id%s END AND d.state IN ('done', 'dead') AND d.queue = " \
 	"%s) = COUNT(*) AND NOT IFNULL(MAX(g.put_back), 0) AND COALESCE(MAX(l.concurrency), " \
 	"(SELECT key_concurrency FROM queues WHERE name = %s), 1) >= MAX(CASE d.id%s END))"
-/* The parked rows handed on but not taken (locked, not due, no room): made visible in the
- * commit's round trip, as GROUP_NEXT makes a FIFO group's. %s: their ids. */
+/* In the commit's round trip, after the claim's UPDATE: of the first c rows after the
+ * number that are parked or were handed on to this claim (the parts' condition), those
+ * parked get their visible_at, as GROUP_NEXT gives a FIFO group's. %s: the parts. */
 #define KEY_NEXT_SHOW \
-	"UPDATE work_items SET visible_at = GREATEST(run_at, NOW(6)) WHERE id IN (%s) AND " \
-	"visible_at IS NULL AND state = 'ready'"
+	"UPDATE work_items w JOIN (%s) AS h ON w.id = h.hid SET w.visible_at = " \
+	"GREATEST(w.run_at, NOW(6)) WHERE w.visible_at IS NULL AND w.state = 'ready'"
 
 unsigned sq_head_refs(const struct store_ref *done, size_t n)
 {
@@ -75,28 +74,32 @@ bool sq_has_key_fills(const struct store_ref *done, size_t n)
 	return false;
 }
 
-/* One per finished row of a key run one at a time or N at once, at most half of max, so
- * that the claim's scan always has the other half (rows of other keys, of no key and of
- * other priorities are not held back by chains of a key's rows). */
-unsigned sq_hand_on_room(const struct store_ref *done, size_t n, unsigned max)
+unsigned sq_hand_on_refs(const struct store_ref *done, size_t n)
 {
 	unsigned k = sq_head_refs(done, n);
 
 	for (size_t i = 0; i < n; i++)
 		k += sq_ref_handed_by_key(&done[i]);
+	return k;
+}
+
+/* One per finished row of a key run one at a time or N at once, at most half of max, so
+ * that the claim's scan always has the other half (rows of other keys, of no key and of
+ * other priorities are not held back by chains of a key's rows). */
+unsigned sq_hand_on_room(const struct store_ref *done, size_t n, unsigned max)
+{
+	unsigned k = sq_hand_on_refs(done, n);
+
 	return k < max / 2 ? k : max / 2;
 }
 
 void key_runs_free(struct key_runs *kr)
 {
 	free(kr->run);
-	free(kr->cand);
 	memset(kr, 0, sizeof(*kr));
 }
 
-/* The key runs of refs[0..n): one per key name (the rows of one claim's done[] may be of
- * several queues: a run whose rows are not all in its first row's queue falls back, by
- * KEY_NEXT_OK). */
+/* The key runs of refs[0..n): one per key as its rows spell it. */
 static int key_runs_find(struct key_runs *kr, const struct store_ref *refs, size_t n)
 {
 	key_runs_free(kr);
@@ -113,58 +116,45 @@ static int key_runs_find(struct key_runs *kr, const struct store_ref *refs, size
 				return -ENOMEM;
 			k = &kr->run[kr->n++];
 			k->group = r->group;
-			k->first_id = r->id;
 		}
 		k->cnt++;
 		if (r->group_seq > k->max_seq)
 			k->max_seq = r->group_seq;
-		if (r->key_limit > k->lim)
-			k->lim = r->key_limit;
 	}
 	return 0;
 }
 
-/* s->conn's quoting of text (malloc'd), or NULL out of memory. */
-static char *quoted(struct store *s, const char *text)
+/* KEY_NEXT_PART of every run (all, or those ok), joined by UNION ALL; q: the claim's queue,
+ * quoted; cond: PARKED, or its parts for the commit. */
+static void add_parts(struct store *s, struct buf *b, const struct key_runs *kr, const char *q,
+		      bool all, const char *cond)
 {
-	size_t len = strlen(text);
-	char *q = malloc(2 * len + 3);
+	size_t m = 0;
 
-	if (q)
-		sq_quote(s->conn, q, text, len);
-	return q;
-}
-
-/* The parts (end: KEY_NEXT_END, else KEY_NEXT_PART) of every run, joined by UNION ALL;
- * q: the claim's queue, quoted. */
-static bool add_parts(struct store *s, struct buf *b, const struct key_runs *kr,
-		      const char *q, bool end)
-{
 	for (size_t j = 0; j < kr->n; j++) {
 		const struct key_run *k = &kr->run[j];
-		unsigned long long to = k->max_seq + KEY_NEXT_SPAN(k->lim);
-		char *g = quoted(s, k->group);
+		size_t len = strlen(k->group);
+		char *g;
 
-		if (!g)
-			return false;
-		if (j)
-			buf_puts(b, " UNION ALL ");
-		if (end)
-			buf_printf(b, KEY_NEXT_END, (unsigned)j, g, q, g, to);
-		else
-			buf_printf(b, KEY_NEXT_PART, (unsigned)j, g, q, g,
-				   (unsigned long long)k->max_seq, to, k->cnt);
+		if (!all && (!k->ok || k->taken >= k->cnt))
+			continue;
+		g = malloc(2 * len + 3);
+		if (!g) {
+			b->failed = true;
+			return;
+		}
+		sq_quote(s->conn, g, k->group, len);
+		buf_printf(b, "%s" KEY_NEXT_PART, m++ ? " UNION ALL " : "", g, q, g,
+			   (unsigned long long)k->max_seq, cond, k->cnt);
 		free(g);
 	}
-	return !buf_failed(b);
 }
 
 /* KEY_NEXT_OK for the refs of the runs. */
-static bool add_ok(struct buf *b, const struct store_ref *refs, size_t n, const char *q)
+static void add_ok(struct buf *b, const struct store_ref *refs, size_t n, const char *q)
 {
 	struct buf ids, tokens, limits;
 	size_t m = 0;
-	bool ok;
 
 	buf_init(&ids);
 	buf_init(&tokens);
@@ -178,13 +168,13 @@ static bool add_ok(struct buf *b, const struct store_ref *refs, size_t n, const 
 			   (unsigned long long)refs[i].token + 1);
 		buf_printf(&limits, " WHEN %llu THEN %u", id, (unsigned)refs[i].key_limit);
 	}
-	ok = !buf_failed(&ids) && !buf_failed(&tokens) && !buf_failed(&limits);
-	if (ok)
+	if (buf_failed(&ids) || buf_failed(&tokens) || buf_failed(&limits))
+		b->failed = true;
+	else
 		buf_printf(b, KEY_NEXT_OK, ids.data, tokens.data, q, q, limits.data);
 	buf_free(&ids);
 	buf_free(&tokens);
 	buf_free(&limits);
-	return ok && !buf_failed(b);
 }
 
 size_t sq_hand_on_sources(struct store *s, struct buf *b, struct key_runs *kr,
@@ -198,32 +188,21 @@ size_t sq_hand_on_sources(struct store *s, struct buf *b, struct key_runs *kr,
 	}
 	if (kr->n == 0)
 		return heads;
-	buf_printf(b, "%sSELECT kp.hid FROM (", heads ? " UNION ALL " : "");
-	if (!add_parts(s, b, kr, q, false))
-		b->failed = true;
+	buf_printf(b, "%sSELECT DISTINCT kp.hid FROM (", heads ? " UNION ALL " : "");
+	add_parts(s, b, kr, q, true, PARKED);
 	buf_puts(b, ") AS kp JOIN ");
-	if (!add_ok(b, refs, n, q))
-		b->failed = true;
+	add_ok(b, refs, n, q);
 	buf_puts(b, " AS ok ON ok.k = kp.k");
 	return heads + kr->n;
 }
 
-void sq_add_key_next_find(struct store *s, const struct key_runs *kr, const char *q,
-			  const struct store_ref *refs, size_t n)
+void sq_add_key_next_ok(struct store *s, const struct key_runs *kr, const char *q,
+			const struct store_ref *refs, size_t n)
 {
-	struct buf *b = &s->sql;
-
-	buf_puts(b, "SELECT x.part, x.hid, x.covered AND ok.k IS NOT NULL FROM (SELECT part, "
-		 "hid, k, NULL AS covered FROM (");
-	if (!add_parts(s, b, kr, q, false))
-		b->failed = true;
-	buf_puts(b, ") AS kc UNION ALL ");
-	if (!add_parts(s, b, kr, q, true))
-		b->failed = true;
-	buf_puts(b, ") AS x LEFT JOIN ");
-	if (!add_ok(b, refs, n, q))
-		b->failed = true;
-	buf_puts(b, " AS ok ON ok.k = x.k WHERE x.hid IS NULL OR ok.k IS NOT NULL");
+	(void)kr;
+	buf_puts(&s->sql, "SELECT k FROM ");
+	add_ok(&s->sql, refs, n, q);
+	buf_puts(&s->sql, " AS ok");
 	sq_end(s);
 }
 
@@ -231,37 +210,22 @@ int key_runs_take(struct key_runs *kr, MYSQL_RES *res, const struct store_item *
 		  size_t h)
 {
 	MYSQL_ROW row;
-	uint64_t part, v;
 
-	if (!res || mysql_num_fields(res) != 3)
+	if (!res || mysql_num_fields(res) != 1)
 		return -EIO;
-	if (!(kr->cand = calloc(mysql_num_rows(res) + 1, sizeof(*kr->cand))))
-		return -ENOMEM;
+	/* Runs that were handed all they named need nothing shown (a key the server compares
+	 * equal but that is spelled otherwise is shown: its statement is right either way). */
+	for (size_t i = 0; i < h; i++)
+		for (size_t j = 0; handed[i].group && j < kr->n; j++)
+			kr->run[j].taken += strcmp(kr->run[j].group, handed[i].group) == 0;
 	while ((row = mysql_fetch_row(res))) {
 		unsigned long *len = mysql_fetch_lengths(res);
-		if (!row[0] || !sq_parse_u64(row[0], len[0], &part) || part >= kr->n)
-			return -EIO;
-		if (row[1]) {   /* a row handed on */
-			if (!sq_parse_u64(row[1], len[1], &v))
-				return -EIO;
-			kr->run[part].found++;
-			kr->cand[kr->ncand].id = v;
-			kr->cand[kr->ncand].taken = false;
-			for (size_t i = 0; i < h; i++)
-				if (handed[i].id == v)
-					kr->cand[kr->ncand].taken = true;
-			kr->nhanded += kr->cand[kr->ncand].taken;
-			kr->ncand++;
-		} else {        /* the part's end */
-			kr->run[part].covered = row[2] && row[2][0] == '1';
-		}
+		for (size_t j = 0; row[0] && j < kr->n; j++)
+			if (strlen(kr->run[j].group) == len[0] &&
+			    memcmp(kr->run[j].group, row[0], len[0]) == 0)
+				kr->run[j].ok = true;
 	}
 	return 0;
-}
-
-bool key_runs_short(const struct key_run *k)
-{
-	return k->found < k->cnt && !k->covered;
 }
 
 /* KEY_FILL_MANY of the refs of the runs that fell back. */
@@ -273,7 +237,7 @@ static void add_fallback(struct store *s, const struct key_runs *kr, const struc
 
 	buf_init(&parts);
 	for (size_t j = 0; j < kr->n; j++) {
-		if (!key_runs_short(&kr->run[j]))
+		if (kr->run[j].ok)
 			continue;
 		for (size_t i = 0; i < n; i++)
 			if (sq_ref_handed_by_key(&refs[i]) && !strcmp(refs[i].group, kr->run[j].group))
@@ -290,23 +254,30 @@ static void add_fallback(struct store *s, const struct key_runs *kr, const struc
 	buf_free(&parts);
 }
 
-size_t sq_add_key_next_rest(struct store *s, const struct key_runs *kr,
-			    const struct store_ref *refs, size_t n)
+void sq_add_key_next_rest(struct store *s, const struct key_runs *kr, const char *q,
+			  const struct store_item *handed, size_t h, const struct store_ref *refs,
+			  size_t n)
 {
-	size_t at = s->ncuts, m = 0;
-	struct buf ids;
+	struct buf cond, parts;
+	size_t shown = 0;
 
-	buf_init(&ids);
-	for (size_t i = 0; i < kr->ncand; i++)
-		if (!kr->cand[i].taken)
-			buf_printf(&ids, "%s%llu", m++ ? "," : "", (unsigned long long)kr->cand[i].id);
-	if (buf_failed(&ids)) {
-		s->sql.failed = true;
-	} else if (m > 0) {
-		sql_add(s, KEY_NEXT_SHOW, ids.data);
+	for (size_t j = 0; j < kr->n; j++)
+		shown += kr->run[j].ok && kr->run[j].taken < kr->run[j].cnt;
+	buf_init(&cond);
+	buf_init(&parts);
+	buf_puts(&cond, "(" PARKED " OR p.id IN (0");
+	for (size_t i = 0; i < h; i++)
+		buf_printf(&cond, ",%llu", (unsigned long long)handed[i].id);
+	buf_puts(&cond, "))");
+	if (shown > 0 && !buf_failed(&cond))
+		add_parts(s, &parts, kr, q, false, cond.data);
+	if (buf_failed(&cond) || buf_failed(&parts)) {
+		s->sql.failed = true; /* sq_run says out of memory */
+	} else if (shown > 0) {
+		sql_add(s, KEY_NEXT_SHOW, parts.data);
 		sq_end(s);
 	}
-	buf_free(&ids);
+	buf_free(&cond);
+	buf_free(&parts);
 	add_fallback(s, kr, refs, n);
-	return s->ncuts - at;
 }

@@ -504,25 +504,18 @@ void sq_add_group_heads(struct store *s, const struct store_ref *refs, size_t n)
 size_t sq_group_heads(struct buf *b, const struct store_ref *refs, size_t n);
 /* ---- the claim's hand-on of keys run N at once (store_handon.c) ---- */
 
-/* The rows of one key among a claim's done[] (sq_ref_handed_by_key), and what the claim's
- * first round trip found after them. */
+/* The rows of one key among a claim's done[] (sq_ref_handed_by_key), as they spell it. */
 struct key_run {
 	const char *group;
-	uint64_t first_id, max_seq;  /* its first row, the highest number it finished */
+	uint64_t max_seq;            /* the highest number of it finished */
 	unsigned cnt;                /* its rows finished */
-	uint32_t lim;                /* the highest limit they were claimed under */
-	unsigned found;              /* parked rows found after them (at most cnt) */
-	bool covered;                /* the range reached past the key's last row, and the
-				      * parts' conditions held */
+	bool ok;                     /* KEY_NEXT_OK named it: its next rows go by number */
+	unsigned taken;              /* rows of its key (spelled as it is) HAND_ON took */
 };
 struct key_runs {
 	struct key_run *run;         /* malloc'd */
 	size_t n;
-	struct key_cand {
-		uint64_t id;
-		bool taken;          /* handed on to this claim */
-	} *cand;                     /* malloc'd: the rows found */
-	size_t ncand, nhanded;
+	size_t nhanded;              /* rows HAND_ON took (heads and keys' rows) */
 };
 /* Whether ref's finish hands on its key's next rows by number (a key run N > 1 at once,
  * its key and number known). */
@@ -532,9 +525,11 @@ static inline bool sq_ref_handed_by_key(const struct store_ref *r)
 }
 /* The claim's counts of done[0..n): finished rows of keys run one at a time (their next
  * rows: GROUP_HEADS); whether any of a key run N at once fills its key without the hand-on
- * (KEY_FILL); how many rows it may be handed on, at most half of max. */
+ * (KEY_FILL); the finished rows whose next rows it hands on (of keys run one or N at once);
+ * how many rows it may be handed on, at most half of max. */
 unsigned sq_head_refs(const struct store_ref *done, size_t n);
 bool sq_has_key_fills(const struct store_ref *done, size_t n);
+unsigned sq_hand_on_refs(const struct store_ref *done, size_t n);
 unsigned sq_hand_on_room(const struct store_ref *done, size_t n, unsigned max);
 void key_runs_free(struct key_runs *kr);
 /* Appends to b what HAND_ON takes rows from (a derived table of hid): GROUP_HEADS of the
@@ -543,21 +538,19 @@ void key_runs_free(struct key_runs *kr);
  * many rows it may name. */
 size_t sq_hand_on_sources(struct store *s, struct buf *b, struct key_runs *kr,
 			  const char *q, const struct store_ref *refs, size_t n);
-/* In the same round trip, a SELECT of those rows of kr's keys (part, hid, NULL), and for
- * each key whether its range reached its end (part, NULL, covered); key_runs_take reads its
- * answer, with the rows HAND_ON took (handed[0..h)). */
-void sq_add_key_next_find(struct store *s, const struct key_runs *kr, const char *q,
-			  const struct store_ref *refs, size_t n);
+/* In the same round trip, a SELECT of the keys of kr whose rows go by number (KEY_NEXT_OK);
+ * key_runs_take reads its answer. */
+void sq_add_key_next_ok(struct store *s, const struct key_runs *kr, const char *q,
+			const struct store_ref *refs, size_t n);
 int key_runs_take(struct key_runs *kr, MYSQL_RES *res, const struct store_item *handed,
 		  size_t h);
-/* Whether run k fell back: fewer parked rows than finished rows found, and the key may
- * have more, or the range could not tell. */
-bool key_runs_short(const struct key_run *k);
-/* In the commit's round trip: the rows found but not taken made visible, and KEY_FILL_MANY
- * for the keys that fell back; returns how many statements it added (each's rows: rows
- * made visible). */
-size_t sq_add_key_next_rest(struct store *s, const struct key_runs *kr,
-			    const struct store_ref *refs, size_t n);
+/* In the commit's round trip, when HAND_ON took fewer rows than it named (handed[0..h):
+ * those it took): the rows of the keys that go by number not taken made visible
+ * (KEY_NEXT_SHOW), and KEY_FILL_MANY for the others. Each statement's rows: rows made
+ * visible. */
+void sq_add_key_next_rest(struct store *s, const struct key_runs *kr, const char *q,
+			  const struct store_item *handed, size_t h, const struct store_ref *refs,
+			  size_t n);
 
 /* Before the first fenced UPDATE of a transaction that finishes rows with dependents, "SET
  * @claimd_t0 = NOW(6);": a row this transaction finishes has a finished_at from then on, and
