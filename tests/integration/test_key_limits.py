@@ -298,5 +298,42 @@ def it_a_finish_hands_on_its_keys_next_rows_by_number_and_falls_back_where_it_ca
           f'{_at_once_since(qruns, after)} at once')
 
 
+def it_a_keys_next_row_not_due_is_shown_for_its_time_and_the_one_after_handed_on(t):
+    """Key t runs two at once; its third row is due 1.5 s after it was added. The finish of
+    its first row cannot start that row (not due): it is made visible for its time (by the
+    claim's commit, KEY_NEXT_SHOW, when the finish rides on a claim; by the walk of the
+    key's rows when it is written alone), and the finish of the second starts the fourth
+    past it. Maintenance, which would heal a key left short, does not run here."""
+    db = t.database()
+    # A so: handler running four at once: a finish leaves room, so the claim that writes it
+    # asks for rows (and hands on), where a worker with no room would write it alone.
+    h, spec = t.plugin('ok')
+    c = t.claimd(db, '--workers', '1', '--concurrency', '4', '--handler', spec,
+                 '--maintenance-interval', '1h')
+    c.wait_ready()
+    db.execute("INSERT INTO key_limits (queue, group_key, concurrency) VALUES "
+               "('default', 't', 2)")
+    db.execute("INSERT INTO queues (name, paused) VALUES ('default', 1) "
+               "ON DUPLICATE KEY UPDATE paused = 1")
+    first = db.insert_items(2, payload="'sleep:200'", group_key="'t'")
+    late = db.insert_items(1, payload="'sleep:10'", group_key="'t'",
+                           run_at='NOW(6) + INTERVAL 1500000 MICROSECOND')
+    last = db.insert_items(1, payload="'sleep:10'", group_key="'t'")
+    # Rows without a key keep the worker claiming: the finishes ride on its claims (a worker
+    # with nothing to claim writes them alone, and the walk of the key's rows fills it).
+    db.insert_items(60, payload="'sleep:50'")
+    due = float(db.scalar(f'SELECT UNIX_TIMESTAMP(run_at) FROM work_items WHERE id = {late[0]}'))
+    db.execute("UPDATE queues SET paused = 0 WHERE name = 'default'")
+    wait_for(db.states, 10, 'the rows done', until=lambda st: st.get('done') == 64)
+    rs = runs_of(h)
+    start = {i: rs[i][0][0] for i in first + late + last}
+    check(due <= start[late[0]] < due + 1.0, f'the row due later started '
+          f'{start[late[0]] - due:+.2f} s from its time')
+    check(start[last[0]] < due, 'the fourth row started before the third was due (handed '
+          f'on past it): {start[last[0]] - due:+.2f} s')
+    check(_at_once(_runs(h, first + late + last)) <= 2, 'at most two at once')
+    check_eq(c.stop(), 0, 'claimd exit code')
+
+
 if __name__ == '__main__':
     harness.main()
