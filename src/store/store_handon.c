@@ -228,30 +228,15 @@ int key_runs_take(struct key_runs *kr, MYSQL_RES *res, const struct store_item *
 	return 0;
 }
 
-/* KEY_FILL_MANY of the refs of the runs that fell back. */
-static void add_fallback(struct store *s, const struct key_runs *kr, const struct store_ref *refs,
-			 size_t n)
+/* sq_add_key_fill_many's choice for the runs that fell back (arg: the runs). */
+static bool fell_back(const struct store_ref *r, const void *arg)
 {
-	struct buf parts;
-	size_t m = 0;
+	const struct key_runs *kr = arg;
 
-	buf_init(&parts);
-	for (size_t j = 0; j < kr->n; j++) {
-		if (kr->run[j].ok)
-			continue;
-		for (size_t i = 0; i < n; i++)
-			if (sq_ref_handed_by_key(&refs[i]) && !strcmp(refs[i].group, kr->run[j].group))
-				buf_printf(&parts, "%s" KEY_FILL_PART, m++ ? " UNION " : "",
-					   (unsigned long long)refs[i].id,
-					   (unsigned long long)refs[i].id, (unsigned)refs[i].key_limit);
-	}
-	if (buf_failed(&parts)) {
-		s->sql.failed = true; /* sq_run says out of memory */
-	} else if (m > 0) {
-		sql_add(s, KEY_FILL_MANY, parts.data);
-		sq_end(s);
-	}
-	buf_free(&parts);
+	for (size_t j = 0; sq_ref_handed_by_key(r) && j < kr->n; j++)
+		if (strcmp(r->group, kr->run[j].group) == 0)
+			return !kr->run[j].ok;
+	return false;
 }
 
 void sq_add_key_next_rest(struct store *s, const struct key_runs *kr, const char *q,
@@ -279,5 +264,5 @@ void sq_add_key_next_rest(struct store *s, const struct key_runs *kr, const char
 	}
 	buf_free(&cond);
 	buf_free(&parts);
-	add_fallback(s, kr, refs, n);
+	sq_add_key_fill_many(s, refs, n, fell_back, kr);   /* KEY_FILL_MANY */
 }

@@ -498,6 +498,10 @@ void sq_add_group_lock(struct store *s, const struct store_ref *refs, size_t n);
  * key runs one at a time (sq_add_group_heads); the KEY_FILL statements for those with
  * key_fill set (for all of them when all is true: refs that do not know their key's limit). */
 void sq_add_group_next(struct store *s, const struct store_ref *refs, size_t n, bool all);
+/* "KEY_FILL_MANY;" for the refs r of refs[0..n) that know their key's limit and take(r, arg)
+ * chooses (nothing when none). */
+void sq_add_key_fill_many(struct store *s, const struct store_ref *refs, size_t n,
+			  bool (*take)(const struct store_ref *r, const void *arg), const void *arg);
 void sq_add_group_heads(struct store *s, const struct store_ref *refs, size_t n);
 /* Appends to b the GROUP_HEADS of the refs whose key runs one at a time (grouped, not
  * key_fill); returns how many refs it names (0: b unchanged). */

@@ -170,22 +170,16 @@ static bool no_key_fill(const struct store_ref *r, bool all, bool handed)
 	return (!all && !r->key_fill) || (handed && sq_ref_handed_by_key(r));
 }
 
-/* KEY_FILL_MANY for the refs that know their key's limit (unless all); returns how many
- * refs are left for KEY_FILL, one by one. */
-static size_t add_key_fill_many(struct store *s, const struct store_ref *refs, size_t n,
-				bool all, bool handed)
+void sq_add_key_fill_many(struct store *s, const struct store_ref *refs, size_t n,
+			  bool (*take)(const struct store_ref *r, const void *arg), const void *arg)
 {
 	struct buf parts;
-	size_t k = 0, left = 0;
+	size_t k = 0;
 
 	buf_init(&parts);
 	for (size_t i = 0; i < n; i++) {
-		if (no_key_fill(&refs[i], all, handed))
+		if (refs[i].key_limit == 0 || !take(&refs[i], arg))
 			continue;
-		if (all || refs[i].key_limit == 0) {
-			left++;
-			continue;
-		}
 		buf_printf(&parts, "%s" KEY_FILL_PART, k++ ? " UNION " : "",
 			   (unsigned long long)refs[i].id, (unsigned long long)refs[i].id,
 			   (unsigned)refs[i].key_limit);
@@ -197,6 +191,25 @@ static size_t add_key_fill_many(struct store *s, const struct store_ref *refs, s
 		sq_end(s);
 	}
 	buf_free(&parts);
+}
+
+/* sq_add_key_fill_many's choice for add_key_fill_many: arg, whether handed. */
+static bool fills_key(const struct store_ref *r, const void *arg)
+{
+	return !no_key_fill(r, false, *(const bool *)arg);
+}
+
+/* KEY_FILL_MANY for the refs that know their key's limit (unless all); returns how many
+ * refs are left for KEY_FILL, one by one. */
+static size_t add_key_fill_many(struct store *s, const struct store_ref *refs, size_t n,
+				bool all, bool handed)
+{
+	size_t left = 0;
+
+	for (size_t i = 0; i < n; i++)
+		left += !no_key_fill(&refs[i], all, handed) && (all || refs[i].key_limit == 0);
+	if (!all)
+		sq_add_key_fill_many(s, refs, n, fills_key, &handed);
 	return left;
 }
 
