@@ -49,6 +49,10 @@ struct idle {
 	uint64_t woke_for;         /* changes when a change last woke a worker */
 	uint64_t seen;             /* changes when a claim woken for the last change took rows */
 	uv_timer_t recheck_timer;
+	/* The last question (the loop's clock, and the changes told of by then), and the one
+	 * put off until ASK_GAP_MS after it. */
+	uint64_t asked_at, asked_changes;
+	uv_timer_t ask_timer;
 	/* Every worker busy for PAUSE_AFTER_MS: the stream is closed until one is idle. */
 	uint64_t busy_since;       /* the loop's clock; 0: a worker is idle */
 	bool paused;
@@ -57,6 +61,14 @@ struct idle {
 };
 
 #define RECHECK_FIRST_MS 2
+/* After a short claim, when the next row is due is asked at most once in this long while the
+ * binary log told of no change: a drain of keyed rows, whose claims take each key's next row
+ * by hand and scan little, ends a short claim every few milliseconds, and each question read
+ * ~1.3 ms of the server's time (100 keys at N = 1, 30,000 rows: 600 of them, 18 % of the
+ * server's time; the drain 43-45 % faster without any). What turns due meanwhile without a
+ * change told of is what claimd's own quiet statements set (a deferral, a recurring row's
+ * next run, a lease's end): woken for at most this much later. */
+#define ASK_GAP_MS 20
 #define RECHECK_WINDOW_MS 500
 #define RECHECK_SEEN_MS 100
 #define PAUSE_AFTER_MS 500
@@ -71,6 +83,7 @@ static void stop_timers(struct idle *d)
 {
 	finetimer_stop(&d->due);
 	uv_timer_stop(&d->recheck_timer);
+	uv_timer_stop(&d->ask_timer);
 	uv_timer_stop(&d->watch_timer);
 }
 
@@ -179,6 +192,9 @@ static void run_job(struct idle *d)
 		return;
 	}
 	d->inflight = true;
+	d->asked_at = now_ms(d);
+	d->asked_changes = d->changes;
+	uv_timer_stop(&d->ask_timer);
 	if (d->o.asked)
 		++*d->o.asked;
 	d->claims_at = d->o.claims(d->o.data);
@@ -270,6 +286,8 @@ int idle_new(const struct idle_opts *o, struct idle **ret)
 	d->due.data = d;
 	uv_timer_init(o->loop, &d->recheck_timer);
 	d->recheck_timer.data = d;
+	uv_timer_init(o->loop, &d->ask_timer);
+	d->ask_timer.data = d;
 	uv_timer_init(o->loop, &d->watch_timer);
 	d->watch_timer.data = d;
 	snprintf(d->mode, sizeof(d->mode), "poll");
@@ -359,6 +377,12 @@ void idle_claimed_short(struct idle *d, bool found)
 	if (!d->push || d->stopping)
 		return;
 	resume(d);
+	uint64_t since = now_ms(d) - d->asked_at;
+	if (d->asked_at && since < ASK_GAP_MS && d->changes == d->asked_changes) {
+		if (!uv_is_active((uv_handle_t *)&d->ask_timer))
+			uv_timer_start(&d->ask_timer, on_recheck, ASK_GAP_MS - since, 0);
+		return;
+	}
 	run_job(d);
 }
 
@@ -416,8 +440,9 @@ void idle_free(struct idle *d)
 		return;
 	idle_stop(d);
 	d->freeing = true;
-	d->open_timers = 3;
+	d->open_timers = 4;
 	finetimer_close(&d->due, on_due_closed);
 	uv_close((uv_handle_t *)&d->recheck_timer, on_timer_closed);
+	uv_close((uv_handle_t *)&d->ask_timer, on_timer_closed);
 	uv_close((uv_handle_t *)&d->watch_timer, on_timer_closed);
 }
