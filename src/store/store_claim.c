@@ -368,19 +368,17 @@ static void prios_add_found(struct prio_set *set, const struct store_item *items
 static void sql_add_hand_on(struct store *s, const struct claim_args *a, unsigned limit,
 			    struct key_runs *kr)
 {
-	char q[QUOTED_QUEUE_MAX];
 	struct buf parts;
 
 	buf_init(&parts);
-	sq_quote(s->conn, q, a->queue, strlen(a->queue));
-	sq_hand_on_sources(s, &parts, kr, q, a->done, a->ndone);
+	sq_hand_on_sources(s, &parts, kr, a->queue, a->done, a->ndone);
 	if (buf_failed(&parts)) {
 		s->sql.failed = true; /* sq_run says out of memory */
 	} else {
-		sql_add(s, HAND_ON, q, parts.data, q, q, limit);
+		sql_add(s, HAND_ON, kr->q, parts.data, kr->q, kr->q, limit);
 		sq_end(s);
 		if (kr->n > 0)
-			sq_add_key_next_ok(s, kr, q, a->done, a->ndone);
+			sq_add_key_next_ok(s, kr, a->done, a->ndone);
 	}
 	buf_free(&parts);
 }
@@ -661,11 +659,8 @@ static int claim_commit(struct store *s, const struct claim_args *a, size_t n, b
 	size_t heads_at = s->ncuts;
 	if (heads_left)   /* see claim_lock */
 		sq_add_group_heads(s, a->done, a->ndone);
-	if (kr->n > 0 && kr->nhanded < sq_hand_on_refs(a->done, a->ndone)) {
-		char q[QUOTED_QUEUE_MAX];
-		sq_quote(s->conn, q, a->queue, strlen(a->queue));
-		sq_add_key_next_rest(s, kr, q, s->scratch, kr->nhanded, a->done, a->ndone);
-	}
+	if (kr->n > 0 && kr->nhanded < sq_hand_on_refs(a->done, a->ndone))
+		sq_add_key_next_rest(s, kr, s->scratch, kr->nhanded, a->done, a->ndone);
 	size_t heads_end = s->ncuts;   /* GROUP_NEXT, KEY_NEXT_SHOW, KEY_FILL_MANY */
 	bool keys = sql_add_key_limits(s, a, n);
 	sql_add(s, "COMMIT");

@@ -124,10 +124,10 @@ static int key_runs_find(struct key_runs *kr, const struct store_ref *refs, size
 	return 0;
 }
 
-/* KEY_NEXT_PART of every run (all, or those ok), joined by UNION ALL; q: the claim's queue,
- * quoted; cond: PARKED, or its parts for the commit. */
-static void add_parts(struct store *s, struct buf *b, const struct key_runs *kr, const char *q,
-		      bool all, const char *cond)
+/* KEY_NEXT_PART of every run (all, or those ok and not handed all they named), joined by
+ * UNION ALL, in the claim's queue; cond: PARKED, or KEY_NEXT_SHOW's condition. */
+static void add_parts(struct store *s, struct buf *b, const struct key_runs *kr, bool all,
+		      const char *cond)
 {
 	size_t m = 0;
 
@@ -144,7 +144,7 @@ static void add_parts(struct store *s, struct buf *b, const struct key_runs *kr,
 			return;
 		}
 		sq_quote(s->conn, g, k->group, len);
-		buf_printf(b, "%s" KEY_NEXT_PART, m++ ? " UNION ALL " : "", g, q, g,
+		buf_printf(b, "%s" KEY_NEXT_PART, m++ ? " UNION ALL " : "", g, kr->q, g,
 			   (unsigned long long)k->max_seq, cond, k->cnt);
 		free(g);
 	}
@@ -178,7 +178,7 @@ static void add_ok(struct buf *b, const struct store_ref *refs, size_t n, const 
 }
 
 size_t sq_hand_on_sources(struct store *s, struct buf *b, struct key_runs *kr,
-			  const char *q, const struct store_ref *refs, size_t n)
+			  const char *queue, const struct store_ref *refs, size_t n)
 {
 	size_t heads = sq_group_heads(b, refs, n);
 
@@ -186,22 +186,22 @@ size_t sq_hand_on_sources(struct store *s, struct buf *b, struct key_runs *kr,
 		b->failed = true;
 		return 0;
 	}
+	sq_quote(s->conn, kr->q, queue, strlen(queue));
 	if (kr->n == 0)
 		return heads;
 	buf_printf(b, "%sSELECT DISTINCT kp.hid FROM (", heads ? " UNION ALL " : "");
-	add_parts(s, b, kr, q, true, PARKED);
+	add_parts(s, b, kr, true, PARKED);
 	buf_puts(b, ") AS kp JOIN ");
-	add_ok(b, refs, n, q);
+	add_ok(b, refs, n, kr->q);
 	buf_puts(b, " AS ok ON ok.k = kp.k");
 	return heads + kr->n;
 }
 
-void sq_add_key_next_ok(struct store *s, const struct key_runs *kr, const char *q,
+void sq_add_key_next_ok(struct store *s, const struct key_runs *kr,
 			const struct store_ref *refs, size_t n)
 {
-	(void)kr;
 	buf_puts(&s->sql, "SELECT k FROM ");
-	add_ok(&s->sql, refs, n, q);
+	add_ok(&s->sql, refs, n, kr->q);
 	buf_puts(&s->sql, " AS ok");
 	sq_end(s);
 }
@@ -239,30 +239,38 @@ static bool fell_back(const struct store_ref *r, const void *arg)
 	return false;
 }
 
-void sq_add_key_next_rest(struct store *s, const struct key_runs *kr, const char *q,
-			  const struct store_item *handed, size_t h, const struct store_ref *refs,
-			  size_t n)
+/* KEY_NEXT_SHOW for the runs that go by number and were not handed all they named. */
+static void add_show(struct store *s, const struct key_runs *kr,
+		     const struct store_item *handed, size_t h)
 {
 	struct buf cond, parts;
-	size_t shown = 0;
 
-	for (size_t j = 0; j < kr->n; j++)
-		shown += kr->run[j].ok && kr->run[j].taken < kr->run[j].cnt;
 	buf_init(&cond);
 	buf_init(&parts);
 	buf_puts(&cond, "(" PARKED " OR p.id IN (0");
 	for (size_t i = 0; i < h; i++)
 		buf_printf(&cond, ",%llu", (unsigned long long)handed[i].id);
 	buf_puts(&cond, "))");
-	if (shown > 0 && !buf_failed(&cond))
-		add_parts(s, &parts, kr, q, false, cond.data);
+	if (!buf_failed(&cond))
+		add_parts(s, &parts, kr, false, cond.data);
 	if (buf_failed(&cond) || buf_failed(&parts)) {
 		s->sql.failed = true; /* sq_run says out of memory */
-	} else if (shown > 0) {
+	} else {
 		sql_add(s, KEY_NEXT_SHOW, parts.data);
 		sq_end(s);
 	}
 	buf_free(&cond);
 	buf_free(&parts);
+}
+
+void sq_add_key_next_rest(struct store *s, const struct key_runs *kr,
+			  const struct store_item *handed, size_t h, const struct store_ref *refs,
+			  size_t n)
+{
+	for (size_t j = 0; j < kr->n; j++)
+		if (kr->run[j].ok && kr->run[j].taken < kr->run[j].cnt) {
+			add_show(s, kr, handed, h);
+			break;
+		}
 	sq_add_key_fill_many(s, refs, n, fell_back, kr);   /* KEY_FILL_MANY */
 }

@@ -520,6 +520,7 @@ struct key_runs {
 	struct key_run *run;         /* malloc'd */
 	size_t n;
 	size_t nhanded;              /* rows HAND_ON took (heads and keys' rows) */
+	char q[QUOTED_QUEUE_MAX];    /* the claim's queue, quoted */
 };
 /* Whether ref's finish hands on its key's next rows by number (a key run N > 1 at once,
  * its key and number known). */
@@ -538,13 +539,13 @@ unsigned sq_hand_on_room(const struct store_ref *done, size_t n, unsigned max);
 void key_runs_free(struct key_runs *kr);
 /* Appends to b what HAND_ON takes rows from (a derived table of hid): GROUP_HEADS of the
  * refs whose key runs one at a time, and the rows the keys of refs run N at once let start
- * (kr: those keys, which key_runs_free frees); q: the claim's queue, quoted. Returns how
- * many rows it may name. */
+ * in queue (kr: those keys, which key_runs_free frees, and the queue quoted, kr->q). Returns
+ * how many rows it may name. */
 size_t sq_hand_on_sources(struct store *s, struct buf *b, struct key_runs *kr,
-			  const char *q, const struct store_ref *refs, size_t n);
+			  const char *queue, const struct store_ref *refs, size_t n);
 /* In the same round trip, a SELECT of the keys of kr whose rows go by number (KEY_NEXT_OK);
  * key_runs_take reads its answer. */
-void sq_add_key_next_ok(struct store *s, const struct key_runs *kr, const char *q,
+void sq_add_key_next_ok(struct store *s, const struct key_runs *kr,
 			const struct store_ref *refs, size_t n);
 int key_runs_take(struct key_runs *kr, MYSQL_RES *res, const struct store_item *handed,
 		  size_t h);
@@ -552,7 +553,7 @@ int key_runs_take(struct key_runs *kr, MYSQL_RES *res, const struct store_item *
  * those it took): the rows of the keys that go by number not taken made visible
  * (KEY_NEXT_SHOW), and KEY_FILL_MANY for the others. Each statement's rows: rows made
  * visible. */
-void sq_add_key_next_rest(struct store *s, const struct key_runs *kr, const char *q,
+void sq_add_key_next_rest(struct store *s, const struct key_runs *kr,
 			  const struct store_item *handed, size_t h, const struct store_ref *refs,
 			  size_t n);
 
